@@ -1,0 +1,7 @@
+//! One module per subcommand.
+
+pub mod demo;
+pub mod embed;
+pub mod eval;
+pub mod recall;
+pub mod sessions;

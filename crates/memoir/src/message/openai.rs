@@ -1,0 +1,1 @@
+//! Conversion between [`crate::message::Message`] and the OpenAI chat-completions shape.

@@ -1,0 +1,348 @@
+//! Transcript records: what one line of a session log says.
+//!
+//! A transcript is a sequence of [`Record`]s. The line framing (the `seq`,
+//! `prev` and `h` integrity fields) lives in [`crate::transcript::codec`]; this
+//! module only owns the payloads. Every payload type keeps the fields it does
+//! not know in an `extra` map, and record kinds this build does not know are
+//! kept as [`Record::Unknown`], so files written by newer builds survive a
+//! load/rewrite round trip.
+
+use std::path::PathBuf;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::message::{Message, Usage};
+
+/// Version of the record format written by this build (see `docs/FORMAT.md`).
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Where a forked session came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForkPoint {
+    /// The parent session's id.
+    pub session: String,
+    /// The last parent `seq` included in the fork (inclusive).
+    pub seq: u64,
+    /// How many of the parent's messages the fork starts with.
+    pub messages: usize,
+}
+
+/// The session header: the first record of every transcript (`seq` 0).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionMeta {
+    /// Session id (validated; see [`crate::id`]).
+    pub id: String,
+    /// Creation time.
+    pub created_at: DateTime<Utc>,
+    /// Model provider (e.g. `anthropic`, `openai`), empty when unknown.
+    #[serde(default)]
+    pub provider: String,
+    /// Model name, empty when unknown.
+    #[serde(default)]
+    pub model: String,
+    /// Working directory or project the session belongs to.
+    #[serde(default)]
+    pub workspace: PathBuf,
+    /// Title at creation; later `title` records rename.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Free-form kind (e.g. `chat`, `task`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// Set when this session is a fork of another.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<ForkPoint>,
+    /// The record format version that wrote the header.
+    #[serde(default = "default_format")]
+    pub format: u32,
+    /// Fields this build does not know, kept verbatim.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+fn default_format() -> u32 {
+    FORMAT_VERSION
+}
+
+impl SessionMeta {
+    /// A header for `id`, created now, with everything else empty.
+    pub fn new(id: impl Into<String>) -> Self {
+        SessionMeta {
+            id: id.into(),
+            created_at: Utc::now(),
+            provider: String::new(),
+            model: String::new(),
+            workspace: PathBuf::new(),
+            title: None,
+            kind: None,
+            parent: None,
+            format: FORMAT_VERSION,
+            extra: Map::new(),
+        }
+    }
+}
+
+/// Security taint of a conversation. Only grows: [`Taint::merge`] is a bitwise OR.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Taint {
+    /// Private data entered the context.
+    pub private: bool,
+    /// Untrusted (e.g. fetched) content entered the context.
+    pub untrusted: bool,
+}
+
+impl Taint {
+    /// OR the other taint into this one.
+    pub fn merge(&mut self, other: Taint) {
+        self.private |= other.private;
+        self.untrusted |= other.untrusted;
+    }
+
+    /// Private data and untrusted content together: the "lethal trifecta" is armed.
+    pub fn trifecta_armed(&self) -> bool {
+        self.private && self.untrusted
+    }
+}
+
+/// The configuration a run was attached with (one per process attach).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RunConfig {
+    /// Version of the harness that wrote it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub harness_version: Option<String>,
+    /// Model provider.
+    pub provider: String,
+    /// Model name.
+    pub model: String,
+    /// Working directory.
+    pub workspace: PathBuf,
+    /// The full system prompt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
+    /// Tool names, in registry order.
+    pub tools: Vec<String>,
+    /// Hash of the tool schemas, when the harness computes one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tools_hash: Option<String>,
+    /// Sampling temperature.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    /// Nucleus sampling.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<f64>,
+    /// Sampling seed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// Reasoning effort (`low`, `medium`, `high`, ...).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub effort: Option<String>,
+    /// Extended thinking enabled.
+    pub thinking: bool,
+    /// Max tokens per response.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
+    /// Turn limit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_turns: Option<u32>,
+    /// Output token budget for the whole run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u64>,
+    /// Cost budget in USD.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_cost_usd: Option<f64>,
+    /// Compaction threshold in tokens.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compact_at_tokens: Option<u64>,
+    /// Messages kept verbatim by compaction.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compact_keep_recent: Option<u32>,
+    /// Tool permission policy (e.g. `ask`, `allow`, `read-only`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub permission_mode: Option<String>,
+    /// Sandbox (e.g. `none`, `bwrap`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<String>,
+    /// Fields this build does not know, kept verbatim.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// One run's totals.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Summary {
+    /// Tokens used by the run.
+    pub usage: Usage,
+    /// Model turns taken.
+    pub turns: u32,
+}
+
+/// The payload of one transcript line.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Record {
+    /// Session header (always `seq` 0).
+    Meta(SessionMeta),
+    /// One message appended to the conversation.
+    Message(Message),
+    /// The whole current message list, replacing everything before (compaction).
+    Rewrite {
+        /// The complete list after the rewrite.
+        messages: Vec<Message>,
+    },
+    /// The configuration of one attach.
+    Config(Box<RunConfig>),
+    /// Totals of one run.
+    Summary(Summary),
+    /// A taint checkpoint covering every message before it.
+    Taint(Taint),
+    /// A rename. The last one wins.
+    Title {
+        /// The new title.
+        title: String,
+    },
+    /// An opaque, caller-defined checkpoint (e.g. a model-view cutoff); the last one wins.
+    Checkpoint {
+        /// The checkpoint value; `null` clears it.
+        value: Value,
+    },
+    /// A record kind this build does not know: its kind and full JSON object, kept verbatim.
+    Unknown {
+        /// The `"record"` tag.
+        kind: String,
+        /// The whole object, framing fields excluded.
+        raw: Map<String, Value>,
+    },
+}
+
+/// The serde shape of the known kinds.
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "record", rename_all = "snake_case")]
+enum KnownRecord {
+    Meta(SessionMeta),
+    Message(Message),
+    Rewrite { messages: Vec<Message> },
+    Config(Box<RunConfig>),
+    Summary(Summary),
+    Taint(Taint),
+    Title { title: String },
+    Checkpoint { value: Value },
+}
+
+/// The record kinds this build understands.
+pub const KNOWN_KINDS: &[&str] = &[
+    "meta",
+    "message",
+    "rewrite",
+    "config",
+    "summary",
+    "taint",
+    "title",
+    "checkpoint",
+];
+
+impl Record {
+    /// The `"record"` tag of this record.
+    pub fn kind(&self) -> &str {
+        match self {
+            Record::Meta(_) => "meta",
+            Record::Message(_) => "message",
+            Record::Rewrite { .. } => "rewrite",
+            Record::Config(_) => "config",
+            Record::Summary(_) => "summary",
+            Record::Taint(_) => "taint",
+            Record::Title { .. } => "title",
+            Record::Checkpoint { .. } => "checkpoint",
+            Record::Unknown { kind, .. } => kind,
+        }
+    }
+
+    /// Serialise to a JSON object (with the `"record"` tag, without framing).
+    pub fn to_object(&self) -> Result<Map<String, Value>, serde_json::Error> {
+        let known = match self.clone() {
+            Record::Meta(m) => KnownRecord::Meta(m),
+            Record::Message(m) => KnownRecord::Message(m),
+            Record::Rewrite { messages } => KnownRecord::Rewrite { messages },
+            Record::Config(c) => KnownRecord::Config(c),
+            Record::Summary(s) => KnownRecord::Summary(s),
+            Record::Taint(t) => KnownRecord::Taint(t),
+            Record::Title { title } => KnownRecord::Title { title },
+            Record::Checkpoint { value } => KnownRecord::Checkpoint { value },
+            Record::Unknown { kind, mut raw } => {
+                raw.insert("record".into(), Value::String(kind));
+                return Ok(raw);
+            }
+        };
+        match serde_json::to_value(known)? {
+            Value::Object(map) => Ok(map),
+            _ => unreachable!("records serialise to objects"),
+        }
+    }
+
+    /// Parse one line body (a JSON object with a `"record"` tag) straight from
+    /// text: the fast path used by the reader. Keys listed in `framing` (the
+    /// line's own `seq`/`prev`) are stripped from the payload's `extra` maps.
+    pub fn from_json_str(
+        kind: &str,
+        text: &str,
+        framing: &[&str],
+    ) -> Result<Record, serde_json::Error> {
+        if !KNOWN_KINDS.contains(&kind) {
+            let obj: Map<String, Value> = serde_json::from_str(text)?;
+            let mut rec = Record::from_object(obj)?;
+            if let Record::Unknown { raw, .. } = &mut rec {
+                for key in framing {
+                    raw.remove(*key);
+                }
+            }
+            return Ok(rec);
+        }
+        let mut rec = Record::from_known(serde_json::from_str(text)?);
+        let extra = match &mut rec {
+            Record::Meta(m) => Some(&mut m.extra),
+            Record::Message(m) => Some(&mut m.extra),
+            Record::Config(c) => Some(&mut c.extra),
+            _ => None,
+        };
+        if let Some(extra) = extra {
+            for key in framing {
+                extra.remove(*key);
+            }
+        }
+        Ok(rec)
+    }
+
+    fn from_known(known: KnownRecord) -> Record {
+        match known {
+            KnownRecord::Meta(m) => Record::Meta(m),
+            KnownRecord::Message(m) => Record::Message(m),
+            KnownRecord::Rewrite { messages } => Record::Rewrite { messages },
+            KnownRecord::Config(c) => Record::Config(c),
+            KnownRecord::Summary(s) => Record::Summary(s),
+            KnownRecord::Taint(t) => Record::Taint(t),
+            KnownRecord::Title { title } => Record::Title { title },
+            KnownRecord::Checkpoint { value } => Record::Checkpoint { value },
+        }
+    }
+
+    /// Parse from a JSON object that carries a `"record"` tag. Unknown kinds
+    /// become [`Record::Unknown`]; a known kind with a bad shape is an error.
+    pub fn from_object(mut obj: Map<String, Value>) -> Result<Record, serde_json::Error> {
+        let kind = match obj.get("record") {
+            Some(Value::String(k)) => k.clone(),
+            _ => {
+                return Err(serde::de::Error::custom(
+                    "missing or non-string \"record\" tag",
+                ))
+            }
+        };
+        if !KNOWN_KINDS.contains(&kind.as_str()) {
+            obj.remove("record");
+            return Ok(Record::Unknown { kind, raw: obj });
+        }
+        Ok(Record::from_known(serde_json::from_value(Value::Object(obj))?))
+    }
+}
