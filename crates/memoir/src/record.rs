@@ -232,6 +232,20 @@ enum KnownRecord {
     Checkpoint { value: Value },
 }
 
+/// Borrowing twin of [`KnownRecord`] for serialisation without clones.
+#[derive(Serialize)]
+#[serde(tag = "record", rename_all = "snake_case")]
+enum KnownRecordRef<'a> {
+    Meta(&'a SessionMeta),
+    Message(&'a Message),
+    Rewrite { messages: &'a [Message] },
+    Config(&'a RunConfig),
+    Summary(&'a Summary),
+    Taint(&'a Taint),
+    Title { title: &'a str },
+    Checkpoint { value: &'a Value },
+}
+
 /// The record kinds this build understands.
 pub const KNOWN_KINDS: &[&str] = &[
     "meta",
@@ -260,26 +274,35 @@ impl Record {
         }
     }
 
-    /// Serialise to a JSON object (with the `"record"` tag, without framing).
-    pub fn to_object(&self) -> Result<Map<String, Value>, serde_json::Error> {
-        let known = match self.clone() {
-            Record::Meta(m) => KnownRecord::Meta(m),
-            Record::Message(m) => KnownRecord::Message(m),
-            Record::Rewrite { messages } => KnownRecord::Rewrite { messages },
-            Record::Config(c) => KnownRecord::Config(c),
-            Record::Summary(s) => KnownRecord::Summary(s),
-            Record::Taint(t) => KnownRecord::Taint(t),
-            Record::Title { title } => KnownRecord::Title { title },
-            Record::Checkpoint { value } => KnownRecord::Checkpoint { value },
-            Record::Unknown { kind, mut raw } => {
-                raw.insert("record".into(), Value::String(kind));
-                return Ok(raw);
+    /// Serialise to compact JSON text: an object whose first key is the
+    /// `"record"` tag (the line codec relies on that order).
+    pub fn to_json_string(&self) -> Result<String, serde_json::Error> {
+        let known = match self {
+            Record::Meta(m) => KnownRecordRef::Meta(m),
+            Record::Message(m) => KnownRecordRef::Message(m),
+            Record::Rewrite { messages } => KnownRecordRef::Rewrite { messages },
+            Record::Config(c) => KnownRecordRef::Config(c),
+            Record::Summary(s) => KnownRecordRef::Summary(s),
+            Record::Taint(t) => KnownRecordRef::Taint(t),
+            Record::Title { title } => KnownRecordRef::Title { title },
+            Record::Checkpoint { value } => KnownRecordRef::Checkpoint { value },
+            Record::Unknown { kind, raw } => {
+                let mut obj = Map::with_capacity(raw.len() + 1);
+                obj.insert("record".into(), Value::String(kind.clone()));
+                for (k, v) in raw {
+                    if k != "record" {
+                        obj.insert(k.clone(), v.clone());
+                    }
+                }
+                return serde_json::to_string(&obj);
             }
         };
-        match serde_json::to_value(known)? {
-            Value::Object(map) => Ok(map),
-            _ => unreachable!("records serialise to objects"),
-        }
+        serde_json::to_string(&known)
+    }
+
+    /// Serialise to a JSON object (with the `"record"` tag, without framing).
+    pub fn to_object(&self) -> Result<Map<String, Value>, serde_json::Error> {
+        serde_json::from_str(&self.to_json_string()?)
     }
 
     /// Parse one line body (a JSON object with a `"record"` tag) straight from

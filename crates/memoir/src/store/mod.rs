@@ -1,1 +1,217 @@
-//! Storage backends for transcripts.
+//! The narrow storage interface transcripts are written through.
+//!
+//! A [`LogStore`] holds, per session id, an append-only sequence of framed
+//! records (`seq` 0 is the header). It knows nothing of messages, taint or
+//! rewrites: [`crate::transcript`] replays records into a conversation. The
+//! embedded default is [`file::FileStore`] (one JSONL file per session); a
+//! shared backend (PostgreSQL) implements the same trait.
+
+pub mod file;
+pub mod lock;
+pub mod scan;
+
+use std::path::PathBuf;
+
+use crate::error::Result;
+use crate::record::{Record, SessionMeta};
+
+/// How far an append goes before it is acknowledged.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Durability {
+    /// `fdatasync` after every append call: survives power loss (default).
+    #[default]
+    Fsync,
+    /// Handed to the OS (one `write`), no sync: survives a process crash, not a power loss.
+    Flush,
+    /// Like `Flush`, and skips every other sync too (directory syncs on create,
+    /// syncs of repair side files). For tests and throwaway sessions.
+    None,
+}
+
+impl std::str::FromStr for Durability {
+    type Err = crate::Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "fsync" => Ok(Durability::Fsync),
+            "flush" => Ok(Durability::Flush),
+            "none" => Ok(Durability::None),
+            other => Err(crate::Error::Config(format!(
+                "unknown durability {other:?} (expected fsync, flush or none)"
+            ))),
+        }
+    }
+}
+
+/// What an append wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Appended {
+    /// `seq` of the first record written.
+    pub first_seq: u64,
+    /// `seq` of the last record written.
+    pub last_seq: u64,
+    /// A torn tail that had to be cut before this append, if any.
+    pub repaired: Option<TornTail>,
+}
+
+/// A partial last line (left by a crash) cut off before appending.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TornTail {
+    /// Byte offset where the partial line started.
+    pub offset: u64,
+    /// How many bytes were cut.
+    pub bytes: u64,
+    /// Where the cut bytes were saved.
+    pub saved_to: PathBuf,
+}
+
+/// One verified record with its `seq`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SeqRecord {
+    /// The record's sequence number.
+    pub seq: u64,
+    /// The record.
+    pub record: Record,
+}
+
+/// Everything wrong with a stored log, found while reading it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LoadReport {
+    /// Each problem, in file order.
+    pub issues: Vec<Issue>,
+}
+
+impl LoadReport {
+    /// True when the whole chain verified.
+    pub fn is_clean(&self) -> bool {
+        self.issues.is_empty()
+    }
+
+    /// The lowest `seq` at which the chain stops verifying, when known.
+    pub fn first_bad_seq(&self) -> Option<u64> {
+        self.issues.iter().map(|i| i.seq).next()
+    }
+}
+
+/// One problem in a stored log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Issue {
+    /// 1-based line number (files) or row ordinal (databases).
+    pub line: u64,
+    /// Byte offset of the line, for files.
+    pub offset: u64,
+    /// The `seq` at which the chain breaks: the line's own `seq` when it was
+    /// readable, else the `seq` the next good record should have had.
+    pub seq: u64,
+    /// What is wrong.
+    pub kind: IssueKind,
+}
+
+impl std::fmt::Display for Issue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "line {} (byte {}), seq {}: {}",
+            self.line, self.offset, self.seq, self.kind
+        )
+    }
+}
+
+/// The kinds of problems a reader reports. Lines with a `Skipped*` kind were
+/// not applied; the others were applied but break the chain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IssueKind {
+    /// An empty or whitespace-only line (skipped).
+    SkippedBlank,
+    /// A line that failed verification (skipped); the reason.
+    SkippedCorrupt(String),
+    /// A verified line whose `seq` was already seen or is behind (skipped).
+    SkippedOutOfOrder {
+        /// The `seq` the reader expected next.
+        expected: u64,
+    },
+    /// A partial last line with no newline (a crash mid-write; skipped).
+    TornTail {
+        /// Its length in bytes.
+        bytes: u64,
+    },
+    /// Records are missing: the line has a later `seq` than expected (applied).
+    Gap {
+        /// The first missing `seq`.
+        missing_from: u64,
+    },
+    /// The line's `prev` does not name the previous record (applied).
+    ChainBreak,
+    /// A header record after `seq` 0 (skipped).
+    ExtraHeader,
+}
+
+impl std::fmt::Display for IssueKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            IssueKind::SkippedBlank => write!(f, "blank line skipped"),
+            IssueKind::SkippedCorrupt(why) => write!(f, "skipped: {why}"),
+            IssueKind::SkippedOutOfOrder { expected } => {
+                write!(f, "skipped: out of order (expected seq {expected})")
+            }
+            IssueKind::TornTail { bytes } => write!(f, "torn tail of {bytes} bytes skipped"),
+            IssueKind::Gap { missing_from } => {
+                write!(f, "records missing from seq {missing_from}")
+            }
+            IssueKind::ChainBreak => write!(f, "prev hash does not match the previous record"),
+            IssueKind::ExtraHeader => write!(f, "skipped: header record after seq 0"),
+        }
+    }
+}
+
+/// A verified log: the records that passed, and what did not.
+#[derive(Debug, Clone, Default)]
+pub struct RawLog {
+    /// The header, when `seq` 0 verified as a `meta` record.
+    pub header: Option<SessionMeta>,
+    /// Every applied record after the header, in order.
+    pub records: Vec<SeqRecord>,
+    /// The problems found.
+    pub report: LoadReport,
+    /// The `seq` of the last applied record (0 for a header-only log).
+    pub last_seq: u64,
+}
+
+/// One session's header as a listing sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Listed {
+    /// The header.
+    pub meta: SessionMeta,
+    /// Where the session lives (a file path, or a backend-specific locator).
+    pub location: PathBuf,
+}
+
+/// Storage for session logs. Implementations must make `append` atomic per
+/// call (all records or none become visible), keep `seq` gap-free across
+/// concurrent writers, and never return before the configured durability.
+pub trait LogStore: Send + Sync + std::fmt::Debug {
+    /// Create a session with `meta` as its header (`seq` 0).
+    /// Fails with [`crate::Error::SessionExists`] when the id is taken.
+    fn create(&self, meta: &SessionMeta) -> Result<Appended>;
+
+    /// Append `records` after the current last record, in one atomic step.
+    /// With `expected_next`, fail with [`crate::Error::Conflict`] unless the
+    /// first record would get exactly that `seq`.
+    fn append(&self, id: &str, records: &[Record], expected_next: Option<u64>)
+        -> Result<Appended>;
+
+    /// Read and verify the whole log.
+    fn read(&self, id: &str) -> Result<RawLog>;
+
+    /// Read only the header (cheap; for listings).
+    fn read_header(&self, id: &str) -> Result<Option<SessionMeta>>;
+
+    /// Every session's header, newest first, plus how many entries were
+    /// unreadable. Costs O(number of sessions), never O(bytes).
+    fn list(&self) -> Result<(Vec<Listed>, usize)>;
+
+    /// Where the session with `id` lives (file path or locator).
+    fn location(&self, id: &str) -> PathBuf;
+
+    /// The durability this store acknowledges appends at.
+    fn durability(&self) -> Durability;
+}

@@ -1,1 +1,394 @@
-//! The per-session transcript log.
+//! The per-session transcript: an append-only, checksummed, chained log.
+//!
+//! [`Session`] keeps the seed's API (`create`, `append`, `append_messages`,
+//! `record_run`, `load`, `taint_timeline`, `run_configs`, `peek_meta`,
+//! `usage_totals`, `list`, `find`) over any [`LogStore`]; the path-based
+//! functions use the embedded [`FileStore`]. What it fixes: every append is
+//! acknowledged only after the configured sync; concurrent writers interleave
+//! whole records under a lock with a gap-free `seq`; a torn tail is cut and
+//! kept, never silently dropped; a bad line anywhere is skipped and reported,
+//! never the end of history; ids are validated before they touch a path.
+
+pub mod codec;
+mod replay;
+mod taint;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub use replay::Transcript;
+pub use taint::TaintTimeline;
+
+use crate::error::{Error, Result};
+use crate::message::{Message, Usage};
+use crate::paths;
+use crate::record::{Record, RunConfig, SessionMeta, Summary, Taint};
+use crate::store::file::FileStore;
+use crate::store::lock::OwnerLock;
+use crate::store::{Appended, Durability, Issue, IssueKind, LoadReport, LogStore};
+
+/// How deep fork chains may go before a reader refuses (cycle guard).
+const MAX_FORK_DEPTH: usize = 256;
+
+/// The state of a conversation after a run: its messages, its taint, and the
+/// pre-rewrite snapshots taken during the run (oldest first), so turns that a
+/// mid-run compaction dropped still reach the file.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Conversation {
+    /// The messages now.
+    pub messages: Vec<Message>,
+    /// The accumulated taint.
+    pub taint: Taint,
+    /// Full snapshots taken just before each in-run rewrite, oldest first.
+    pub rewritten: Vec<Vec<Message>>,
+}
+
+impl From<Vec<Message>> for Conversation {
+    fn from(messages: Vec<Message>) -> Self {
+        Conversation {
+            messages,
+            ..Default::default()
+        }
+    }
+}
+
+/// What [`Session::load`] returns.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    /// The header.
+    pub meta: SessionMeta,
+    /// The conversation (messages and taint).
+    pub conversation: Conversation,
+    /// Every skipped or suspicious line, and why.
+    pub report: LoadReport,
+}
+
+/// One session: its header, where it lives, and the store it is written through.
+#[derive(Debug, Clone)]
+pub struct Session {
+    /// The header.
+    pub meta: SessionMeta,
+    /// The transcript's location (a file path for the embedded store).
+    pub path: PathBuf,
+    store: Arc<dyn LogStore>,
+}
+
+impl Session {
+    /// Where transcripts live: `$MEMOIR_SESSION_DIR`, else `$MEMOIR_HOME/sessions`
+    /// (`~/.memoir/sessions`). A set-but-empty variable is an error.
+    pub fn default_dir() -> Result<PathBuf> {
+        if let Some(dir) = paths::env_path("MEMOIR_SESSION_DIR")? {
+            return Ok(dir);
+        }
+        Ok(paths::memoir_home()?.join("sessions"))
+    }
+
+    /// A new time-sortable, collision-resistant id (see [`crate::id::new_id`]).
+    pub fn new_id() -> String {
+        crate::id::new_id()
+    }
+
+    /// Create a session in `dir` (durability [`Durability::Fsync`]).
+    /// Refuses an existing id with [`Error::SessionExists`].
+    pub fn create(dir: &Path, meta: SessionMeta) -> Result<Session> {
+        Session::create_in(Arc::new(FileStore::new(dir, Durability::Fsync)), meta)
+    }
+
+    /// Create a session in any store.
+    pub fn create_in(store: Arc<dyn LogStore>, meta: SessionMeta) -> Result<Session> {
+        crate::id::validate(&meta.id)?;
+        store.create(&meta)?;
+        Ok(Session {
+            path: store.location(&meta.id),
+            meta,
+            store,
+        })
+    }
+
+    /// Open an existing transcript file for appending.
+    pub fn open(path: &Path) -> Result<Session> {
+        Session::open_with(path, Durability::Fsync)
+    }
+
+    /// Open an existing transcript file with a chosen durability.
+    pub fn open_with(path: &Path, durability: Durability) -> Result<Session> {
+        let (store, id) = FileStore::for_path(path, durability)?;
+        Session::open_in(Arc::new(store), &id)
+    }
+
+    /// Open session `id` of any store.
+    pub fn open_in(store: Arc<dyn LogStore>, id: &str) -> Result<Session> {
+        crate::id::validate(id)?;
+        let meta = store
+            .read_header(id)?
+            .ok_or_else(|| Error::NoHeader(store.location(id)))?;
+        Ok(Session {
+            path: store.location(id),
+            meta,
+            store,
+        })
+    }
+
+    /// The store this session is written through.
+    pub fn store(&self) -> &Arc<dyn LogStore> {
+        &self.store
+    }
+
+    /// Append one record. Acknowledged after the store's durability.
+    pub fn append(&self, record: &Record) -> Result<Appended> {
+        self.append_records(std::slice::from_ref(record))
+    }
+
+    /// Append records as one atomic batch (one write call).
+    pub fn append_records(&self, records: &[Record]) -> Result<Appended> {
+        self.store
+            .append(&self.meta.id, records, None)
+            .map_err(|e| match e {
+                Error::NotFound(id) => Error::Deleted(id),
+                other => other,
+            })
+    }
+
+    /// Append records only if the first gets `seq` `expected_next`
+    /// (optimistic concurrency; a lost race is [`Error::Conflict`]).
+    pub fn append_expecting(&self, records: &[Record], expected_next: u64) -> Result<Appended> {
+        self.store
+            .append(&self.meta.id, records, Some(expected_next))
+    }
+
+    /// Append one `message` record per message, as one atomic batch.
+    pub fn append_messages(&self, messages: &[Message]) -> Result<Appended> {
+        let records: Vec<Record> = messages.iter().cloned().map(Record::Message).collect();
+        self.append_records(&records)
+    }
+
+    /// Record what a run did, given the messages the file held before it.
+    ///
+    /// Walks `before` → each pre-rewrite snapshot → the final messages; an
+    /// append-only step writes the new tail, any other step writes a `rewrite`
+    /// with the whole list. Everything goes out as one atomic batch. Returns
+    /// `None` when there was nothing to write.
+    pub fn record_run(&self, before: &[Message], after: &Conversation) -> Result<Option<Appended>> {
+        let mut records = Vec::new();
+        let mut prev = before;
+        for state in after.rewritten.iter().chain(std::iter::once(&after.messages)) {
+            transition_records(prev, state, &mut records);
+            prev = state;
+        }
+        if records.is_empty() {
+            return Ok(None);
+        }
+        self.append_records(&records).map(Some)
+    }
+
+    /// Append a run summary.
+    pub fn record_summary(&self, usage: Usage, turns: u32) -> Result<Appended> {
+        self.append(&Record::Summary(Summary { usage, turns }))
+    }
+
+    /// Take exclusive ownership of this session (one driving process at a
+    /// time). Fails with [`Error::Busy`] naming the live holder; a lock left by
+    /// a dead process is taken over and reported in [`OwnerLock::recovered_from`].
+    pub fn acquire(&self) -> Result<OwnerLock> {
+        let path = self.path.with_extension("lock");
+        OwnerLock::acquire(&path, &self.meta.id)
+    }
+
+    /// Read this session back (stitching a fork's parent prefix).
+    pub fn transcript(&self) -> Result<Transcript> {
+        read_in(self.store.as_ref(), &self.meta.id)
+    }
+
+    /// Read a transcript back: the conversation and taint, plus a report of
+    /// every skipped line and why. Only a missing header is an error.
+    pub fn load(path: &Path) -> Result<Loaded> {
+        let t = Session::read(path)?;
+        Ok(Loaded {
+            meta: t.meta,
+            conversation: Conversation {
+                messages: t.messages,
+                taint: t.taint,
+                rewritten: Vec::new(),
+            },
+            report: t.report,
+        })
+    }
+
+    /// Read everything a transcript says, in one pass.
+    pub fn read(path: &Path) -> Result<Transcript> {
+        let (store, id) = FileStore::for_path(path, Durability::Fsync)?;
+        read_in(&store, &id)
+    }
+
+    /// Verify a transcript's whole chain; a clean report means every record verified.
+    pub fn verify(path: &Path) -> Result<LoadReport> {
+        Ok(Session::read(path)?.report)
+    }
+
+    /// The taint checkpoints of a transcript, positioned against its messages.
+    pub fn taint_timeline(path: &Path) -> Result<TaintTimeline> {
+        Ok(Session::read(path)?.taint_timeline)
+    }
+
+    /// Every run configuration, in the order the runs happened (`[]` for none).
+    pub fn run_configs(path: &Path) -> Result<Vec<RunConfig>> {
+        Ok(Session::read(path)?.configs)
+    }
+
+    /// The header alone, reading only the first line. `None` when the first
+    /// line is not a verified header.
+    pub fn peek_meta(path: &Path) -> Option<SessionMeta> {
+        let (store, id) = FileStore::for_path(path, Durability::Fsync).ok()?;
+        store.read_header(&id).ok().flatten()
+    }
+
+    /// The run summaries summed: total usage and turns (zero when none).
+    pub fn usage_totals(path: &Path) -> Result<(Usage, u32)> {
+        let t = Session::read(path)?;
+        Ok((t.usage, t.turns))
+    }
+
+    /// Sessions in `dir`, newest first, reading only headers.
+    pub fn list(dir: &Path) -> Result<Vec<(SessionMeta, PathBuf)>> {
+        Ok(Session::list_counting(dir)?.0)
+    }
+
+    /// Like [`Session::list`], also counting unreadable files.
+    pub fn list_counting(dir: &Path) -> Result<(Vec<(SessionMeta, PathBuf)>, usize)> {
+        let (listed, unreadable) = FileStore::new(dir, Durability::Fsync).list()?;
+        Ok((
+            listed.into_iter().map(|l| (l.meta, l.location)).collect(),
+            unreadable,
+        ))
+    }
+
+    /// Find a session by full id or unique prefix.
+    pub fn find(dir: &Path, id_prefix: &str) -> Result<PathBuf> {
+        let store = FileStore::new(dir, Durability::Fsync);
+        let id = find_in(&store, id_prefix)?;
+        store.path_of(&id)
+    }
+}
+
+/// Resolve a full id or unique prefix to an id in any store.
+pub fn find_in(store: &dyn LogStore, id_prefix: &str) -> Result<String> {
+    if !id_prefix.is_empty() {
+        crate::id::validate(id_prefix)?;
+        if let Ok(Some(meta)) = store.read_header(id_prefix) {
+            return Ok(meta.id);
+        }
+    }
+    let (listed, _) = store.list()?;
+    let mut candidates: Vec<String> = listed
+        .into_iter()
+        .map(|l| l.meta.id)
+        .filter(|id| id.starts_with(id_prefix))
+        .collect();
+    match candidates.len() {
+        0 => Err(Error::NotFound(id_prefix.to_string())),
+        1 => Ok(candidates.remove(0)),
+        _ => {
+            candidates.sort();
+            Err(Error::Ambiguous {
+                prefix: id_prefix.to_string(),
+                candidates,
+            })
+        }
+    }
+}
+
+/// Read session `id` of any store into a [`Transcript`], stitching the parent
+/// prefix of a fork.
+pub fn read_in(store: &dyn LogStore, id: &str) -> Result<Transcript> {
+    read_depth(store, id, 0)
+}
+
+fn read_depth(store: &dyn LogStore, id: &str, depth: usize) -> Result<Transcript> {
+    let raw = store.read(id)?;
+    let meta = raw
+        .header
+        .clone()
+        .ok_or_else(|| Error::NoHeader(store.location(id)))?;
+    let mut t = Transcript::new(meta.clone());
+    if let Some(fork) = &meta.parent {
+        match stitch_parent(store, fork, depth) {
+            Ok(prefix) => {
+                t.messages = prefix.messages;
+                t.message_seqs = prefix.message_seqs;
+                t.inherited = t.messages.len();
+                t.taint = prefix.taint;
+                t.taint_timeline = prefix.taint_timeline;
+                t.configs = prefix.configs;
+                t.config_positions = prefix.config_positions;
+                t.report.issues.extend(prefix.report.issues);
+            }
+            Err(e) => t.report.issues.push(Issue {
+                line: 1,
+                offset: 0,
+                seq: 0,
+                kind: IssueKind::SkippedCorrupt(format!(
+                    "fork parent {} unreadable: {e}",
+                    fork.session
+                )),
+            }),
+        }
+    }
+    for rec in &raw.records {
+        t.apply(rec);
+    }
+    t.report.issues.extend(raw.report.issues);
+    t.last_seq = raw.last_seq;
+    Ok(t)
+}
+
+/// The parent's state at the fork point: its records up to the cut `seq`,
+/// without its run summaries (a fork never duplicates usage).
+fn stitch_parent(
+    store: &dyn LogStore,
+    fork: &crate::record::ForkPoint,
+    depth: usize,
+) -> Result<Transcript> {
+    if depth >= MAX_FORK_DEPTH {
+        return Err(Error::Invalid(format!(
+            "fork chain deeper than {MAX_FORK_DEPTH} (cycle?)"
+        )));
+    }
+    crate::id::validate(&fork.session)?;
+    let raw = store.read(&fork.session)?;
+    let meta = raw
+        .header
+        .clone()
+        .ok_or_else(|| Error::NoHeader(store.location(&fork.session)))?;
+    let mut t = Transcript::new(meta.clone());
+    if let Some(grand) = &meta.parent {
+        let prefix = stitch_parent(store, grand, depth + 1)?;
+        t = Transcript {
+            meta,
+            inherited: prefix.messages.len(),
+            ..prefix
+        };
+    }
+    for rec in raw.records.iter().take_while(|r| r.seq <= fork.seq) {
+        if !matches!(rec.record, Record::Summary(_)) {
+            t.apply(rec);
+        }
+    }
+    t.report.issues.extend(
+        raw.report
+            .issues
+            .into_iter()
+            .filter(|i| i.seq <= fork.seq),
+    );
+    Ok(t)
+}
+
+/// The records that take a file holding `before` to `after`.
+fn transition_records(before: &[Message], after: &[Message], out: &mut Vec<Record>) {
+    if after.len() >= before.len() && after[..before.len()] == *before {
+        out.extend(after[before.len()..].iter().cloned().map(Record::Message));
+    } else {
+        out.push(Record::Rewrite {
+            messages: after.to_vec(),
+        });
+    }
+}
