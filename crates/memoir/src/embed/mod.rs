@@ -1,11 +1,32 @@
 //! Embedding providers: text in, unit vectors out.
 //!
 //! [`EmbeddingProvider`] is the one interface the semantic view uses. Providers:
-//! `hash` (offline feature hashing, the default), `minilm` (a local
-//! sentence-transformers model run in pure Rust) and `openai` (any
-//! OpenAI-compatible `/v1/embeddings` server).
+//!
+//! - [`hash`]: offline feature hashing (word unigrams, bigrams and character
+//!   3-grams), the default: no model, no network, ~µs per text.
+//! - [`minilm`]: a local sentence-transformers BERT model (all-MiniLM-L6-v2)
+//!   run in pure Rust with candle.
+//! - [`openai`]: any OpenAI-compatible `/v1/embeddings` server.
+//!
+//! [`cache::CachedEmbedder`] wraps any of them in a persistent, checksummed,
+//! size-bounded cache keyed by (model id, BLAKE3 of the input), and
+//! [`select`] builds the configured provider from `$MEMOIR_HOME/config.toml`,
+//! environment variables and command-line overrides.
+//!
+//! Every provider returns L2-normalised vectors of exactly
+//! [`EmbeddingProvider::dimensions`] components, so cosine similarity is a dot
+//! product.
 
 use async_trait::async_trait;
+
+pub mod cache;
+pub mod hash;
+pub mod minilm;
+pub mod openai;
+pub mod select;
+
+pub use hash::HashEmbedder;
+pub use minilm::{MiniLm, MiniLmOptions};
 
 /// Why an embedding could not be produced.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -25,7 +46,7 @@ pub enum EmbeddingError {
     /// The backend failed.
     #[error("embedding backend error: {0}")]
     BackendError(String),
-    /// The backend asked us to slow down.
+    /// The backend asked us to slow down (and kept asking after our retries).
     #[error("embedding backend rate limited; retry after {retry_after_ms} ms")]
     RateLimited {
         /// Suggested wait, in milliseconds.
@@ -34,15 +55,27 @@ pub enum EmbeddingError {
     /// The input cannot be embedded (e.g. empty batch item where forbidden).
     #[error("bad embedding input: {0}")]
     BadInput(String),
+    /// The embedding configuration is invalid (unknown provider, bad value,
+    /// unreadable config file, missing API key variable).
+    #[error("embedding configuration error: {0}")]
+    Config(String),
+    /// The embedding cache could not be opened or written.
+    #[error("embedding cache error: {0}")]
+    Cache(String),
 }
 
 /// A source of embeddings. Object-safe, `Send + Sync`.
+///
+/// Implementations return unit-length vectors of exactly
+/// [`dimensions`](EmbeddingProvider::dimensions) components; CPU-heavy or
+/// blocking work runs off the async executor's worker threads.
 #[async_trait]
 pub trait EmbeddingProvider: Send + Sync {
     /// Embed one document-side text.
     async fn embed(&self, text: &str) -> Result<Vec<f32>, EmbeddingError>;
 
-    /// Embed several texts; the default calls [`EmbeddingProvider::embed`] for each.
+    /// Embed several document-side texts, in order; the default calls
+    /// [`EmbeddingProvider::embed`] for each. Providers that batch override it.
     async fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbeddingError> {
         let mut out = Vec::with_capacity(texts.len());
         for t in texts {
@@ -65,5 +98,100 @@ pub trait EmbeddingProvider: Send + Sync {
     /// Load or connect ahead of the first call (best effort).
     async fn warm(&self) -> Result<(), EmbeddingError> {
         Ok(())
+    }
+}
+
+/// Scale `v` to unit Euclidean length in place. A zero (or non-finite) vector
+/// is left unchanged and `false` is returned.
+pub fn l2_normalize(v: &mut [f32]) -> bool {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 && norm.is_finite() {
+        let inv = 1.0 / norm;
+        for x in v.iter_mut() {
+            *x *= inv;
+        }
+        true
+    } else {
+        false
+    }
+}
+
+/// Cosine similarity of two vectors of the same width (0 when either is zero).
+pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    let mut dot = 0.0f32;
+    let mut na = 0.0f32;
+    let mut nb = 0.0f32;
+    for (x, y) in a.iter().zip(b) {
+        dot += x * y;
+        na += x * x;
+        nb += y * y;
+    }
+    if na == 0.0 || nb == 0.0 {
+        0.0
+    } else {
+        dot / (na.sqrt() * nb.sqrt())
+    }
+}
+
+/// Run CPU-bound or blocking work without stalling the async executor: on a
+/// tokio runtime it goes to the blocking thread pool; outside any tokio
+/// runtime (e.g. under a simple `block_on`) it runs inline.
+pub(crate) async fn run_blocking<F, R>(f: F) -> Result<R, EmbeddingError>
+where
+    F: FnOnce() -> R + Send + 'static,
+    R: Send + 'static,
+{
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) => handle.spawn_blocking(f).await.map_err(|e| {
+            EmbeddingError::BackendError(format!("embedding worker thread failed: {e}"))
+        }),
+        Err(_) => Ok(f()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalize_makes_unit_vectors_and_leaves_zero_alone() {
+        let mut v = vec![3.0, 4.0];
+        assert!(l2_normalize(&mut v));
+        assert!((v[0] - 0.6).abs() < 1e-6 && (v[1] - 0.8).abs() < 1e-6);
+        let mut z = vec![0.0; 3];
+        assert!(!l2_normalize(&mut z));
+        assert_eq!(z, vec![0.0; 3]);
+    }
+
+    #[test]
+    fn cosine_of_parallel_and_orthogonal() {
+        assert!((cosine(&[1.0, 0.0], &[2.0, 0.0]) - 1.0).abs() < 1e-6);
+        assert!(cosine(&[1.0, 0.0], &[0.0, 3.0]).abs() < 1e-6);
+        assert_eq!(cosine(&[0.0, 0.0], &[1.0, 0.0]), 0.0);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn run_blocking_works_on_and_off_a_runtime() {
+        assert_eq!(run_blocking(|| 2 + 2).await, Ok(4));
+        // Outside tokio: a trivial executor polling once.
+        let fut = run_blocking(|| 7);
+        let handle = std::thread::spawn(move || {
+            let waker = std::task::Waker::noop();
+            let mut cx = std::task::Context::from_waker(waker);
+            let mut fut = Box::pin(fut);
+            match fut.as_mut().poll(&mut cx) {
+                std::task::Poll::Ready(v) => v,
+                std::task::Poll::Pending => Err(EmbeddingError::BackendError("pending".into())),
+            }
+        });
+        assert_eq!(handle.join().ok(), Some(Ok(7)));
+    }
+
+    /// The trait must stay object-safe and `Send + Sync`.
+    #[test]
+    fn trait_is_object_safe() {
+        fn assert_send_sync<T: Send + Sync + ?Sized>() {}
+        assert_send_sync::<dyn EmbeddingProvider>();
+        let _: Option<std::sync::Arc<dyn EmbeddingProvider>> = None;
     }
 }

