@@ -10,6 +10,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+pub mod blob;
 pub mod embed;
 pub mod error;
 pub mod id;
@@ -18,6 +19,7 @@ pub mod paths;
 pub mod record;
 pub mod store;
 pub mod transcript;
+pub mod view;
 
 pub use error::{Error, Result};
 pub use message::{Block, Message, Role, Usage};

@@ -1,0 +1,515 @@
+//! [`ArtifactStore`]: the content-addressed, reference-counted blob store.
+//!
+//! Two backends behind one type: files under `<root>/blobs/` (durable, shared
+//! between processes) and memory (tests, throwaway views). Layout of the file
+//! backend:
+//!
+//! ```text
+//! <root>/blobs/.lock                     advisory lock held by every mutation
+//! <root>/blobs/<h[0..2]>/<h>             the bytes; h = BLAKE3(bytes), 64 hex
+//! <root>/blobs/<h[0..2]>/<h>.refs        reference count, ASCII decimal + "\n"
+//! ```
+//!
+//! Every file is written with [`crate::paths::atomic_write`] (temp file, fsync,
+//! rename, fsync of the directory), so a crash leaves either the old or the new
+//! file, never a torn one. A missing `.refs` file means a count of 0. Every
+//! load re-hashes the bytes and fails with [`BlobError::Corrupt`] when they do
+//! not match their name. Blobs are deleted only by [`ArtifactStore::remove`]
+//! and by the garbage collector [`ArtifactStore::gc`], which deletes the blobs
+//! whose count is 0.
+
+use std::collections::HashMap;
+use std::fs;
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime};
+
+use super::{check_hash, hash_bytes, is_valid_hash, BlobError};
+use crate::error::IoContext;
+use crate::paths::{atomic_write, create_private_dir, sync_dir};
+
+/// Temp files older than this are left-overs of a crashed writer; `gc` removes them.
+const STALE_TEMP_AGE: Duration = Duration::from_secs(3600);
+
+/// One stored blob, as listed by [`ArtifactStore::list`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlobInfo {
+    /// Its BLAKE3 hash (64 lowercase hex digits).
+    pub hash: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Its persisted reference count.
+    pub ref_count: u64,
+}
+
+/// What a garbage collection did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GcReport {
+    /// Blobs deleted because nothing referenced them.
+    pub removed_blobs: usize,
+    /// Bytes those blobs held.
+    pub removed_bytes: u64,
+    /// Blobs still referenced and kept.
+    pub kept_blobs: usize,
+    /// Stray files removed: reference counts without a blob, stale temp files.
+    pub removed_strays: usize,
+}
+
+#[derive(Debug)]
+struct MemBlob {
+    bytes: Arc<[u8]>,
+    refs: u64,
+}
+
+#[derive(Debug)]
+enum Backend {
+    Memory(Mutex<HashMap<String, MemBlob>>),
+    File {
+        /// `<root>/blobs`.
+        dir: PathBuf,
+        /// Serialises this process's mutations; the `.lock` file serialises processes.
+        mutex: Mutex<()>,
+    },
+}
+
+/// A content-addressed blob store with reference counts. `Send + Sync`; share
+/// it as `Arc<ArtifactStore>`.
+#[derive(Debug)]
+pub struct ArtifactStore {
+    backend: Backend,
+}
+
+/// Holds the in-process mutex and the cross-process file lock.
+struct WriteGuard<'a> {
+    _mutex: MutexGuard<'a, ()>,
+    _file: fs::File,
+}
+
+fn lock_mutex<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding the lock cannot leave the protected data half
+    // written (every file write is atomic), so a poisoned lock is still usable.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl ArtifactStore {
+    /// Open (creating if needed) the file-backed store under `<root>/blobs`.
+    pub fn open(root: &Path) -> Result<Self, BlobError> {
+        let dir = root.join("blobs");
+        create_private_dir(&dir)?;
+        Ok(ArtifactStore {
+            backend: Backend::File {
+                dir,
+                mutex: Mutex::new(()),
+            },
+        })
+    }
+
+    /// A store that lives in memory only (tests, throwaway views).
+    pub fn in_memory() -> Self {
+        ArtifactStore {
+            backend: Backend::Memory(Mutex::new(HashMap::new())),
+        }
+    }
+
+    /// The blob directory of a file-backed store (`None` in memory).
+    pub fn dir(&self) -> Option<&Path> {
+        match &self.backend {
+            Backend::File { dir, .. } => Some(dir),
+            Backend::Memory(_) => None,
+        }
+    }
+
+    /// Where the blob `hash` lives (file backend). `hash` must be valid.
+    pub fn blob_path(&self, hash: &str) -> Option<PathBuf> {
+        self.dir()
+            .filter(|_| is_valid_hash(hash))
+            .map(|d| d.join(&hash[..2]).join(hash))
+    }
+
+    fn refs_path(dir: &Path, hash: &str) -> PathBuf {
+        dir.join(&hash[..2]).join(format!("{hash}.refs"))
+    }
+
+    fn write_lock<'a>(dir: &Path, mutex: &'a Mutex<()>) -> Result<WriteGuard<'a>, BlobError> {
+        let guard = lock_mutex(mutex);
+        let path = dir.join(".lock");
+        let file = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(&path)
+            .ctx("open lock file", &path)?;
+        file.lock().ctx("lock", &path)?;
+        Ok(WriteGuard {
+            _mutex: guard,
+            _file: file,
+        })
+    }
+
+    fn read_refs(dir: &Path, hash: &str) -> Result<u64, BlobError> {
+        let path = Self::refs_path(dir, hash);
+        match fs::read_to_string(&path) {
+            Ok(s) => s.trim().parse::<u64>().map_err(|e| BlobError::BadRefCount {
+                path,
+                detail: e.to_string(),
+            }),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(0),
+            Err(e) => Err(crate::Error::Io {
+                op: "read",
+                path,
+                source: e,
+            }
+            .into()),
+        }
+    }
+
+    fn write_refs(dir: &Path, hash: &str, n: u64) -> Result<(), BlobError> {
+        let path = Self::refs_path(dir, hash);
+        atomic_write(&path, format!("{n}\n").as_bytes())?;
+        Ok(())
+    }
+
+    /// Store `bytes` and take one reference to them; returns their hash.
+    ///
+    /// Identical content is stored once: a second `put` only increments the
+    /// count. A stored copy that no longer verifies is rewritten.
+    pub fn put(&self, bytes: &[u8]) -> Result<String, BlobError> {
+        let hash = hash_bytes(bytes);
+        match &self.backend {
+            Backend::Memory(map) => {
+                let mut map = lock_mutex(map);
+                let entry = map.entry(hash.clone()).or_insert_with(|| MemBlob {
+                    bytes: Arc::from(bytes),
+                    refs: 0,
+                });
+                entry.refs = entry.refs.saturating_add(1);
+            }
+            Backend::File { dir, mutex } => {
+                let _guard = Self::write_lock(dir, mutex)?;
+                let path = dir.join(&hash[..2]).join(&hash);
+                let intact = match fs::read(&path) {
+                    Ok(existing) => hash_bytes(&existing) == hash,
+                    Err(e) if e.kind() == ErrorKind::NotFound => false,
+                    Err(e) => return Err(crate::Error::Io { op: "read", path, source: e }.into()),
+                };
+                if !intact {
+                    create_private_dir(&dir.join(&hash[..2]))?;
+                    atomic_write(&path, bytes)?;
+                }
+                let n = Self::read_refs(dir, &hash)?;
+                Self::write_refs(dir, &hash, n.saturating_add(1))?;
+            }
+        }
+        Ok(hash)
+    }
+
+    /// Store UTF-8 text; see [`ArtifactStore::put`].
+    pub fn put_str(&self, text: &str) -> Result<String, BlobError> {
+        self.put(text.as_bytes())
+    }
+
+    /// Take one more reference to a stored blob; returns the new count.
+    pub fn retain(&self, hash: &str) -> Result<u64, BlobError> {
+        check_hash(hash)?;
+        match &self.backend {
+            Backend::Memory(map) => {
+                let mut map = lock_mutex(map);
+                let b = map
+                    .get_mut(hash)
+                    .ok_or_else(|| BlobError::NotFound(hash.to_string()))?;
+                b.refs = b.refs.saturating_add(1);
+                Ok(b.refs)
+            }
+            Backend::File { dir, mutex } => {
+                let _guard = Self::write_lock(dir, mutex)?;
+                if !dir.join(&hash[..2]).join(hash).is_file() {
+                    return Err(BlobError::NotFound(hash.to_string()));
+                }
+                let n = Self::read_refs(dir, hash)?.saturating_add(1);
+                Self::write_refs(dir, hash, n)?;
+                Ok(n)
+            }
+        }
+    }
+
+    /// Drop one reference; returns the new count (never below 0). The blob
+    /// stays until [`ArtifactStore::gc`] runs.
+    pub fn release(&self, hash: &str) -> Result<u64, BlobError> {
+        check_hash(hash)?;
+        match &self.backend {
+            Backend::Memory(map) => {
+                let mut map = lock_mutex(map);
+                let b = map
+                    .get_mut(hash)
+                    .ok_or_else(|| BlobError::NotFound(hash.to_string()))?;
+                b.refs = b.refs.saturating_sub(1);
+                Ok(b.refs)
+            }
+            Backend::File { dir, mutex } => {
+                let _guard = Self::write_lock(dir, mutex)?;
+                if !dir.join(&hash[..2]).join(hash).is_file() {
+                    return Err(BlobError::NotFound(hash.to_string()));
+                }
+                let n = Self::read_refs(dir, hash)?.saturating_sub(1);
+                Self::write_refs(dir, hash, n)?;
+                Ok(n)
+            }
+        }
+    }
+
+    /// The persisted reference count of a stored blob.
+    pub fn ref_count(&self, hash: &str) -> Result<u64, BlobError> {
+        check_hash(hash)?;
+        match &self.backend {
+            Backend::Memory(map) => lock_mutex(map)
+                .get(hash)
+                .map(|b| b.refs)
+                .ok_or_else(|| BlobError::NotFound(hash.to_string())),
+            Backend::File { dir, .. } => {
+                if !dir.join(&hash[..2]).join(hash).is_file() {
+                    return Err(BlobError::NotFound(hash.to_string()));
+                }
+                Self::read_refs(dir, hash)
+            }
+        }
+    }
+
+    /// Whether a blob with this hash is stored (not verified).
+    pub fn contains(&self, hash: &str) -> bool {
+        if !is_valid_hash(hash) {
+            return false;
+        }
+        match &self.backend {
+            Backend::Memory(map) => lock_mutex(map).contains_key(hash),
+            Backend::File { dir, .. } => dir.join(&hash[..2]).join(hash).is_file(),
+        }
+    }
+
+    /// Load a blob and verify that its bytes hash to `hash`.
+    pub fn load(&self, hash: &str) -> Result<Vec<u8>, BlobError> {
+        check_hash(hash)?;
+        let (bytes, path) = match &self.backend {
+            Backend::Memory(map) => {
+                let bytes = lock_mutex(map)
+                    .get(hash)
+                    .map(|b| b.bytes.to_vec())
+                    .ok_or_else(|| BlobError::NotFound(hash.to_string()))?;
+                (bytes, PathBuf::new())
+            }
+            Backend::File { dir, .. } => {
+                let path = dir.join(&hash[..2]).join(hash);
+                match fs::read(&path) {
+                    Ok(b) => (b, path),
+                    Err(e) if e.kind() == ErrorKind::NotFound => {
+                        return Err(BlobError::NotFound(hash.to_string()))
+                    }
+                    Err(e) => return Err(crate::Error::Io { op: "read", path, source: e }.into()),
+                }
+            }
+        };
+        let actual = hash_bytes(&bytes);
+        if actual != hash {
+            return Err(BlobError::Corrupt {
+                hash: hash.to_string(),
+                actual,
+                path,
+            });
+        }
+        Ok(bytes)
+    }
+
+    /// Load a blob as UTF-8 text (verified like [`ArtifactStore::load`]).
+    pub fn load_string(&self, hash: &str) -> Result<String, BlobError> {
+        String::from_utf8(self.load(hash)?).map_err(|_| BlobError::NotText(hash.to_string()))
+    }
+
+    /// Delete a blob and its count whatever the count is. Returns whether it existed.
+    pub fn remove(&self, hash: &str) -> Result<bool, BlobError> {
+        check_hash(hash)?;
+        match &self.backend {
+            Backend::Memory(map) => Ok(lock_mutex(map).remove(hash).is_some()),
+            Backend::File { dir, mutex } => {
+                let _guard = Self::write_lock(dir, mutex)?;
+                let existed = remove_if_exists(&dir.join(&hash[..2]).join(hash))?;
+                remove_if_exists(&Self::refs_path(dir, hash))?;
+                sync_dir(&dir.join(&hash[..2])).or_else(|e| if existed { Err(e) } else { Ok(()) })?;
+                Ok(existed)
+            }
+        }
+    }
+
+    /// Every stored blob with its size and count, sorted by hash.
+    pub fn list(&self) -> Result<Vec<BlobInfo>, BlobError> {
+        let mut out = match &self.backend {
+            Backend::Memory(map) => lock_mutex(map)
+                .iter()
+                .map(|(h, b)| BlobInfo {
+                    hash: h.clone(),
+                    size: b.bytes.len() as u64,
+                    ref_count: b.refs,
+                })
+                .collect(),
+            Backend::File { dir, .. } => {
+                let mut out = Vec::new();
+                for shard in shard_dirs(dir)? {
+                    for entry in fs::read_dir(&shard).ctx("read directory", &shard)? {
+                        let entry = entry.ctx("read directory", &shard)?;
+                        let name = entry.file_name().to_string_lossy().into_owned();
+                        if is_valid_hash(&name) {
+                            let size = entry.metadata().ctx("stat", entry.path())?.len();
+                            out.push(BlobInfo {
+                                ref_count: Self::read_refs(dir, &name)?,
+                                hash: name,
+                                size,
+                            });
+                        }
+                    }
+                }
+                out
+            }
+        };
+        out.sort_by(|a, b| a.hash.cmp(&b.hash));
+        Ok(out)
+    }
+
+    /// Number of stored blobs and their total size in bytes.
+    pub fn stats(&self) -> Result<(usize, u64), BlobError> {
+        let list = self.list()?;
+        Ok((list.len(), list.iter().map(|b| b.size).sum()))
+    }
+
+    /// Garbage-collect: delete every blob whose reference count is 0, count
+    /// files without a blob, and temp files left by a crashed writer (older
+    /// than an hour).
+    pub fn gc(&self) -> Result<GcReport, BlobError> {
+        let mut report = GcReport::default();
+        match &self.backend {
+            Backend::Memory(map) => {
+                let mut map = lock_mutex(map);
+                map.retain(|_, b| {
+                    if b.refs == 0 {
+                        report.removed_blobs += 1;
+                        report.removed_bytes += b.bytes.len() as u64;
+                        false
+                    } else {
+                        report.kept_blobs += 1;
+                        true
+                    }
+                });
+            }
+            Backend::File { dir, mutex } => {
+                let _guard = Self::write_lock(dir, mutex)?;
+                let now = SystemTime::now();
+                for shard in shard_dirs(dir)? {
+                    let mut changed = false;
+                    let mut names: Vec<(String, fs::Metadata)> = Vec::new();
+                    for entry in fs::read_dir(&shard).ctx("read directory", &shard)? {
+                        let entry = entry.ctx("read directory", &shard)?;
+                        let meta = entry.metadata().ctx("stat", entry.path())?;
+                        names.push((entry.file_name().to_string_lossy().into_owned(), meta));
+                    }
+                    for (name, meta) in &names {
+                        let path = shard.join(name);
+                        if is_valid_hash(name) {
+                            if Self::read_refs(dir, name)? == 0 {
+                                remove_if_exists(&path)?;
+                                remove_if_exists(&Self::refs_path(dir, name))?;
+                                report.removed_blobs += 1;
+                                report.removed_bytes += meta.len();
+                                changed = true;
+                            } else {
+                                report.kept_blobs += 1;
+                            }
+                        } else if let Some(h) = name.strip_suffix(".refs") {
+                            if is_valid_hash(h) && !shard.join(h).exists() {
+                                remove_if_exists(&path)?;
+                                report.removed_strays += 1;
+                                changed = true;
+                            }
+                        } else if name.starts_with('.') && name.ends_with(".tmp") {
+                            let old = meta
+                                .modified()
+                                .ok()
+                                .and_then(|m| now.duration_since(m).ok())
+                                .is_some_and(|age| age > STALE_TEMP_AGE);
+                            if old {
+                                remove_if_exists(&path)?;
+                                report.removed_strays += 1;
+                                changed = true;
+                            }
+                        }
+                    }
+                    if changed {
+                        sync_dir(&shard)?;
+                    }
+                }
+            }
+        }
+        Ok(report)
+    }
+}
+
+fn remove_if_exists(path: &Path) -> Result<bool, BlobError> {
+    match fs::remove_file(path) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(crate::Error::Io {
+            op: "remove",
+            path: path.to_path_buf(),
+            source: e,
+        }
+        .into()),
+    }
+}
+
+/// The `<2 hex>` shard directories under `dir`, sorted.
+fn shard_dirs(dir: &Path) -> Result<Vec<PathBuf>, BlobError> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(dir).ctx("read directory", dir)? {
+        let entry = entry.ctx("read directory", dir)?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let is_shard =
+            name.len() == 2 && name.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+        if is_shard && entry.path().is_dir() {
+            out.push(entry.path());
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_store_dedups_and_counts() {
+        let s = ArtifactStore::in_memory();
+        let a = s.put(b"same").unwrap();
+        let b = s.put(b"same").unwrap();
+        assert_eq!(a, b);
+        assert_eq!(s.ref_count(&a).unwrap(), 2);
+        assert_eq!(s.release(&a).unwrap(), 1);
+        assert_eq!(s.release(&a).unwrap(), 0);
+        assert_eq!(s.release(&a).unwrap(), 0, "release saturates at zero");
+        assert_eq!(s.load(&a).unwrap(), b"same");
+        let r = s.gc().unwrap();
+        assert_eq!(r.removed_blobs, 1);
+        assert!(!s.contains(&a));
+        assert!(matches!(s.load(&a), Err(BlobError::NotFound(_))));
+    }
+
+    #[test]
+    fn file_layout_is_sharded_by_two_hex_digits() {
+        let tmp = tempfile::tempdir().unwrap();
+        let s = ArtifactStore::open(tmp.path()).unwrap();
+        let h = s.put(b"layout").unwrap();
+        let p = tmp.path().join("blobs").join(&h[..2]).join(&h);
+        assert!(p.is_file());
+        assert_eq!(s.blob_path(&h).unwrap(), p);
+        let refs = fs::read_to_string(p.with_file_name(format!("{h}.refs"))).unwrap();
+        assert_eq!(refs, "1\n");
+    }
+}

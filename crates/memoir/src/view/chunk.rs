@@ -1,0 +1,275 @@
+//! Turning transcript messages into indexable chunks.
+//!
+//! Each message yields chunks in block order, all under the message's
+//! `chain_seq`, numbered by `part`:
+//!
+//! | kind             | from                                   | text                      | embedding input                      |
+//! |------------------|----------------------------------------|---------------------------|--------------------------------------|
+//! | `user.text`      | user text blocks (joined)              | the text                  | `user: <text>`                       |
+//! | `assistant.text` | assistant text blocks (joined)         | the text                  | `assistant: <text>`                  |
+//! | `system.text`    | system text (only if enabled)          | the text                  | `system: <text>`                     |
+//! | `assistant.thinking` | thinking blocks (only if enabled)  | the reasoning             | `assistant thinking: <text>`         |
+//! | `tool.call`      | a `ToolUse` block                      | `<name> <arguments JSON>` | `tool call <name>: <arguments JSON>` |
+//! | `tool.result`    | a `ToolResult` block                   | the result content        | `tool result <name>: <content>` (`tool error …` when failed) |
+//!
+//! The tool name of a result comes from the matching earlier call. A result
+//! whose content was externalized to the blob store is loaded from the store
+//! (and skipped when no store is given). Texts longer than
+//! [`ChunkerConfig::max_chars`] are split into overlapping windows, cut at
+//! whitespace where possible. Images and unknown blocks yield nothing;
+//! whitespace-only texts are skipped.
+
+use std::collections::HashMap;
+
+use crate::blob::{parse_blob_ref, ArtifactStore};
+use crate::message::{Block, Message, Role};
+
+use super::types::ViewError;
+
+/// How messages are cut into chunks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChunkerConfig {
+    /// Longest chunk, in characters.
+    pub max_chars: usize,
+    /// Characters shared by consecutive windows of a split text.
+    pub overlap: usize,
+    /// Index system messages too.
+    pub include_system: bool,
+    /// Index assistant reasoning (thinking blocks) too.
+    pub include_thinking: bool,
+}
+
+impl Default for ChunkerConfig {
+    fn default() -> Self {
+        ChunkerConfig {
+            max_chars: 1500,
+            overlap: 200,
+            include_system: false,
+            include_thinking: false,
+        }
+    }
+}
+
+/// One chunk ready to embed and index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chunk {
+    /// The source record's `seq`.
+    pub chain_seq: u64,
+    /// The piece number within the record.
+    pub part: u32,
+    /// The kind tag (see the module table).
+    pub kind: String,
+    /// The text stored, hashed and grafted.
+    pub text: String,
+    /// The text embedded and lexically indexed.
+    pub embed_input: String,
+}
+
+/// Split `text` into windows of at most `max_chars` characters overlapping
+/// by about `overlap`, preferring to end a window at whitespace.
+pub fn split_text(text: &str, max_chars: usize, overlap: usize) -> Vec<String> {
+    let max_chars = max_chars.max(16);
+    let overlap = overlap.min(max_chars / 2);
+    let bounds: Vec<usize> = text
+        .char_indices()
+        .map(|(i, _)| i)
+        .chain(std::iter::once(text.len()))
+        .collect();
+    let n = bounds.len() - 1; // characters
+    if n <= max_chars {
+        return vec![text.to_string()];
+    }
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = Vec::new();
+    let mut start = 0;
+    loop {
+        let mut end = (start + max_chars).min(n);
+        if end < n {
+            // Back off to whitespace within the last fifth of the window.
+            let floor = end - max_chars / 5;
+            if let Some(ws) = (floor..end).rev().find(|&i| chars[i].is_whitespace()) {
+                end = ws + 1;
+            }
+        }
+        out.push(text[bounds[start]..bounds[end]].to_string());
+        if end >= n {
+            break;
+        }
+        let mut next = end.saturating_sub(overlap).max(start + 1);
+        // Start the next window at a word boundary when one is near.
+        if let Some(ws) = (next..end).find(|&i| chars[i].is_whitespace()) {
+            if ws + 1 < end {
+                next = ws + 1;
+            }
+        }
+        start = next;
+    }
+    out
+}
+
+fn push_split(
+    out: &mut Vec<Chunk>,
+    part: &mut u32,
+    seq: u64,
+    kind: &str,
+    prefix: &str,
+    text: &str,
+    cfg: &ChunkerConfig,
+) {
+    if text.trim().is_empty() {
+        return;
+    }
+    for piece in split_text(text, cfg.max_chars, cfg.overlap) {
+        out.push(Chunk {
+            chain_seq: seq,
+            part: *part,
+            kind: kind.to_string(),
+            embed_input: format!("{prefix}: {piece}"),
+            text: piece,
+        });
+        *part += 1;
+    }
+}
+
+/// Chunk `messages`; `seqs[i]` is the `chain_seq` of `messages[i]`.
+pub fn chunk_messages(
+    messages: &[Message],
+    seqs: &[u64],
+    cfg: &ChunkerConfig,
+    store: Option<&ArtifactStore>,
+) -> Result<Vec<Chunk>, ViewError> {
+    if messages.len() != seqs.len() {
+        return Err(ViewError::Invalid(format!(
+            "{} messages but {} sequence numbers",
+            messages.len(),
+            seqs.len()
+        )));
+    }
+    let mut tool_names: HashMap<&str, &str> = HashMap::new();
+    let mut out = Vec::new();
+    for (msg, &seq) in messages.iter().zip(seqs) {
+        let mut part = 0u32;
+        let role = msg.role;
+        let text = msg.text_content();
+        match role {
+            Role::System if !cfg.include_system => {}
+            Role::User | Role::Assistant | Role::System | Role::Tool => {
+                let kind = format!("{}.text", role.as_str());
+                push_split(&mut out, &mut part, seq, &kind, role.as_str(), &text, cfg);
+            }
+        }
+        for block in &msg.content {
+            match block {
+                Block::Thinking { text, .. } if cfg.include_thinking => {
+                    push_split(
+                        &mut out,
+                        &mut part,
+                        seq,
+                        "assistant.thinking",
+                        "assistant thinking",
+                        text,
+                        cfg,
+                    );
+                }
+                Block::ToolUse { id, name, input } => {
+                    tool_names.insert(id, name);
+                    let args = serde_json::to_string(input).unwrap_or_default();
+                    let text = format!("{name} {args}");
+                    let prefix = format!("tool call {name}");
+                    if text.trim().is_empty() {
+                        continue;
+                    }
+                    for piece in split_text(&text, cfg.max_chars, cfg.overlap) {
+                        out.push(Chunk {
+                            chain_seq: seq,
+                            part,
+                            kind: "tool.call".into(),
+                            embed_input: format!("{prefix}: {}", piece),
+                            text: piece,
+                        });
+                        part += 1;
+                    }
+                }
+                Block::ToolResult {
+                    tool_use_id,
+                    content,
+                    is_error,
+                } => {
+                    let name = tool_names.get(tool_use_id.as_str()).copied().unwrap_or("tool");
+                    let body = match (parse_blob_ref(content), store) {
+                        (Some(hash), Some(store)) => store.load_string(hash)?,
+                        (Some(_), None) => continue,
+                        (None, _) => content.clone(),
+                    };
+                    let prefix = if *is_error {
+                        format!("tool error {name}")
+                    } else {
+                        format!("tool result {name}")
+                    };
+                    push_split(&mut out, &mut part, seq, "tool.result", &prefix, &body, cfg);
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn split_covers_the_text_with_overlap() {
+        let text: String = (0..400).map(|i| format!("w{i} ")).collect();
+        let parts = split_text(&text, 100, 20);
+        assert!(parts.len() > 5);
+        assert!(parts.iter().all(|p| p.chars().count() <= 100));
+        for w in ["w0 ", "w199 ", "w399 "] {
+            assert!(parts.iter().any(|p| p.contains(w)), "{w} lost");
+        }
+        // Consecutive windows share text.
+        let tail: String = parts[0].chars().rev().take(10).collect::<Vec<_>>().into_iter().rev().collect();
+        assert!(parts[1].contains(tail.trim()));
+        assert_eq!(split_text("short", 100, 20), vec!["short"]);
+        // Multi-byte text never splits inside a character.
+        let wide = "é".repeat(500);
+        assert!(split_text(&wide, 100, 10).iter().all(|p| p.chars().all(|c| c == 'é')));
+    }
+
+    #[test]
+    fn kinds_and_embedding_inputs() {
+        let msgs = vec![
+            Message::system("be nice"),
+            Message::user("find the bug"),
+            Message::new(
+                Role::Assistant,
+                vec![
+                    Block::Text { text: "looking".into() },
+                    Block::ToolUse {
+                        id: "c1".into(),
+                        name: "grep".into(),
+                        input: json!({"pattern": "panic"}),
+                    },
+                ],
+            ),
+            Message::tool_result("c1", "src/a.rs:3: panic!()", false),
+        ];
+        let chunks = chunk_messages(&msgs, &[1, 2, 3, 4], &ChunkerConfig::default(), None).unwrap();
+        let kinds: Vec<(&str, u64, u32)> =
+            chunks.iter().map(|c| (c.kind.as_str(), c.chain_seq, c.part)).collect();
+        assert_eq!(
+            kinds,
+            vec![
+                ("user.text", 2, 0),
+                ("assistant.text", 3, 0),
+                ("tool.call", 3, 1),
+                ("tool.result", 4, 0)
+            ]
+        );
+        assert_eq!(chunks[2].text, r#"grep {"pattern":"panic"}"#);
+        assert_eq!(chunks[3].embed_input, "tool result grep: src/a.rs:3: panic!()");
+        assert!(chunk_messages(&msgs, &[1], &ChunkerConfig::default(), None).is_err());
+    }
+}

@@ -1,0 +1,862 @@
+//! The semantic session view: a per-session index over the chunks of one
+//! conversation, with their lifecycle, for retrieval ("recall") and grafting
+//! earlier context back into an agent's prompt.
+//!
+//! A [`SessionView`] holds only its own session's chunks, so every result is
+//! structurally scoped to that session. Each chunk is keyed by the `seq`
+//! (`chain_seq`) of the transcript record it came from plus a `part` number,
+//! and carries a BLAKE3 content hash, a kind tag, and its text inline or as a
+//! blob hash in the [`crate::blob::ArtifactStore`]. The view is disposable:
+//! [`SessionView::rebuild_from_messages`] rebuilds it from the transcript,
+//! identically every time.
+//!
+//! Submodules, one job each:
+//! - [`index`]: exact SIMD scan below a size threshold, HNSW above;
+//! - [`lexical`]: tokenisation and a BM25 index over the same slots;
+//! - [`retrieve`]: vector / lexical / hybrid modes and rank fusion;
+//! - [`state`]: the [`NodeState`] lifecycle and its nine legal moves;
+//! - [`types`]: [`ChunkMeta`], [`ScopedHit`], [`GraftedItem`], [`ViewError`];
+//! - [`chunk`]: messages → chunks (kinds, embedding inputs, overlapping splits);
+//! - [`rebuild`]: a view from a transcript, through the embedding cache;
+//! - [`graft`]: token-budgeted graft blocks, recency pruning, promotion signals.
+//!
+//! Concurrency: every method takes `&self`; the manifest and both indexes sit
+//! behind one `RwLock`, so queries run in parallel and an insert is atomic
+//! (a query sees a chunk in the index and the manifest, or in neither).
+//! Reference counts are atomics bumped under the read lock.
+
+pub mod chunk;
+pub mod graft;
+pub mod index;
+pub mod lexical;
+pub mod rebuild;
+pub mod retrieve;
+pub mod state;
+pub mod types;
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use crate::blob::{ArtifactStore, BlobError};
+use crate::embed::EmbeddingProvider;
+
+pub use chunk::{chunk_messages, Chunk, ChunkerConfig};
+pub use graft::{GraftBlock, PromotionCandidate, PromotionReason, PromotionSignals};
+pub use index::{IndexConfig, VectorIndex};
+pub use lexical::{Bm25Params, LexicalIndex, Tokenizer, TokenizerConfig};
+pub use rebuild::{RebuildOptions, RebuildReport};
+pub use retrieve::{HybridParams, RetrievalMode};
+pub use state::{NodeState, StateSet};
+pub use types::{content_hash, ChunkMeta, GraftContent, GraftedItem, ScopedHit, ViewError};
+
+use index::SlotHit;
+
+/// Default byte size above which `index_chunk` moves a text to the blob store.
+pub const DEFAULT_INLINE_MAX: usize = 4096;
+
+/// Everything tunable about a view.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ViewConfig {
+    /// The vector index (HNSW threshold and parameters).
+    pub index: IndexConfig,
+    /// Mode of text queries ([`SessionView::graft_text`], [`SessionView::query_text`]).
+    pub mode: RetrievalMode,
+    /// Fusion of the hybrid mode.
+    pub hybrid: HybridParams,
+    /// Tokenisation of the lexical index.
+    pub tokenizer: TokenizerConfig,
+    /// BM25 parameters.
+    pub bm25: Bm25Params,
+}
+
+impl Default for ViewConfig {
+    fn default() -> Self {
+        ViewConfig {
+            index: IndexConfig::default(),
+            mode: RetrievalMode::default(),
+            hybrid: HybridParams::default(),
+            tokenizer: TokenizerConfig::default(),
+            bm25: Bm25Params::default(),
+        }
+    }
+}
+
+/// A query: a vector, a text, or both, with the mode and the states allowed.
+#[derive(Debug, Clone, Copy)]
+pub struct SearchRequest<'a> {
+    /// The query embedding (needed by Vector and Hybrid).
+    pub vector: Option<&'a [f32]>,
+    /// The query text (needed by Lexical and Hybrid).
+    pub text: Option<&'a str>,
+    /// How many results.
+    pub top_k: usize,
+    /// Which index answers. A mode whose input is missing uses what is
+    /// there (Hybrid without text is Vector; without a vector, Lexical).
+    pub mode: RetrievalMode,
+    /// States a result may be in.
+    pub states: StateSet,
+}
+
+impl<'a> SearchRequest<'a> {
+    /// A vector query over every state.
+    pub fn vector(v: &'a [f32], top_k: usize) -> Self {
+        SearchRequest {
+            vector: Some(v),
+            text: None,
+            top_k,
+            mode: RetrievalMode::Vector,
+            states: StateSet::ALL,
+        }
+    }
+
+    /// A lexical query over every state.
+    pub fn lexical(text: &'a str, top_k: usize) -> Self {
+        SearchRequest {
+            vector: None,
+            text: Some(text),
+            top_k,
+            mode: RetrievalMode::Lexical,
+            states: StateSet::ALL,
+        }
+    }
+
+    /// Builder: restrict the states.
+    pub fn states(mut self, states: StateSet) -> Self {
+        self.states = states;
+        self
+    }
+}
+
+/// Counters describing a view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct ViewStats {
+    /// Indexed chunks.
+    pub chunks: usize,
+    /// Distinct `chain_seq`s.
+    pub records: usize,
+    /// Vector slots handed out (live + tombstoned).
+    pub slots: usize,
+    /// Whether queries use the HNSW graph.
+    pub uses_graph: bool,
+    /// Distinct lexical terms.
+    pub vocabulary: usize,
+}
+
+#[derive(Debug)]
+struct ChunkEntry {
+    meta: ChunkMeta,
+    slot: u32,
+}
+
+#[derive(Debug)]
+struct Event {
+    state: NodeState,
+    /// Set on the first lifecycle move; `set_speculative` only works before it.
+    moved: bool,
+    important: bool,
+    refs: AtomicU32,
+}
+
+#[derive(Debug)]
+struct Inner {
+    chunks: BTreeMap<(u64, u32), ChunkEntry>,
+    events: BTreeMap<u64, Event>,
+    slot_keys: Vec<Option<(u64, u32)>>,
+    /// Mirror of each slot's record state, for cheap filtering during search.
+    slot_state: Vec<NodeState>,
+    vectors: VectorIndex,
+    lexical: LexicalIndex,
+}
+
+impl Inner {
+    fn meta(&self, key: (u64, u32)) -> Option<ChunkMeta> {
+        let e = self.chunks.get(&key)?;
+        let mut m = e.meta.clone();
+        if let Some(ev) = self.events.get(&key.0) {
+            m.state = ev.state;
+        }
+        Some(m)
+    }
+
+    fn set_state(&mut self, seq: u64, state: NodeState) {
+        if let Some(ev) = self.events.get_mut(&seq) {
+            ev.state = state;
+        }
+        for (_, e) in self.chunks.range((seq, 0)..=(seq, u32::MAX)) {
+            self.slot_state[e.slot as usize] = state;
+        }
+    }
+
+    /// Insert or replace a chunk; returns the replaced chunk's metadata.
+    /// The caller has checked the width.
+    fn insert(&mut self, vector: &[f32], meta: ChunkMeta, tokens: &[String]) -> Option<ChunkMeta> {
+        let key = (meta.chain_seq, meta.part);
+        let replaced = self.chunks.remove(&key).map(|old| {
+            self.vectors.remove(old.slot);
+            self.lexical.remove(old.slot);
+            self.slot_keys[old.slot as usize] = None;
+            old.meta
+        });
+        let Some(slot) = self.vectors.insert(vector) else {
+            return replaced;
+        };
+        let lex_slot = self.lexical.insert(tokens);
+        debug_assert_eq!(slot, lex_slot);
+        self.slot_keys.push(Some(key));
+        self.slot_state.push(meta.state);
+        let changed = replaced
+            .as_ref()
+            .is_some_and(|old| old.content_hash != meta.content_hash);
+        let state = meta.state;
+        let ev = self.events.entry(meta.chain_seq).or_insert_with(|| Event {
+            state,
+            moved: false,
+            important: false,
+            refs: AtomicU32::new(0),
+        });
+        if changed {
+            // New content under an old seq: earlier recall signals were about
+            // something else.
+            ev.important = false;
+            ev.refs.store(0, Ordering::Relaxed);
+            ev.moved = false;
+        }
+        self.chunks.insert(key, ChunkEntry { meta, slot });
+        self.set_state(key.0, state);
+        if self.vectors.needs_compaction() {
+            self.compact();
+        }
+        replaced
+    }
+
+    fn remove_seq(&mut self, seq: u64) -> Vec<ChunkMeta> {
+        let keys: Vec<(u64, u32)> = self
+            .chunks
+            .range((seq, 0)..=(seq, u32::MAX))
+            .map(|(k, _)| *k)
+            .collect();
+        let mut out = Vec::new();
+        for k in keys {
+            if let Some(e) = self.chunks.remove(&k) {
+                self.vectors.remove(e.slot);
+                self.lexical.remove(e.slot);
+                self.slot_keys[e.slot as usize] = None;
+                out.push(e.meta);
+            }
+        }
+        self.events.remove(&seq);
+        if self.vectors.needs_compaction() {
+            self.compact();
+        }
+        out
+    }
+
+    fn compact(&mut self) {
+        let map = self.vectors.compact();
+        self.lexical.compact(&map);
+        let mut keys = vec![None; self.vectors.slots()];
+        let mut states = vec![NodeState::Frontier; self.vectors.slots()];
+        for (old, new) in map.iter().enumerate() {
+            if let Some(new) = new {
+                keys[*new as usize] = self.slot_keys[old];
+                states[*new as usize] = self.slot_state[old];
+            }
+        }
+        for e in self.chunks.values_mut() {
+            if let Some(new) = map[e.slot as usize] {
+                e.slot = new;
+            }
+        }
+        self.slot_keys = keys;
+        self.slot_state = states;
+    }
+
+    fn search_slots(&self, req: &SearchRequest, tokenizer: &Tokenizer, k: usize, hybrid: &HybridParams) -> Vec<SlotHit> {
+        let states = req.states;
+        let slot_state = &self.slot_state;
+        let all = |_: u32| true;
+        let filtered = |s: u32| states.contains(slot_state[s as usize]);
+        let accept: &dyn Fn(u32) -> bool = if states.is_all() { &all } else { &filtered };
+        let vector = req.vector.filter(|v| v.len() == self.vectors.dims());
+        let mode = match (req.mode, vector.is_some(), req.text.is_some()) {
+            (RetrievalMode::Hybrid, true, false) => RetrievalMode::Vector,
+            (RetrievalMode::Hybrid, false, true) => RetrievalMode::Lexical,
+            (RetrievalMode::Vector, false, _) | (RetrievalMode::Lexical, _, false) => return Vec::new(),
+            (RetrievalMode::Hybrid, false, false) => return Vec::new(),
+            (m, _, _) => m,
+        };
+        let vector_hits = |k: usize| match vector {
+            Some(v) => {
+                let hits = self.vectors.search(v, k, accept);
+                if hits.len() < k && self.vectors.uses_graph() && self.vectors.len() > hits.len() {
+                    // A heavily filtered graph walk can come back short: the
+                    // whole session is searched exactly instead.
+                    self.vectors.search_exact(v, k, accept)
+                } else {
+                    hits
+                }
+            }
+            None => Vec::new(),
+        };
+        let lexical_hits = |k: usize| match req.text {
+            Some(t) => self.lexical.search(&tokenizer.tokens(t), k, accept),
+            None => Vec::new(),
+        };
+        match mode {
+            RetrievalMode::Vector => vector_hits(k),
+            RetrievalMode::Lexical => lexical_hits(k),
+            RetrievalMode::Hybrid => {
+                let depth = hybrid.depth.max(k);
+                let v = vector_hits(depth);
+                let l = lexical_hits(depth);
+                let mut fused = retrieve::rrf(
+                    &[(&v, hybrid.vector_weight), (&l, hybrid.lexical_weight)],
+                    hybrid.rrf_k,
+                );
+                fused.truncate(k);
+                fused
+            }
+        }
+    }
+
+    fn hits(&self, slots: Vec<SlotHit>) -> Vec<ScopedHit> {
+        slots
+            .into_iter()
+            .filter_map(|(slot, score)| {
+                let key = (*self.slot_keys.get(slot as usize)?)?;
+                Some(ScopedHit {
+                    chain_seq: key.0,
+                    score,
+                    meta: self.meta(key)?,
+                })
+            })
+            .collect()
+    }
+}
+
+/// A session-scoped semantic view (see the module docs). `Send + Sync`;
+/// share it as `Arc<SessionView>`.
+#[derive(Debug)]
+pub struct SessionView {
+    session_id: String,
+    dims: usize,
+    config: ViewConfig,
+    tokenizer: Tokenizer,
+    inner: RwLock<Inner>,
+}
+
+impl SessionView {
+    /// An empty view sized to `embedder`'s output width, so the index and
+    /// the embedder cannot disagree. The preferred constructor.
+    pub fn for_embedder(session_id: impl Into<String>, embedder: &dyn EmbeddingProvider) -> Self {
+        Self::new(session_id, embedder.dimensions())
+    }
+
+    /// An empty view for `dims`-wide vectors, default configuration.
+    pub fn new(session_id: impl Into<String>, dims: usize) -> Self {
+        Self::with_config(session_id, dims, ViewConfig::default())
+    }
+
+    /// An empty view with an explicit configuration.
+    pub fn with_config(session_id: impl Into<String>, dims: usize, config: ViewConfig) -> Self {
+        SessionView {
+            session_id: session_id.into(),
+            dims,
+            config,
+            tokenizer: Tokenizer::new(config.tokenizer),
+            inner: RwLock::new(Inner {
+                chunks: BTreeMap::new(),
+                events: BTreeMap::new(),
+                slot_keys: Vec::new(),
+                slot_state: Vec::new(),
+                vectors: VectorIndex::new(dims, config.index),
+                lexical: LexicalIndex::new(config.bm25),
+            }),
+        }
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, Inner> {
+        // Every mutation of `Inner` completes before its guard drops, so a
+        // panic elsewhere cannot leave it half-updated: poisoning is ignored.
+        self.inner.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, Inner> {
+        self.inner.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The session this view is scoped to.
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    /// The vector width.
+    pub fn dims(&self) -> usize {
+        self.dims
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ViewConfig {
+        &self.config
+    }
+
+    /// The tokenizer of the lexical index.
+    pub fn tokenizer(&self) -> &Tokenizer {
+        &self.tokenizer
+    }
+
+    /// Number of indexed chunks.
+    pub fn len(&self) -> usize {
+        self.read().chunks.len()
+    }
+
+    /// True when nothing is indexed.
+    pub fn is_empty(&self) -> bool {
+        self.read().chunks.is_empty()
+    }
+
+    /// Every indexed `chain_seq`, ascending (the rebuild manifest).
+    pub fn chain_seqs(&self) -> Vec<u64> {
+        self.read().events.keys().copied().collect()
+    }
+
+    /// Every indexed chunk's metadata, in `(chain_seq, part)` order.
+    pub fn manifest(&self) -> Vec<ChunkMeta> {
+        let inner = self.read();
+        inner.chunks.keys().filter_map(|k| inner.meta(*k)).collect()
+    }
+
+    /// The first chunk (part 0, else the lowest part) of a record.
+    pub fn chunk(&self, chain_seq: u64) -> Option<ChunkMeta> {
+        let inner = self.read();
+        let key = *inner
+            .chunks
+            .range((chain_seq, 0)..=(chain_seq, u32::MAX))
+            .next()?
+            .0;
+        inner.meta(key)
+    }
+
+    /// Every chunk of a record, by part.
+    pub fn chunks_of(&self, chain_seq: u64) -> Vec<ChunkMeta> {
+        let inner = self.read();
+        inner
+            .chunks
+            .range((chain_seq, 0)..=(chain_seq, u32::MAX))
+            .filter_map(|(k, _)| inner.meta(*k))
+            .collect()
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> ViewStats {
+        let inner = self.read();
+        ViewStats {
+            chunks: inner.chunks.len(),
+            records: inner.events.len(),
+            slots: inner.vectors.slots(),
+            uses_graph: inner.vectors.uses_graph(),
+            vocabulary: inner.lexical.vocabulary_size(),
+        }
+    }
+
+    /// Insert a pre-embedded chunk keyed by `(meta.chain_seq, meta.part)`,
+    /// replacing any chunk with that key (idempotent rebuild). The lexical
+    /// index gets `meta.inline` (empty for blob or reference chunks; use
+    /// [`SessionView::insert_chunk`] to give it the text).
+    ///
+    /// Returns false, and changes nothing, when `vector` is not
+    /// [`SessionView::dims`] wide. Re-inserting the same content keeps the
+    /// record's reference count and importance; different content resets them.
+    pub fn insert_vector(&self, vector: Vec<f32>, meta: ChunkMeta) -> bool {
+        let text = meta.inline.clone().unwrap_or_default();
+        self.insert_chunk(&vector, meta, &text)
+    }
+
+    /// Like [`SessionView::insert_vector`], with the text the lexical index
+    /// should see (usually the embedding input).
+    pub fn insert_chunk(&self, vector: &[f32], meta: ChunkMeta, search_text: &str) -> bool {
+        self.insert_chunk_replacing(vector, meta, search_text).is_some()
+    }
+
+    /// Insert; `Some(replaced)` on success, `None` on a width mismatch.
+    fn insert_chunk_replacing(
+        &self,
+        vector: &[f32],
+        meta: ChunkMeta,
+        search_text: &str,
+    ) -> Option<Option<ChunkMeta>> {
+        if vector.len() != self.dims || self.dims == 0 {
+            return None;
+        }
+        let tokens = self.tokenizer.tokens(search_text);
+        Some(self.write().insert(vector, meta, &tokens))
+    }
+
+    /// Drop every chunk of a record from the view (the transcript keeps it).
+    /// Returns whether there was any.
+    pub fn remove(&self, chain_seq: u64) -> bool {
+        !self.write().remove_seq(chain_seq).is_empty()
+    }
+
+    /// The general query: see [`SearchRequest`]. Results best first; a record
+    /// can appear once per part.
+    pub fn search(&self, req: &SearchRequest) -> Vec<ScopedHit> {
+        if req.top_k == 0 {
+            return Vec::new();
+        }
+        let inner = self.read();
+        let slots = inner.search_slots(req, &self.tokenizer, req.top_k, &self.config.hybrid);
+        inner.hits(slots)
+    }
+
+    /// The `top_k` chunks nearest to `query` by cosine similarity, best
+    /// first, over every state. A wrong-width query returns nothing.
+    pub fn query(&self, query: &[f32], top_k: usize) -> Vec<ScopedHit> {
+        self.search(&SearchRequest::vector(query, top_k))
+    }
+
+    /// Embed `text` (query lane when the mode needs a vector) and search in
+    /// the view's configured mode, over every state but Pruned.
+    pub async fn query_text(
+        &self,
+        embedder: &dyn EmbeddingProvider,
+        text: &str,
+        top_k: usize,
+    ) -> Result<Vec<ScopedHit>, ViewError> {
+        self.query_text_mode(embedder, text, top_k, self.config.mode).await
+    }
+
+    /// [`SessionView::query_text`] in an explicit mode.
+    pub async fn query_text_mode(
+        &self,
+        embedder: &dyn EmbeddingProvider,
+        text: &str,
+        top_k: usize,
+        mode: RetrievalMode,
+    ) -> Result<Vec<ScopedHit>, ViewError> {
+        let vector = self.embed_query_for(embedder, text, mode).await?;
+        Ok(self.search(&SearchRequest {
+            vector: vector.as_deref(),
+            text: Some(text),
+            top_k,
+            mode,
+            states: StateSet::NOT_PRUNED,
+        }))
+    }
+
+    async fn embed_query_for(
+        &self,
+        embedder: &dyn EmbeddingProvider,
+        text: &str,
+        mode: RetrievalMode,
+    ) -> Result<Option<Vec<f32>>, ViewError> {
+        if !mode.needs_vector() {
+            return Ok(None);
+        }
+        let v = embedder.embed_query(text).await?;
+        if v.len() != self.dims {
+            return Err(ViewError::DimensionMismatch {
+                expected: self.dims,
+                got: v.len(),
+            });
+        }
+        Ok(Some(v))
+    }
+
+    /// Search and deduplicate by content hash (best score wins), reading
+    /// deeper until `top_k` distinct items are found or the session is
+    /// exhausted. No side effects.
+    pub fn search_distinct(&self, req: &SearchRequest) -> Vec<ScopedHit> {
+        let top_k = req.top_k;
+        if top_k == 0 {
+            return Vec::new();
+        }
+        let inner = self.read();
+        let total = inner.chunks.len();
+        let mut fetch = top_k.saturating_mul(2);
+        loop {
+            let slots = inner.search_slots(req, &self.tokenizer, fetch, &self.config.hybrid);
+            let exhausted = slots.len() < fetch || fetch >= total;
+            let mut seen = HashSet::new();
+            let mut out = Vec::with_capacity(top_k);
+            for hit in inner.hits(slots) {
+                if seen.insert(hit.meta.content_hash.clone()) {
+                    out.push(hit);
+                    if out.len() == top_k {
+                        break;
+                    }
+                }
+            }
+            if out.len() >= top_k || exhausted {
+                return out;
+            }
+            fetch = fetch.saturating_mul(2);
+        }
+    }
+
+    /// Count one recall for each distinct record among `items`.
+    fn bump_refs<'a>(&self, seqs: impl Iterator<Item = &'a u64>) {
+        let inner = self.read();
+        let mut seen = HashSet::new();
+        for seq in seqs {
+            if seen.insert(*seq) {
+                if let Some(ev) = inner.events.get(seq) {
+                    ev.refs.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+
+    /// Graft the `top_k` most relevant chunks into the working set: a vector
+    /// query over every state but Pruned, deduplicated by content hash (the
+    /// best-scoring copy wins), each grafted record's reference count + 1.
+    /// The origin is only referenced, never moved.
+    pub fn graft(&self, query: &[f32], top_k: usize) -> Vec<GraftedItem> {
+        self.graft_with(&SearchRequest::vector(query, top_k).states(StateSet::NOT_PRUNED))
+    }
+
+    /// [`SessionView::graft`] for any request (mode, states).
+    pub fn graft_with(&self, req: &SearchRequest) -> Vec<GraftedItem> {
+        let hits = self.search_distinct(req);
+        self.bump_refs(hits.iter().map(|h| &h.chain_seq));
+        hits.iter().map(GraftedItem::from_hit).collect()
+    }
+
+    /// Embed `query_text` on the query lane (`embed_query`) and graft the
+    /// `top_k` best chunks in the view's configured mode.
+    pub async fn graft_text(
+        &self,
+        embedder: &dyn EmbeddingProvider,
+        query_text: &str,
+        top_k: usize,
+    ) -> Result<Vec<GraftedItem>, ViewError> {
+        let mode = self.config.mode;
+        let vector = self.embed_query_for(embedder, query_text, mode).await?;
+        Ok(self.graft_with(&SearchRequest {
+            vector: vector.as_deref(),
+            text: Some(query_text),
+            top_k,
+            mode,
+            states: StateSet::NOT_PRUNED,
+        }))
+    }
+
+    /// Embed `text` and index it as `chain_seq` (part 0), entering Frontier.
+    /// Texts longer than `inline_max` bytes go to `store` when one is given.
+    /// `Ok(false)` when the embedder's width differs from the view's (nothing
+    /// is written anywhere then).
+    pub async fn index_chunk(
+        &self,
+        embedder: &dyn EmbeddingProvider,
+        store: Option<&ArtifactStore>,
+        chain_seq: u64,
+        kind: impl Into<String>,
+        text: &str,
+        inline_max: usize,
+    ) -> Result<bool, ViewError> {
+        self.index_chunk_with_embed(embedder, store, chain_seq, kind, text, text, inline_max)
+            .await
+    }
+
+    /// Like [`SessionView::index_chunk`] but embeds (and lexically indexes)
+    /// `embed_input` while storing and hashing `text`, so dedup stays stable
+    /// when the embedding input's format changes.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn index_chunk_with_embed(
+        &self,
+        embedder: &dyn EmbeddingProvider,
+        store: Option<&ArtifactStore>,
+        chain_seq: u64,
+        kind: impl Into<String>,
+        text: &str,
+        embed_input: &str,
+        inline_max: usize,
+    ) -> Result<bool, ViewError> {
+        let vector = embedder.embed(embed_input).await?;
+        let input = chunk::Chunk {
+            chain_seq,
+            part: 0,
+            kind: kind.into(),
+            text: text.to_string(),
+            embed_input: embed_input.to_string(),
+        };
+        self.insert_embedded(&vector, &input, store, inline_max)
+    }
+
+    /// Index a chunk whose embedding is already computed: check the width,
+    /// externalize a long text to `store`, insert (entering Frontier). The
+    /// view holds one blob reference per externalized chunk: re-indexing the
+    /// same text takes none, replacing it drops the old one.
+    pub fn insert_embedded(
+        &self,
+        vector: &[f32],
+        chunk: &Chunk,
+        store: Option<&ArtifactStore>,
+        inline_max: usize,
+    ) -> Result<bool, ViewError> {
+        if vector.len() != self.dims || self.dims == 0 {
+            return Ok(false);
+        }
+        let hash = content_hash(&chunk.text);
+        let key = (chunk.chain_seq, chunk.part);
+        let (inline, blob_hash, took_ref) = match store {
+            Some(store) if chunk.text.len() > inline_max => {
+                let existing = self.read().chunks.get(&key).and_then(|e| e.meta.blob_hash.clone());
+                if existing.as_deref() == Some(hash.as_str()) && store.contains(&hash) {
+                    (None, Some(hash.clone()), false)
+                } else {
+                    (None, Some(store.put_str(&chunk.text)?), true)
+                }
+            }
+            _ => (Some(chunk.text.clone()), None, false),
+        };
+        let meta = ChunkMeta {
+            chain_seq: chunk.chain_seq,
+            part: chunk.part,
+            content_hash: hash,
+            state: NodeState::Frontier,
+            kind: chunk.kind.clone(),
+            blob_hash: blob_hash.clone(),
+            inline,
+        };
+        let Some(replaced) = self.insert_chunk_replacing(vector, meta, &chunk.embed_input) else {
+            return Ok(false);
+        };
+        if let (Some(store), Some(old)) = (store, replaced.and_then(|m| m.blob_hash)) {
+            // The replaced chunk's reference goes; when it was the same blob
+            // and a new reference was taken, that drops the duplicate.
+            if took_ref || blob_hash.as_deref() != Some(old.as_str()) {
+                store.release(&old)?;
+            }
+        }
+        Ok(true)
+    }
+
+    /// Release the blob reference of every externalized chunk (call when the
+    /// view is dropped for good). Returns how many were released.
+    pub fn release_blobs(&self, store: &ArtifactStore) -> Result<usize, BlobError> {
+        let hashes: Vec<String> = self
+            .read()
+            .chunks
+            .values()
+            .filter_map(|e| e.meta.blob_hash.clone())
+            .collect();
+        for h in &hashes {
+            store.release(h)?;
+        }
+        Ok(hashes.len())
+    }
+
+    // ---- lifecycle -------------------------------------------------------
+
+    /// Set a record's state unconditionally (an escape hatch for repair;
+    /// prefer [`SessionView::transition`]). False for an unknown record.
+    pub fn set_state(&self, chain_seq: u64, state: NodeState) -> bool {
+        let mut inner = self.write();
+        let Some(ev) = inner.events.get_mut(&chain_seq) else {
+            return false;
+        };
+        ev.moved = true;
+        inner.set_state(chain_seq, state);
+        true
+    }
+
+    /// The state of a record, if known.
+    pub fn state(&self, chain_seq: u64) -> Option<NodeState> {
+        self.read().events.get(&chain_seq).map(|e| e.state)
+    }
+
+    /// Mark a record Speculative: its entry state, above the wavefront.
+    /// Works only on a record that has not moved through the lifecycle since
+    /// it was indexed (true if it already is Speculative); it cannot rewind a
+    /// Committed, Stale or Pruned record. False if unknown or refused.
+    pub fn set_speculative(&self, chain_seq: u64) -> bool {
+        let mut inner = self.write();
+        let Some(ev) = inner.events.get(&chain_seq) else {
+            return false;
+        };
+        match (ev.state, ev.moved) {
+            (NodeState::Speculative, _) => true,
+            (NodeState::Frontier, false) => {
+                inner.set_state(chain_seq, NodeState::Speculative);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Move a record along a legal lifecycle edge
+    /// ([`NodeState::can_transition_to`]). False, with the state unchanged,
+    /// if the record is unknown or the move is illegal.
+    pub fn transition(&self, chain_seq: u64, next: NodeState) -> bool {
+        let mut inner = self.write();
+        let Some(ev) = inner.events.get_mut(&chain_seq) else {
+            return false;
+        };
+        if !ev.state.can_transition_to(next) {
+            return false;
+        }
+        ev.moved = true;
+        inner.set_state(chain_seq, next);
+        true
+    }
+
+    /// Commit a Frontier record to the durable trunk (validated).
+    pub fn commit(&self, chain_seq: u64) -> bool {
+        self.transition(chain_seq, NodeState::Committed)
+    }
+
+    /// Prune a record from the live window: → Stale, still indexed and
+    /// re-graftable. Validated: works from Speculative, Frontier and
+    /// Committed; false for unknown, already Stale, or Pruned records.
+    pub fn prune(&self, chain_seq: u64) -> bool {
+        self.transition(chain_seq, NodeState::Stale)
+    }
+
+    /// Re-graft a record into the live window: → Frontier. Validated: works
+    /// from Speculative and Stale; a Pruned record stays pruned.
+    pub fn regraft(&self, chain_seq: u64) -> bool {
+        self.transition(chain_seq, NodeState::Frontier)
+    }
+
+    /// Records live in the window (Frontier), ascending.
+    pub fn live_seqs(&self) -> Vec<u64> {
+        self.read()
+            .events
+            .iter()
+            .filter(|(_, e)| e.state == NodeState::Frontier)
+            .map(|(s, _)| *s)
+            .collect()
+    }
+
+    /// Mark a record important (an explicit promotion signal). False if unknown.
+    pub fn mark_important(&self, chain_seq: u64) -> bool {
+        match self.write().events.get_mut(&chain_seq) {
+            Some(ev) => {
+                ev.important = true;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Whether a record was marked important (false if unknown).
+    pub fn is_important(&self, chain_seq: u64) -> bool {
+        self.read()
+            .events
+            .get(&chain_seq)
+            .is_some_and(|e| e.important)
+    }
+
+    /// How many grafts have returned this record (0 if unknown).
+    pub fn ref_count(&self, chain_seq: u64) -> u32 {
+        self.read()
+            .events
+            .get(&chain_seq)
+            .map_or(0, |e| e.refs.load(Ordering::Relaxed))
+    }
+}
+
+#[cfg(test)]
+mod tests;
