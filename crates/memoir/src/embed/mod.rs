@@ -25,8 +25,11 @@ pub mod minilm;
 pub mod openai;
 pub mod select;
 
+pub use cache::{CacheConfig, CacheStats, CachedEmbedder};
 pub use hash::HashEmbedder;
 pub use minilm::{MiniLm, MiniLmOptions};
+pub use openai::{OpenAiConfig, OpenAiEmbedder};
+pub use select::{select, EmbedConfig, EmbedderKind};
 
 /// Why an embedding could not be produced.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -179,7 +182,7 @@ mod tests {
             let waker = std::task::Waker::noop();
             let mut cx = std::task::Context::from_waker(waker);
             let mut fut = Box::pin(fut);
-            match fut.as_mut().poll(&mut cx) {
+            match std::future::Future::poll(fut.as_mut(), &mut cx) {
                 std::task::Poll::Ready(v) => v,
                 std::task::Poll::Pending => Err(EmbeddingError::BackendError("pending".into())),
             }
