@@ -29,6 +29,9 @@ enum Command {
     /// Run retrieval benchmarks.
     #[command(subcommand)]
     Eval(cmd::eval::Command),
+    /// Tools for crash and concurrency tests.
+    #[command(subcommand, hide = true)]
+    Debug(cmd::debug::Command),
 }
 
 fn main() -> ExitCode {
@@ -39,6 +42,7 @@ fn main() -> ExitCode {
         Command::Embed(args) => cmd::embed::run(args),
         Command::Recall(args) => cmd::recall::run(args),
         Command::Eval(c) => cmd::eval::run(c),
+        Command::Debug(c) => cmd::debug::run(c),
     };
     match result {
         Ok(code) => code,

@@ -366,6 +366,8 @@ impl Record {
             obj.remove("record");
             return Ok(Record::Unknown { kind, raw: obj });
         }
-        Ok(Record::from_known(serde_json::from_value(Value::Object(obj))?))
+        Ok(Record::from_known(serde_json::from_value(Value::Object(
+            obj,
+        ))?))
     }
 }

@@ -1,12 +1,126 @@
-//! `memoir demo`.
+//! `memoir demo`: record a small, realistic coding-agent conversation (with
+//! tool calls, a tool error and usage) into the default store and show it.
+//! This is the README's first command: it exercises create, config, append,
+//! summary, taint and a verified read-back on the embedded store.
 
 use std::process::ExitCode;
 
+use memoir::message::{Block, Message, Role, Usage};
+use memoir::record::{Record, RunConfig, SessionMeta, Taint};
+use memoir::transcript::Session;
+use serde_json::json;
+
 /// Arguments of `memoir demo`.
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    #[command(flatten)]
+    store: super::sessions::StoreArgs,
+}
+
+fn usage(input: u64, output: u64, cache_read: u64) -> Usage {
+    Usage {
+        input_tokens: input,
+        output_tokens: output,
+        cache_read_input_tokens: cache_read,
+        cache_creation_input_tokens: 0,
+    }
+}
+
+/// The demo conversation: a user asks to fix a failing test.
+pub fn conversation() -> Vec<Message> {
+    vec![
+        Message::user("The test `parses_empty_input` fails in src/parser.rs. Can you fix it?"),
+        Message::new(
+            Role::Assistant,
+            vec![
+                Block::Thinking { text: "Run the test first to see the failure.".into(), signature: None },
+                Block::ToolUse { id: "toolu_01".into(), name: "shell".into(), input: json!({"command": "cargo test parses_empty_input"}) },
+            ],
+        )
+        .with_usage(usage(1850, 64, 0)),
+        Message::tool_result(
+            "toolu_01",
+            "thread 'parses_empty_input' panicked at src/parser.rs:42:18:\ncalled `Option::unwrap()` on a `None` value\ntest result: FAILED. 0 passed; 1 failed",
+            true,
+        ),
+        Message::new(
+            Role::Assistant,
+            vec![Block::ToolUse { id: "toolu_02".into(), name: "read_file".into(), input: json!({"path": "src/parser.rs", "lines": [38, 46]}) }],
+        )
+        .with_usage(usage(120, 41, 1850)),
+        Message::tool_result("toolu_02", "fn parse(input: &str) -> Ast {\n    let first = input.chars().next().unwrap();\n    ...", false),
+        Message::new(
+            Role::Assistant,
+            vec![
+                Block::Text { text: "`parse` unwraps the first character, which panics on empty input. I'll return an empty AST instead.".into() },
+                Block::ToolUse { id: "toolu_03".into(), name: "edit_file".into(), input: json!({"path": "src/parser.rs", "old": "let first = input.chars().next().unwrap();", "new": "let Some(first) = input.chars().next() else { return Ast::empty() };"}) },
+            ],
+        )
+        .with_usage(usage(140, 96, 1970)),
+        Message::tool_result("toolu_03", "edited src/parser.rs (1 line)", false),
+        Message::new(Role::Assistant, vec![Block::ToolUse { id: "toolu_04".into(), name: "shell".into(), input: json!({"command": "cargo test"}) }])
+            .with_usage(usage(90, 30, 2110)),
+        Message::tool_result("toolu_04", "test result: ok. 27 passed; 0 failed", false),
+        Message::assistant("Fixed: `parse` now returns `Ast::empty()` for empty input instead of unwrapping. All 27 tests pass.")
+            .with_usage(usage(60, 35, 2200)),
+    ]
+}
 
 /// Run `memoir demo`.
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("not implemented yet")
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let dir = args.store.dir()?;
+    let mut meta = SessionMeta::new(Session::new_id());
+    meta.provider = "anthropic".into();
+    meta.model = "claude-sonnet-4-5".into();
+    meta.workspace = std::env::current_dir().unwrap_or_default();
+    meta.title = Some("demo: fix parses_empty_input".into());
+    meta.kind = Some("demo".into());
+    let session = Session::create(&dir, meta)?;
+    session.append(&Record::Config(Box::new(RunConfig {
+        harness_version: Some(format!("memoir-demo {}", env!("CARGO_PKG_VERSION"))),
+        provider: "anthropic".into(),
+        model: "claude-sonnet-4-5".into(),
+        workspace: session.meta.workspace.clone(),
+        system_prompt: Some("You are a careful coding agent.".into()),
+        tools: vec!["shell".into(), "read_file".into(), "edit_file".into()],
+        max_turns: Some(50),
+        permission_mode: Some("ask".into()),
+        ..Default::default()
+    })))?;
+    let messages = conversation();
+    // A harness appends as the run goes: the user turn, then each step.
+    session.append_messages(&messages[..1])?;
+    for step in messages[1..].chunks(2) {
+        session.append_messages(step)?;
+    }
+    let total = messages
+        .iter()
+        .filter_map(|m| m.usage)
+        .fold(Usage::default(), |mut acc, u| {
+            acc.add(&u);
+            acc
+        });
+    session.record_summary(total, 5)?;
+    session.append(&Record::Taint(Taint {
+        private: true,
+        untrusted: false,
+    }))?;
+
+    println!("recorded session {} in {}", session.meta.id, dir.display());
+    super::sessions::run(super::sessions::Command::Show {
+        id: session.meta.id.clone(),
+        store: args.store.clone(),
+        json: false,
+    })?;
+    let report = Session::verify(&session.path)?;
+    println!("integrity: {}", memoir::store::scan::describe(&report));
+    println!(
+        "\ntry: memoir sessions list | memoir sessions usage {id} | memoir sessions verify {id}",
+        id = session.meta.id
+    );
+    Ok(if report.is_clean() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }

@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub mod debug;
 pub mod demo;
 pub mod embed;
 pub mod eval;

@@ -67,7 +67,10 @@ impl FileStore {
             .ok_or_else(|| Error::Invalid(format!("{} is not a transcript path", path.display())))?
             .to_string();
         id::validate(&id)?;
-        let dir = path.parent().unwrap_or_else(|| Path::new(".")).to_path_buf();
+        let dir = path
+            .parent()
+            .unwrap_or_else(|| Path::new("."))
+            .to_path_buf();
         Ok((FileStore::new(dir, durability), id))
     }
 
@@ -102,7 +105,12 @@ impl FileStore {
 
     /// Establish the verified end of the file, repairing a torn tail.
     /// Called with the append lock held.
-    fn settle_tail(&self, id: &str, file: &mut File, path: &Path) -> Result<(Tail, Option<TornTail>)> {
+    fn settle_tail(
+        &self,
+        id: &str,
+        file: &mut File,
+        path: &Path,
+    ) -> Result<(Tail, Option<TornTail>)> {
         let meta = file.metadata().ctx("stat", path)?;
         let (ino, len) = (inode(&meta), meta.len());
         if let Some(t) = self.cached_tail(id) {
@@ -146,7 +154,12 @@ impl FileStore {
             let start = line_start_before(file, line_end - 1).ctx("read", path)?;
             let line = read_at(file, start, (line_end - 1 - start) as usize).ctx("read", path)?;
             if let Ok((seq, _, hash)) = codec::verify_frame(&line) {
-                let tail = Tail { ino, len: end, seq, hash };
+                let tail = Tail {
+                    ino,
+                    len: end,
+                    seq,
+                    hash,
+                };
                 return Ok((tail, repaired));
             }
             line_end = start;
@@ -305,7 +318,9 @@ impl FileStore {
             });
         }
         if records.iter().any(|r| matches!(r, Record::Meta(_))) {
-            return Err(Error::Invalid("a header record can only be written by create".into()));
+            return Err(Error::Invalid(
+                "a header record can only be written by create".into(),
+            ));
         }
         let mut buf = Vec::new();
         let mut hash = tail.hash;

@@ -196,8 +196,7 @@ pub trait LogStore: Send + Sync + std::fmt::Debug {
     /// Append `records` after the current last record, in one atomic step.
     /// With `expected_next`, fail with [`crate::Error::Conflict`] unless the
     /// first record would get exactly that `seq`.
-    fn append(&self, id: &str, records: &[Record], expected_next: Option<u64>)
-        -> Result<Appended>;
+    fn append(&self, id: &str, records: &[Record], expected_next: Option<u64>) -> Result<Appended>;
 
     /// Read and verify the whole log.
     fn read(&self, id: &str) -> Result<RawLog>;

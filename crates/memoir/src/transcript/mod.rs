@@ -171,7 +171,11 @@ impl Session {
     pub fn record_run(&self, before: &[Message], after: &Conversation) -> Result<Option<Appended>> {
         let mut records = Vec::new();
         let mut prev = before;
-        for state in after.rewritten.iter().chain(std::iter::once(&after.messages)) {
+        for state in after
+            .rewritten
+            .iter()
+            .chain(std::iter::once(&after.messages))
+        {
             transition_records(prev, state, &mut records);
             prev = state;
         }
@@ -373,12 +377,9 @@ fn stitch_parent(
             t.apply(rec);
         }
     }
-    t.report.issues.extend(
-        raw.report
-            .issues
-            .into_iter()
-            .filter(|i| i.seq <= fork.seq),
-    );
+    t.report
+        .issues
+        .extend(raw.report.issues.into_iter().filter(|i| i.seq <= fork.seq));
     Ok(t)
 }
 

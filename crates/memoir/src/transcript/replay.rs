@@ -106,7 +106,11 @@ impl Transcript {
         let in_place =
             messages.len() >= self.messages.len() || self.messages[..messages.len()] == *messages;
         for pos in &mut self.config_positions {
-            *pos = if in_place { (*pos).min(messages.len()) } else { 0 };
+            *pos = if in_place {
+                (*pos).min(messages.len())
+            } else {
+                0
+            };
         }
         // Messages the rewrite left unchanged keep their original seq.
         let seqs = messages
