@@ -104,6 +104,15 @@ pub trait EmbeddingProvider: Send + Sync {
     }
 }
 
+impl std::fmt::Debug for dyn EmbeddingProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EmbeddingProvider")
+            .field("model_id", &self.model_id())
+            .field("dimensions", &self.dimensions())
+            .finish()
+    }
+}
+
 /// Scale `v` to unit Euclidean length in place. A zero (or non-finite) vector
 /// is left unchanged and `false` is returned.
 pub fn l2_normalize(v: &mut [f32]) -> bool {
