@@ -288,7 +288,52 @@ impl LogStore for FileStore {
     fn durability(&self) -> Durability {
         self.durability
     }
+
+    fn delete(&self, id: &str) -> Result<()> {
+        let path = self.path_of(id)?;
+        let trash = self.dir.join(TRASH_DIR);
+        paths::create_private_dir(&trash)?;
+        let to = trash.join(format!("{id}.{EXT}"));
+        // Take the append lock so no append is half-way through the file.
+        let file = open_existing(&path, id)?;
+        file.lock().ctx("lock", &path)?;
+        let moved = fs::rename(&path, &to).ctx("rename", &path);
+        let _ = file.unlock();
+        moved?;
+        if let Ok(mut tails) = self.tails.lock() {
+            tails.remove(id);
+        }
+        if self.sync() {
+            paths::sync_dir(&trash)?;
+            paths::sync_dir(&self.dir)?;
+        }
+        Ok(())
+    }
+
+    fn restore(&self, id: &str) -> Result<()> {
+        let path = self.path_of(id)?;
+        let from = self.dir.join(TRASH_DIR).join(format!("{id}.{EXT}"));
+        // Link, then unlink: the link fails if a live session took the id.
+        match fs::hard_link(&from, &path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(Error::NotFound(id.to_string()))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                return Err(Error::SessionExists(id.to_string()))
+            }
+            Err(e) => return Err(e).ctx("link", &path),
+        }
+        fs::remove_file(&from).ctx("remove", &from)?;
+        if self.sync() {
+            paths::sync_dir(&self.dir)?;
+        }
+        Ok(())
+    }
 }
+
+/// Subdirectory holding deleted transcripts until they are restored.
+pub const TRASH_DIR: &str = ".deleted";
 
 impl FileStore {
     fn append_locked(

@@ -8,6 +8,8 @@
 
 pub mod file;
 pub mod lock;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 pub mod scan;
 
 use std::path::PathBuf;
@@ -213,4 +215,23 @@ pub trait LogStore: Send + Sync + std::fmt::Debug {
 
     /// The durability this store acknowledges appends at.
     fn durability(&self) -> Durability;
+
+    /// Delete session `id`, recoverably: afterwards it no longer reads, lists
+    /// or appends ([`crate::Error::NotFound`]) until [`LogStore::restore`].
+    /// Forks that reference it keep their own records. Stores that cannot
+    /// delete refuse with [`crate::Error::Invalid`] (the default).
+    fn delete(&self, id: &str) -> Result<()> {
+        Err(crate::Error::Invalid(format!(
+            "this store cannot delete sessions (asked to delete {id})"
+        )))
+    }
+
+    /// Bring back a session removed by [`LogStore::delete`], records intact.
+    /// [`crate::Error::NotFound`] when there is no deleted session `id`;
+    /// [`crate::Error::SessionExists`] when a live session took the id since.
+    fn restore(&self, id: &str) -> Result<()> {
+        Err(crate::Error::Invalid(format!(
+            "this store cannot restore sessions (asked to restore {id})"
+        )))
+    }
 }
