@@ -14,6 +14,7 @@ pub mod blob;
 pub mod embed;
 pub mod error;
 pub mod id;
+pub mod manager;
 pub mod message;
 pub mod paths;
 pub mod record;

@@ -345,6 +345,12 @@ fn read_depth(store: &dyn LogStore, id: &str, depth: usize) -> Result<Transcript
     Ok(t)
 }
 
+/// The state a fork at `fork` starts with: the records of `fork.session` up
+/// to `fork.seq`, stitched with its own ancestors, without run summaries.
+pub fn read_at(store: &dyn LogStore, fork: &crate::record::ForkPoint) -> Result<Transcript> {
+    stitch_parent(store, fork, 0)
+}
+
 /// The parent's state at the fork point: its records up to the cut `seq`,
 /// without its run summaries (a fork never duplicates usage).
 fn stitch_parent(

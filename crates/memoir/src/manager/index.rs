@@ -1,0 +1,468 @@
+//! The session index: a self-healing cache of one small entry per session, so
+//! that listing a store never reads its transcripts while the cache is fresh.
+//!
+//! Layout (see `docs/FORMAT.md`, "Session index and trash"):
+//! `<dir>/index/<id>.json` holds one compact JSON [`IndexEntry`], replaced
+//! atomically (temp file + rename, no fsync: the transcripts are the truth and
+//! a lost entry is rebuilt). Each entry records the [`Stamp`] (size, mtime,
+//! inode) of the transcript it was computed from and the `seq` of the last
+//! record it covers.
+//!
+//! - An update costs O(1): one entry file, written after each append.
+//! - Listing stats every transcript and reads every entry; an entry that is
+//!   missing, unparsable, of another version or whose stamp differs from the
+//!   `stat` is rebuilt from its transcript (and rewritten); an entry without a
+//!   transcript is removed.
+//! - Processes never lose each other's entries: each session has its own
+//!   file. An entry computed while another process appended to the same
+//!   transcript is detected before it is written (the last line at the
+//!   stat'ed length must carry the entry's `seq`) and left to be rebuilt.
+
+use std::collections::{HashMap, HashSet};
+use std::fs::{self, File};
+use std::io::ErrorKind;
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::message::{Block, Message, Usage};
+use crate::paths;
+use crate::record::{ForkPoint, Record};
+use crate::store::file::EXT;
+use crate::store::{Appended, LogStore};
+use crate::transcript::{codec, read_in, Transcript};
+
+/// Name of the index directory inside a store directory.
+pub const INDEX_DIR: &str = "index";
+
+/// Version of the entry format written by this build.
+pub const ENTRY_VERSION: u32 = 1;
+
+/// Temp files older than this in the index directory are leftovers of a
+/// crash and are removed by listing.
+const STALE_TEMP: Duration = Duration::from_secs(60);
+
+/// What a transcript looked like on disk when its entry was computed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stamp {
+    /// File size in bytes.
+    pub len: u64,
+    /// Modification time, nanoseconds since the Unix epoch.
+    pub mtime_ns: i64,
+    /// Inode number.
+    pub ino: u64,
+}
+
+impl Stamp {
+    /// The stamp of a file's metadata.
+    pub fn of(meta: &fs::Metadata) -> Stamp {
+        Stamp {
+            len: meta.len(),
+            mtime_ns: meta
+                .mtime()
+                .saturating_mul(1_000_000_000)
+                .saturating_add(meta.mtime_nsec()),
+            ino: meta.ino(),
+        }
+    }
+
+    /// The modification time.
+    pub fn modified(&self) -> DateTime<Utc> {
+        DateTime::from_timestamp_nanos(self.mtime_ns)
+    }
+}
+
+/// The state of a session as the index sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// A live session whose transcript verifies.
+    Active,
+    /// A live session whose transcript has integrity issues (see `memoir sessions verify`).
+    Damaged,
+    /// A session in the trash.
+    Deleted,
+}
+
+/// One session's entry in the index.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IndexEntry {
+    /// Entry format version ([`ENTRY_VERSION`]).
+    pub v: u32,
+    /// Session id.
+    pub id: String,
+    /// Current title (the last `title` record, else the header's).
+    pub title: Option<String>,
+    /// Creation time (from the header).
+    pub created_at: DateTime<Utc>,
+    /// Last activity: the transcript's modification time.
+    pub last_activity: DateTime<Utc>,
+    /// Messages in the conversation, inherited ones included.
+    pub messages: usize,
+    /// How many leading messages a fork inherited from its parent.
+    pub inherited: usize,
+    /// Rough size of the conversation in tokens (text characters / 4, rounded up).
+    pub estimated_tokens: u64,
+    /// Usage of the session's run summaries (never the parent's).
+    pub usage: Usage,
+    /// Usage reported on the session's own (not inherited) messages.
+    pub message_usage: Usage,
+    /// Where a fork came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<ForkPoint>,
+    /// The workspace (project) the session belongs to.
+    #[serde(default)]
+    pub workspace: PathBuf,
+    /// Model provider from the header.
+    #[serde(default)]
+    pub provider: String,
+    /// Model from the header.
+    #[serde(default)]
+    pub model: String,
+    /// Active, damaged or deleted.
+    pub status: Status,
+    /// Integrity issues found when the entry was built from the transcript.
+    #[serde(default)]
+    pub issues: usize,
+    /// The `seq` of the last record the entry covers.
+    pub last_seq: u64,
+    /// The transcript on disk when the entry was computed.
+    pub stamp: Stamp,
+}
+
+/// Rough token count of one message: the characters of its text, thinking,
+/// tool inputs and tool results, divided by 4 and rounded up (so a short
+/// message never counts as zero). Images are not counted.
+pub fn estimate_tokens(m: &Message) -> u64 {
+    let chars: usize = m
+        .content
+        .iter()
+        .map(|b| match b {
+            Block::Text { text } | Block::Thinking { text, .. } => text.chars().count(),
+            Block::ToolUse { name, input, .. } => name.len() + input.to_string().chars().count(),
+            Block::ToolResult { content, .. } => content.chars().count(),
+            Block::Image { .. } => 0,
+            Block::Unknown(v) => v.to_string().chars().count(),
+        })
+        .sum();
+    (chars as u64).div_ceil(4)
+}
+
+impl IndexEntry {
+    /// The entry of a transcript read in full (stamp left default; see [`Index::commit`]).
+    pub fn from_transcript(t: &Transcript) -> IndexEntry {
+        let own = &t.messages[t.inherited.min(t.messages.len())..];
+        let mut message_usage = Usage::default();
+        for u in own.iter().filter_map(|m| m.usage.as_ref()) {
+            message_usage.add(u);
+        }
+        IndexEntry {
+            v: ENTRY_VERSION,
+            id: t.meta.id.clone(),
+            title: t.title.clone(),
+            created_at: t.meta.created_at,
+            last_activity: t.meta.created_at,
+            messages: t.messages.len(),
+            inherited: t.inherited,
+            estimated_tokens: t.messages.iter().map(estimate_tokens).sum(),
+            usage: t.usage,
+            message_usage,
+            parent: t.meta.parent.clone(),
+            workspace: t.meta.workspace.clone(),
+            provider: t.meta.provider.clone(),
+            model: t.meta.model.clone(),
+            status: if t.report.is_clean() {
+                Status::Active
+            } else {
+                Status::Damaged
+            },
+            issues: t.report.issues.len(),
+            last_seq: t.last_seq,
+            stamp: Stamp::default(),
+        }
+    }
+
+    /// Fold records just appended (as `appended`) into the entry. Returns
+    /// false, leaving the entry unchanged, when it cannot be done
+    /// incrementally: the entry does not end right before the append (another
+    /// writer came in between) or a record rewrites the conversation.
+    pub fn apply(&mut self, records: &[Record], appended: &Appended) -> bool {
+        if appended.first_seq != self.last_seq + 1
+            || records.iter().any(|r| matches!(r, Record::Rewrite { .. }))
+        {
+            return false;
+        }
+        for r in records {
+            match r {
+                Record::Message(m) => {
+                    self.messages += 1;
+                    self.estimated_tokens += estimate_tokens(m);
+                    if let Some(u) = &m.usage {
+                        self.message_usage.add(u);
+                    }
+                }
+                Record::Title { title } => self.title = Some(title.clone()),
+                Record::Summary(s) => self.usage.add(&s.usage),
+                _ => {}
+            }
+        }
+        self.last_seq = appended.last_seq;
+        true
+    }
+}
+
+/// What a listing found.
+#[derive(Debug, Clone, Default)]
+pub struct Listing {
+    /// Every readable session, newest activity first.
+    pub entries: Vec<IndexEntry>,
+    /// Entries rebuilt from their transcript (missing, corrupt or stale).
+    pub rebuilt: usize,
+    /// Entries removed because their transcript is gone.
+    pub removed: usize,
+    /// Transcripts that could not be read (no valid header or bad name).
+    pub unreadable: usize,
+}
+
+/// The index of one store directory.
+#[derive(Debug, Clone)]
+pub struct Index {
+    store_dir: PathBuf,
+    dir: PathBuf,
+}
+
+impl Index {
+    /// The index of the store in `store_dir` (`<store_dir>/index/`).
+    pub fn new(store_dir: &Path) -> Index {
+        Index {
+            store_dir: store_dir.to_path_buf(),
+            dir: store_dir.join(INDEX_DIR),
+        }
+    }
+
+    /// The index directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn entry_path(&self, id: &str) -> Result<PathBuf> {
+        crate::id::validate(id)?;
+        Ok(self.dir.join(format!("{id}.json")))
+    }
+
+    fn transcript_path(&self, id: &str) -> PathBuf {
+        self.store_dir.join(format!("{id}.{EXT}"))
+    }
+
+    /// The stored entry of `id`, if present and parsable (fresh or not).
+    pub fn load(&self, id: &str) -> Option<IndexEntry> {
+        let bytes = fs::read(self.entry_path(id).ok()?).ok()?;
+        serde_json::from_slice::<IndexEntry>(&bytes)
+            .ok()
+            .filter(|e| e.v == ENTRY_VERSION && e.id == id)
+    }
+
+    /// The stored entry of `id` if it matches its transcript on disk.
+    pub fn load_fresh(&self, id: &str) -> Option<IndexEntry> {
+        let stamp = Stamp::of(&fs::metadata(self.transcript_path(id)).ok()?);
+        self.load(id).filter(|e| e.stamp == stamp)
+    }
+
+    /// Stamp `entry` with its transcript's current state and write it, if
+    /// the transcript still ends with the entry's last record. Returns the
+    /// written entry, or `None` when the transcript is gone or moved on (the
+    /// entry is then left for the next listing to rebuild).
+    pub fn commit(&self, mut entry: IndexEntry) -> Result<Option<IndexEntry>> {
+        let path = self.transcript_path(&entry.id);
+        let meta = match fs::metadata(&path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+            Err(source) => {
+                return Err(Error::Io {
+                    op: "stat",
+                    path,
+                    source,
+                })
+            }
+        };
+        let stamp = Stamp::of(&meta);
+        if last_seq_at(&path, stamp.len) != Some(entry.last_seq) {
+            return Ok(None);
+        }
+        entry.stamp = stamp;
+        entry.last_activity = stamp.modified();
+        self.write(&entry)?;
+        Ok(Some(entry))
+    }
+
+    /// Write an entry (atomically replacing the old one).
+    pub fn write(&self, entry: &IndexEntry) -> Result<()> {
+        paths::create_private_dir(&self.dir)?;
+        let path = self.entry_path(&entry.id)?;
+        paths::atomic_write_unsynced(&path, &serde_json::to_vec(entry)?)
+    }
+
+    /// Remove the entry of `id` (a missing one is fine).
+    pub fn remove(&self, id: &str) -> Result<()> {
+        let path = self.entry_path(id)?;
+        match fs::remove_file(&path) {
+            Err(e) if e.kind() != ErrorKind::NotFound => Err(Error::Io {
+                op: "remove",
+                path,
+                source: e,
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Rebuild the entry of `id` from its transcript (read through `reader`)
+    /// and write it when the transcript did not move on meanwhile. Returns the
+    /// entry and whether it was written.
+    pub fn rebuild(&self, reader: &dyn LogStore, id: &str) -> Result<(IndexEntry, bool)> {
+        let t = read_in(reader, id)?;
+        self.refresh(&t)
+    }
+
+    /// The entry of a transcript just read, written when still current.
+    /// Returns the entry and whether it was written.
+    pub fn refresh(&self, t: &Transcript) -> Result<(IndexEntry, bool)> {
+        let entry = IndexEntry::from_transcript(t);
+        if let Some(written) = self.commit(entry.clone())? {
+            return Ok((written, true));
+        }
+        let mut entry = entry;
+        if let Ok(meta) = fs::metadata(self.transcript_path(&t.meta.id)) {
+            entry.last_activity = Stamp::of(&meta).modified();
+        }
+        Ok((entry, false))
+    }
+
+    /// Every session of the store, from the index where it is fresh and from
+    /// the transcripts where it is not (healing the index as it goes).
+    pub fn list(&self, reader: &dyn LogStore) -> Result<Listing> {
+        let mut listing = Listing::default();
+        let mut live: HashMap<String, Stamp> = HashMap::new();
+        for (name, meta) in read_dir_files(&self.store_dir)? {
+            let Some(id) = name.strip_suffix(&format!(".{EXT}")) else {
+                continue;
+            };
+            if crate::id::validate(id).is_err() {
+                listing.unreadable += 1;
+                continue;
+            }
+            live.insert(id.to_string(), Stamp::of(&meta));
+        }
+        let mut indexed: HashSet<String> = HashSet::new();
+        let now = SystemTime::now();
+        for (name, meta) in read_dir_files(&self.dir)? {
+            if let Some(id) = name.strip_suffix(".json") {
+                indexed.insert(id.to_string());
+            } else if name.starts_with('.') && name.ends_with(".tmp") {
+                let old = meta
+                    .modified()
+                    .ok()
+                    .and_then(|m| now.duration_since(m).ok())
+                    .is_some_and(|age| age > STALE_TEMP);
+                if old {
+                    let _ = fs::remove_file(self.dir.join(&name));
+                }
+            }
+        }
+        for (id, stamp) in &live {
+            let fresh = indexed
+                .contains(id)
+                .then(|| self.load(id))
+                .flatten()
+                .filter(|e| e.stamp == *stamp);
+            match fresh {
+                Some(e) => listing.entries.push(e),
+                None => match self.rebuild(reader, id) {
+                    Ok((e, _)) => {
+                        listing.rebuilt += 1;
+                        listing.entries.push(e);
+                    }
+                    Err(_) => listing.unreadable += 1,
+                },
+            }
+        }
+        for id in indexed.iter().filter(|id| !live.contains_key(*id)) {
+            if self.remove(id).is_ok() {
+                listing.removed += 1;
+            }
+        }
+        sort_newest_first(&mut listing.entries);
+        Ok(listing)
+    }
+}
+
+/// Sort entries by last activity, newest first (ties: id, descending).
+pub fn sort_newest_first(entries: &mut [IndexEntry]) {
+    entries.sort_by(|a, b| {
+        b.last_activity
+            .cmp(&a.last_activity)
+            .then_with(|| b.id.cmp(&a.id))
+    });
+}
+
+/// The regular files of a directory with their metadata (none when it is missing).
+pub(crate) fn read_dir_files(dir: &Path) -> Result<Vec<(String, fs::Metadata)>> {
+    let io = |source| Error::Io {
+        op: "read directory",
+        path: dir.to_path_buf(),
+        source,
+    };
+    let entries = match fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(io(e)),
+    };
+    let mut out = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(io)?;
+        let Ok(name) = entry.file_name().into_string() else {
+            continue;
+        };
+        // A file removed since the directory was read is simply skipped.
+        match entry.metadata() {
+            Ok(meta) if meta.is_file() => out.push((name, meta)),
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
+/// The `seq` of the verified line that ends at byte `len` of a transcript
+/// (reads only that line). `None` when it does not end a verified line.
+fn last_seq_at(path: &Path, len: u64) -> Option<u64> {
+    const BLOCK: u64 = 64 * 1024;
+    if len == 0 {
+        return None;
+    }
+    let file = File::open(path).ok()?;
+    let read = |offset: u64, n: u64| -> Option<Vec<u8>> {
+        let mut buf = vec![0u8; n as usize];
+        file.read_exact_at(&mut buf, offset).ok()?;
+        Some(buf)
+    };
+    if read(len - 1, 1)? != b"\n" {
+        return None;
+    }
+    let end = len - 1;
+    let mut start = 0;
+    let mut hi = end;
+    while hi > 0 {
+        let lo = hi.saturating_sub(BLOCK);
+        let block = read(lo, hi - lo)?;
+        if let Some(pos) = block.iter().rposition(|&b| b == b'\n') {
+            start = lo + pos as u64 + 1;
+            break;
+        }
+        hi = lo;
+    }
+    let line = read(start, end - start)?;
+    codec::verify_frame(&line).ok().map(|(seq, _, _)| seq)
+}

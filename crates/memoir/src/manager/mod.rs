@@ -1,0 +1,787 @@
+//! The project session manager: resume, switch, fork, export, checkpoints and
+//! a self-healing index over memoir transcripts.
+//!
+//! [`SessionManager`] keeps the seed's API (`create_session`, `add_message`,
+//! `flush`, `switch_session`, `fork_session`, `list_sessions`, ...) over a
+//! directory of transcripts (one append-only `<id>.jsonl` per session, see
+//! [`crate::transcript`]). What it fixes:
+//!
+//! - writes are batched (every [`ManagerOptions::flush_every`] messages or
+//!   [`ManagerOptions::flush_interval`]) and cost O(new messages): messages
+//!   are appended as records, a session is never rewritten;
+//! - unsaved messages are flushed on drop, switch, create, fork, delete and
+//!   before export, so no path drops them;
+//! - a fork is a header naming its parent and cut (O(1) bytes); the cut never
+//!   separates tool calls from their results ([`fork`]);
+//! - resuming closes unanswered tool calls with explicit error results
+//!   ([`SessionManager::repair_dangling_tool_calls`]);
+//! - listing reads a per-session index that heals itself ([`index`]);
+//! - delete moves to a trash that restore undoes ([`trash`]);
+//! - ids are validated on every entry point; errors are typed ([`ManagerError`]).
+
+pub mod error;
+pub mod export;
+pub mod fork;
+pub mod index;
+pub mod redact;
+pub mod trash;
+
+use std::fs::OpenOptions;
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use serde_json::Value;
+
+pub use error::{ManagerError, Result};
+pub use export::{Export, ExportFormat, ExportOptions};
+pub use index::{IndexEntry, Listing, Status};
+pub use trash::{PurgeReport, Trashed};
+
+use crate::message::openai::to_openai_lossy;
+use crate::message::{Message, Role};
+use crate::paths;
+use crate::record::{ForkPoint, Record, SessionMeta};
+use crate::store::file::FileStore;
+use crate::store::{Appended, Durability, LogStore};
+use crate::transcript::{find_in, read_in, Session, Transcript};
+use fork::Repair;
+use index::Index;
+use trash::TrashAware;
+
+/// Where a project keeps its sessions, relative to its root.
+pub const PROJECT_SESSIONS_DIR: &str = ".memoir/sessions";
+
+/// Titles derived from text keep this many characters (then `...`).
+const TITLE_CHARS: usize = 50;
+
+/// Tuning and behaviour of a [`SessionManager`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ManagerOptions {
+    /// Flush once this many messages are unsaved (default 10).
+    pub flush_every: usize,
+    /// Flush on the next add once this long has passed since the last flush (default 0.5 s).
+    pub flush_interval: Duration,
+    /// How far each append goes before it returns (default [`Durability::Fsync`]).
+    pub durability: Durability,
+    /// Close unanswered tool calls when a session is switched to (default true).
+    pub repair_on_switch: bool,
+    /// The project recorded in new sessions' headers (`SessionMeta::workspace`).
+    pub workspace: Option<PathBuf>,
+    /// List only sessions whose header names [`ManagerOptions::workspace`]
+    /// (for a store shared by several projects, e.g. `$MEMOIR_HOME/sessions`).
+    pub only_workspace: bool,
+}
+
+impl Default for ManagerOptions {
+    fn default() -> Self {
+        ManagerOptions {
+            flush_every: 10,
+            flush_interval: Duration::from_millis(500),
+            durability: Durability::Fsync,
+            repair_on_switch: true,
+            workspace: None,
+            only_workspace: false,
+        }
+    }
+}
+
+/// What [`SessionManager::fork_session`] created.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Forked {
+    /// The new session's id.
+    pub id: String,
+    /// The cut the caller asked for (messages to keep; the whole session when `None` was given).
+    pub requested: usize,
+    /// The cut used: `requested`, moved back so no tool call is separated
+    /// from its results (and clamped to the session's length).
+    pub effective: usize,
+    /// The reference written in the child's header.
+    pub parent: ForkPoint,
+    /// True when the source's rewrites forced the prefix to be written into
+    /// the child (a `rewrite` record) instead of referenced alone.
+    pub materialized: bool,
+}
+
+/// The session being driven: its handle, how many of
+/// [`SessionManager::messages`] are on disk, and its index entry.
+#[derive(Debug)]
+struct Current {
+    session: Session,
+    persisted: usize,
+    entry: Option<IndexEntry>,
+}
+
+/// Per-project session store with a current session.
+///
+/// The public fields mirror the current session; set them through the
+/// methods. Messages pushed to `messages` directly are saved by the next
+/// flush; shortening `messages` is recorded as a `rewrite` (history is kept
+/// in the transcript).
+#[derive(Debug)]
+pub struct SessionManager {
+    /// The current session's id.
+    pub current_session_id: Option<String>,
+    /// The current session's messages, saved and unsaved.
+    pub messages: Vec<Message>,
+    /// The current session's retrieval checkpoint (an opaque model-view
+    /// cutoff, persisted as `checkpoint` records; messages are never trimmed).
+    pub context_checkpoint: Option<Value>,
+    project: PathBuf,
+    live: Arc<FileStore>,
+    reader: Arc<TrashAware>,
+    index: Index,
+    options: ManagerOptions,
+    current: Option<Current>,
+    last_flush: Option<Instant>,
+}
+
+/// An absolute form of `path` (canonical when it exists).
+fn absolute(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| {
+        std::env::current_dir()
+            .map(|d| d.join(path))
+            .unwrap_or_else(|_| path.to_path_buf())
+    })
+}
+
+/// `text` cut to [`TITLE_CHARS`] characters, with `...` when it was longer.
+pub fn short_title(text: &str) -> String {
+    let text = text.trim();
+    let mut title: String = text.chars().take(TITLE_CHARS).collect();
+    if text.chars().nth(TITLE_CHARS).is_some() {
+        title.push_str("...");
+    }
+    title
+}
+
+/// The first non-empty user text of `messages`, as a title.
+fn user_title<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Option<String> {
+    messages
+        .into_iter()
+        .filter(|m| m.role == Role::User)
+        .map(|m| m.text_content())
+        .find(|t| !t.trim().is_empty())
+        .map(|t| short_title(&t))
+}
+
+impl SessionManager {
+    /// The manager of `project_path`, storing sessions in
+    /// `<project>/.memoir/sessions` (created now; a failure is reported).
+    pub fn new(project_path: &Path) -> Result<Self> {
+        SessionManager::for_project(project_path, ManagerOptions::default())
+    }
+
+    /// Like [`SessionManager::new`] with options (the workspace defaults to the project).
+    pub fn for_project(project_path: &Path, mut options: ManagerOptions) -> Result<Self> {
+        let project = absolute(project_path);
+        options.workspace.get_or_insert_with(|| project.clone());
+        SessionManager::open(&project.join(PROJECT_SESSIONS_DIR), options)
+    }
+
+    /// The project's sessions in the global store (`$MEMOIR_SESSION_DIR`,
+    /// else `$MEMOIR_HOME/sessions`): new sessions name the project as their
+    /// workspace and listings show only the project's sessions.
+    pub fn global(project_path: &Path, mut options: ManagerOptions) -> Result<Self> {
+        options.workspace = Some(absolute(project_path));
+        options.only_workspace = true;
+        SessionManager::open(&Session::default_dir()?, options)
+    }
+
+    /// A manager over any session directory.
+    pub fn open(dir: &Path, options: ManagerOptions) -> Result<Self> {
+        paths::create_private_dir(dir)?;
+        let dir = absolute(dir);
+        let live = Arc::new(FileStore::new(&dir, options.durability));
+        let project = options.workspace.clone().unwrap_or_else(|| dir.clone());
+        Ok(SessionManager {
+            current_session_id: None,
+            messages: Vec::new(),
+            context_checkpoint: None,
+            project,
+            reader: Arc::new(TrashAware::new(live.clone())),
+            live,
+            index: Index::new(&dir),
+            options,
+            current: None,
+            last_flush: None,
+        })
+    }
+
+    /// The project root this store belongs to (the store directory itself
+    /// for a manager opened on a bare directory without a workspace).
+    pub fn project_path(&self) -> PathBuf {
+        self.project.clone()
+    }
+
+    /// The directory holding the transcripts.
+    pub fn sessions_dir(&self) -> &Path {
+        self.live.dir()
+    }
+
+    /// The options in force.
+    pub fn options(&self) -> &ManagerOptions {
+        &self.options
+    }
+
+    /// The store transcripts are written to.
+    pub fn store(&self) -> Arc<dyn LogStore> {
+        self.live.clone()
+    }
+
+    /// Messages of the current session not yet on disk.
+    pub fn unsaved(&self) -> usize {
+        self.current
+            .as_ref()
+            .map_or(0, |c| self.messages.len().saturating_sub(c.persisted))
+    }
+
+    // ----- creating and writing ------------------------------------------
+
+    /// Create a session and make it current (after flushing the previous
+    /// one). The title is `title`, else the task cut to 50 characters; a
+    /// non-empty task becomes the first (user) message, written at once.
+    pub fn create_session(&mut self, task: &str, title: Option<&str>) -> Result<String> {
+        self.flush()?;
+        let title = title
+            .filter(|t| !t.trim().is_empty())
+            .map(str::to_string)
+            .or_else(|| (!task.trim().is_empty()).then(|| short_title(task)));
+        let session = self.create_live(&crate::id::new_id(), title, None)?;
+        let id = session.meta.id.clone();
+        let entry = self.new_entry(&session);
+        self.current = Some(Current {
+            session,
+            persisted: 0,
+            entry,
+        });
+        self.current_session_id = Some(id.clone());
+        self.messages.clear();
+        self.context_checkpoint = None;
+        if !task.trim().is_empty() {
+            self.messages.push(Message::user(task));
+            self.flush()?;
+        }
+        self.last_flush = Some(Instant::now());
+        Ok(id)
+    }
+
+    /// Append a message to the current session; it is written when the
+    /// batch is full or the interval has passed (or on flush, switch, drop...).
+    pub fn add_message(&mut self, msg: Message) -> Result<()> {
+        self.add_messages(std::iter::once(msg))
+    }
+
+    /// Append several messages, then consider flushing once.
+    pub fn add_messages(&mut self, msgs: impl IntoIterator<Item = Message>) -> Result<()> {
+        if self.current.is_none() {
+            return Err(ManagerError::NoCurrentSession);
+        }
+        self.messages.extend(msgs);
+        self.maybe_flush()
+    }
+
+    fn maybe_flush(&mut self) -> Result<()> {
+        let due = match self.last_flush {
+            None => true,
+            Some(t) => t.elapsed() >= self.options.flush_interval,
+        };
+        if due || self.unsaved() >= self.options.flush_every.max(1) {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Write the current session's unsaved messages (one append; a no-op
+    /// when there are none) and update its index entry.
+    pub fn flush(&mut self) -> Result<()> {
+        let Some(cur) = &self.current else {
+            return Ok(());
+        };
+        let records: Vec<Record> = if self.messages.len() < cur.persisted {
+            vec![Record::Rewrite {
+                messages: self.messages.clone(),
+            }]
+        } else {
+            self.messages[cur.persisted..]
+                .iter()
+                .cloned()
+                .map(Record::Message)
+                .collect()
+        };
+        if records.is_empty() {
+            return Ok(());
+        }
+        self.write_current(records)?;
+        self.last_flush = Some(Instant::now());
+        Ok(())
+    }
+
+    /// Append records to the current session and mark every message saved
+    /// (an append is all or nothing, so a failure saves none).
+    fn write_current(&mut self, records: Vec<Record>) -> Result<Appended> {
+        let Some(cur) = self.current.as_ref() else {
+            return Err(ManagerError::NoCurrentSession);
+        };
+        let (appended, entry) = self.append_indexed(&cur.session, cur.entry.clone(), records)?;
+        let saved = self.messages.len();
+        if let Some(cur) = self.current.as_mut() {
+            cur.persisted = saved;
+            cur.entry = entry;
+        }
+        Ok(appended)
+    }
+
+    // ----- switching and checkpoints ---------------------------------------
+
+    /// Make an existing session current (after flushing the previous one).
+    /// `Ok(false)` when there is no such live session. Unanswered tool calls
+    /// are closed when [`ManagerOptions::repair_on_switch`] is set.
+    pub fn switch_session(&mut self, id: &str) -> Result<bool> {
+        crate::id::validate(id)?;
+        self.flush()?;
+        let session = match Session::open_in(self.live.clone(), id) {
+            Ok(s) => s,
+            Err(crate::Error::NotFound(_)) => return Ok(false),
+            Err(e) => return Err(e.into()),
+        };
+        let t = read_in(self.reader.as_ref(), id)?;
+        let entry = match self.index.load_fresh(id) {
+            Some(e) if e.last_seq == t.last_seq => Some(e),
+            _ => self
+                .index
+                .refresh(&t)
+                .ok()
+                .and_then(|(e, written)| written.then_some(e)),
+        };
+        self.current = Some(Current {
+            session,
+            persisted: t.messages.len(),
+            entry,
+        });
+        self.current_session_id = Some(id.to_string());
+        self.messages = t.messages;
+        self.context_checkpoint = t.checkpoint;
+        self.last_flush = None;
+        if self.options.repair_on_switch {
+            self.repair_dangling_tool_calls()?;
+        }
+        Ok(true)
+    }
+
+    /// The current session's checkpoint.
+    pub fn context_checkpoint(&self) -> Option<Value> {
+        self.context_checkpoint.clone()
+    }
+
+    /// Persist a checkpoint (`None` clears it) for the current session, after
+    /// its unsaved messages. Messages are never modified.
+    pub fn set_context_checkpoint(&mut self, checkpoint: Option<Value>) -> Result<()> {
+        if self.current.is_none() {
+            return Err(ManagerError::NoCurrentSession);
+        }
+        self.flush()?;
+        let value = checkpoint.clone().unwrap_or(Value::Null);
+        self.write_current(vec![Record::Checkpoint { value }])?;
+        self.context_checkpoint = checkpoint;
+        Ok(())
+    }
+
+    // ----- tool-pair integrity ----------------------------------------------
+
+    /// True when the current session stops mid-tool: its last message is a
+    /// tool result, or an assistant's tool call has no result.
+    pub fn ended_mid_tool(&self) -> bool {
+        fork::ended_mid_tool(&self.messages)
+    }
+
+    /// Close the current session's unanswered tool calls with explicit error
+    /// results, durably: appended after the last group, or (for a group in
+    /// the middle) written as a `rewrite` that inserts them right after the
+    /// group. Returns how many calls were closed.
+    pub fn repair_dangling_tool_calls(&mut self) -> Result<usize> {
+        if self.current.is_none() {
+            return Err(ManagerError::NoCurrentSession);
+        }
+        self.flush()?;
+        let open = fork::open_calls(&self.messages).len();
+        match fork::repair(&self.messages) {
+            Repair::None => return Ok(0),
+            Repair::Append(msg) => {
+                self.messages.push(msg);
+                self.flush()?;
+            }
+            Repair::Rewrite(list) => {
+                self.messages = list.clone();
+                self.write_current(vec![Record::Rewrite { messages: list }])?;
+            }
+        }
+        Ok(open)
+    }
+
+    /// The current session as OpenAI chat-completions messages, system
+    /// messages included (what the shape cannot carry, such as thinking
+    /// signatures, is dropped; see [`crate::message::openai`]).
+    pub fn history_chat(&self) -> Vec<Value> {
+        to_openai_lossy(&self.messages).value
+    }
+
+    // ----- reading, export and fork -----------------------------------------
+
+    /// Resolve a full id or unique prefix among the live sessions.
+    pub fn resolve(&self, id_prefix: &str) -> Result<String> {
+        Ok(find_in(self.live.as_ref(), id_prefix)?)
+    }
+
+    fn require_live(&self, id: &str) -> Result<()> {
+        if self.live.path_of(id)?.exists() {
+            Ok(())
+        } else {
+            Err(crate::Error::NotFound(id.to_string()).into())
+        }
+    }
+
+    /// Read a live session in full (a fork's prefix stitched, even from a
+    /// trashed parent). For the current session, flush first to include
+    /// unsaved messages.
+    pub fn read_session(&self, id: &str) -> Result<Transcript> {
+        crate::id::validate(id)?;
+        self.require_live(id)?;
+        Ok(read_in(self.reader.as_ref(), id)?)
+    }
+
+    /// The messages of a session without switching to it (the in-memory
+    /// list, unsaved messages included, for the current session).
+    pub fn read_session_messages(&self, id: &str) -> Result<Vec<Message>> {
+        crate::id::validate(id)?;
+        if self.current_session_id.as_deref() == Some(id) {
+            return Ok(self.messages.clone());
+        }
+        Ok(self.read_session(id)?.messages)
+    }
+
+    fn flush_if_current(&mut self, id: &str) -> Result<()> {
+        if self.current_session_id.as_deref() == Some(id) {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Export a session as the seed's JSONL (header, messages with their
+    /// `index`, footer), unsaved messages of the current session included.
+    pub fn export_jsonl(&mut self, id: &str) -> Result<String> {
+        Ok(self.export(id, ExportOptions::default())?.text)
+    }
+
+    /// Export a session in any format, optionally redacted.
+    pub fn export(&mut self, id: &str, options: ExportOptions) -> Result<Export> {
+        crate::id::validate(id)?;
+        self.flush_if_current(id)?;
+        let t = self.read_session(id)?;
+        Ok(export::render(&t, options)?)
+    }
+
+    /// Fork a session at a message cut (`upto` messages kept; all when
+    /// `None`) into a new session that is not made current. The cut moves
+    /// back until no tool call is separated from its results; the result says
+    /// where it landed. The child's header references the parent and cut (no
+    /// message is copied); its checkpoint starts empty.
+    pub fn fork_session(&mut self, source_id: &str, upto: Option<usize>) -> Result<Forked> {
+        crate::id::validate(source_id)?;
+        self.flush_if_current(source_id)?;
+        let t = self.read_session(source_id)?;
+        let len = t.messages.len();
+        let requested = upto.unwrap_or(len);
+        let effective = fork::safe_cut(&t.messages, requested);
+        if effective == 0 {
+            return Err(ManagerError::EmptyFork {
+                session: source_id.to_string(),
+                requested,
+            });
+        }
+        let plan = fork::fork_point(self.reader.as_ref(), source_id, &t, effective)?;
+        let title = match user_title(&t.messages[..effective]) {
+            Some(text) => format!("Fork: {text}"),
+            None => format!("Fork of {source_id}"),
+        };
+        let mut meta = SessionMeta::new(crate::id::new_id());
+        meta.provider = t.meta.provider.clone();
+        meta.model = t.meta.model.clone();
+        meta.workspace = t.meta.workspace.clone();
+        meta.kind = t.meta.kind.clone();
+        meta.title = Some(title);
+        meta.parent = Some(plan.point.clone());
+        let child = Session::create_in(self.live.clone(), meta)?;
+        if let Some(prefix) = &plan.rewrite {
+            child.append(&Record::Rewrite {
+                messages: prefix.clone(),
+            })?;
+        }
+        let _ = self.index.rebuild(self.reader.as_ref(), &child.meta.id);
+        Ok(Forked {
+            id: child.meta.id,
+            requested,
+            effective,
+            parent: plan.point,
+            materialized: plan.rewrite.is_some(),
+        })
+    }
+
+    // ----- listing, trash ---------------------------------------------------
+
+    /// Every session (of the workspace, with [`ManagerOptions::only_workspace`]),
+    /// newest activity first. Unsaved messages of the current session are not
+    /// counted until flushed.
+    pub fn list_sessions(&self) -> Result<Vec<IndexEntry>> {
+        Ok(self.list_sessions_report()?.entries)
+    }
+
+    /// Like [`SessionManager::list_sessions`], with what the index had to heal.
+    pub fn list_sessions_report(&self) -> Result<Listing> {
+        let mut listing = self.index.list(self.reader.as_ref())?;
+        if self.options.only_workspace {
+            if let Some(ws) = &self.options.workspace {
+                listing.entries.retain(|e| &e.workspace == ws);
+            }
+        }
+        Ok(listing)
+    }
+
+    /// Move a session to the trash (flushing it first when current, and
+    /// leaving no current session then). `Ok(false)` when there is no such
+    /// live session. Its forks stay readable.
+    pub fn delete_session(&mut self, id: &str) -> Result<bool> {
+        crate::id::validate(id)?;
+        if self.current_session_id.as_deref() == Some(id) {
+            self.flush()?;
+            self.current = None;
+            self.current_session_id = None;
+            self.messages.clear();
+            self.context_checkpoint = None;
+            self.last_flush = None;
+        }
+        let deleted = match self.live.delete(id) {
+            Ok(()) => true,
+            Err(crate::Error::NotFound(_)) => false,
+            Err(e) => return Err(e.into()),
+        };
+        self.index.remove(id)?;
+        Ok(deleted)
+    }
+
+    /// The sessions in the trash, most recently deleted first.
+    pub fn list_trash(&self) -> Result<Vec<Trashed>> {
+        Ok(trash::list(&self.reader)?)
+    }
+
+    /// Bring a session back from the trash; returns its index entry.
+    pub fn restore_session(&mut self, id: &str) -> Result<IndexEntry> {
+        crate::id::validate(id)?;
+        match self.live.restore(id) {
+            Ok(()) => {}
+            Err(crate::Error::NotFound(_)) => return Err(ManagerError::NotInTrash(id.to_string())),
+            Err(e) => return Err(e.into()),
+        }
+        Ok(self.index.rebuild(self.reader.as_ref(), id)?.0)
+    }
+
+    /// Erase trashed sessions for good (`only` these ids, or all), keeping
+    /// those that surviving forks still need (see [`trash`]).
+    pub fn purge_trash(&mut self, only: Option<&[String]>) -> Result<PurgeReport> {
+        let live = self.index.list(self.reader.as_ref())?.entries;
+        Ok(trash::purge(&self.reader, &live, only)?)
+    }
+
+    // ----- per-id operations ------------------------------------------------
+
+    fn create_live(
+        &self,
+        id: &str,
+        title: Option<String>,
+        parent: Option<ForkPoint>,
+    ) -> Result<Session> {
+        if trash::contains(&self.reader, id)? {
+            return Err(ManagerError::InTrash(id.to_string()));
+        }
+        let mut meta = SessionMeta::new(id);
+        meta.workspace = self.options.workspace.clone().unwrap_or_default();
+        meta.title = title;
+        meta.parent = parent;
+        Ok(Session::create_in(self.live.clone(), meta)?)
+    }
+
+    /// The index entry of a session just created (header only), written.
+    fn new_entry(&self, session: &Session) -> Option<IndexEntry> {
+        let entry = IndexEntry::from_transcript(&Transcript::new(session.meta.clone()));
+        self.index.commit(entry).ok().flatten()
+    }
+
+    /// Append `records` to `session` and keep its index entry up to date:
+    /// incrementally from `cached` (or the stored entry) when it ends right
+    /// before the append, else rebuilt from the transcript. A missing title
+    /// is filled from the first user message appended. Index failures never
+    /// fail the append (the next listing heals the entry).
+    fn append_indexed(
+        &self,
+        session: &Session,
+        cached: Option<IndexEntry>,
+        mut records: Vec<Record>,
+    ) -> Result<(Appended, Option<IndexEntry>)> {
+        let id = &session.meta.id;
+        let entry = cached.or_else(|| self.index.load_fresh(id)).or_else(|| {
+            self.index
+                .rebuild(self.reader.as_ref(), id)
+                .ok()
+                .map(|(e, _)| e)
+        });
+        if entry.as_ref().is_some_and(|e| e.title.is_none()) {
+            let title = user_title(records.iter().filter_map(|r| match r {
+                Record::Message(m) => Some(m),
+                _ => None,
+            }));
+            if let Some(title) = title {
+                records.push(Record::Title { title });
+            }
+        }
+        let appended = session.append_records(&records)?;
+        let incremental = entry.and_then(|mut e| e.apply(&records, &appended).then_some(e));
+        let entry = match incremental {
+            Some(e) => self.index.commit(e).ok().flatten(),
+            None => self
+                .index
+                .rebuild(self.reader.as_ref(), id)
+                .ok()
+                .and_then(|(e, written)| written.then_some(e)),
+        };
+        Ok((appended, entry))
+    }
+
+    /// Create-or-touch: an existing session gets its last activity bumped
+    /// (and a non-empty `title` set); a missing one is created empty. Never
+    /// overwrites anything. Returns true when it created the session.
+    pub fn ensure_session(&mut self, sid: &str, title: &str) -> Result<bool> {
+        crate::id::validate(sid)?;
+        if self.live.path_of(sid)?.exists() {
+            self.touch_session(sid)?;
+            if !title.trim().is_empty() {
+                self.rename_session(sid, title)?;
+            }
+            return Ok(false);
+        }
+        let title = (!title.trim().is_empty()).then(|| title.to_string());
+        match self.create_live(sid, title.clone(), None) {
+            Ok(session) => {
+                self.new_entry(&session);
+                Ok(true)
+            }
+            // Created by someone else meanwhile: that is an existing session.
+            Err(ManagerError::Store(crate::Error::SessionExists(_))) => {
+                self.ensure_session(sid, title.as_deref().unwrap_or(""))?;
+                Ok(false)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Set a session's title (a `title` record). `Ok(false)` when there is
+    /// no such live session.
+    pub fn rename_session(&mut self, sid: &str, title: &str) -> Result<bool> {
+        crate::id::validate(sid)?;
+        let record = Record::Title {
+            title: title.to_string(),
+        };
+        if self.current_session_id.as_deref() == Some(sid) && self.current.is_some() {
+            self.flush()?;
+            self.write_current(vec![record])?;
+            return Ok(true);
+        }
+        let session = match Session::open_in(self.live.clone(), sid) {
+            Ok(s) => s,
+            Err(crate::Error::NotFound(_)) => return Ok(false),
+            Err(e) => return Err(e.into()),
+        };
+        self.append_indexed(&session, None, vec![record])?;
+        Ok(true)
+    }
+
+    /// Bump a session's last activity (its transcript's modification time).
+    /// `Ok(false)` when there is no such live session.
+    pub fn touch_session(&mut self, sid: &str) -> Result<bool> {
+        crate::id::validate(sid)?;
+        self.flush_if_current(sid)?;
+        let path = self.live.path_of(sid)?;
+        let before = self.index.load_fresh(sid);
+        let file = match OpenOptions::new().append(true).open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(false),
+            Err(source) => {
+                return Err(crate::Error::Io {
+                    op: "open",
+                    path,
+                    source,
+                }
+                .into())
+            }
+        };
+        file.set_modified(SystemTime::now())
+            .map_err(|source| crate::Error::Io {
+                op: "set modification time of",
+                path: path.clone(),
+                source,
+            })?;
+        let entry = match before {
+            Some(e) => self.index.commit(e).ok().flatten(),
+            None => self
+                .index
+                .rebuild(self.reader.as_ref(), sid)
+                .ok()
+                .and_then(|(e, w)| w.then_some(e)),
+        };
+        if let Some(cur) = self.current.as_mut().filter(|c| c.session.meta.id == sid) {
+            cur.entry = entry;
+        }
+        Ok(true)
+    }
+
+    /// Append messages to any session, creating it when missing (titled from
+    /// its first user message). The current session's in-memory list is kept
+    /// in sync; a stored checkpoint is kept.
+    pub fn append_session_messages(&mut self, sid: &str, msgs: Vec<Message>) -> Result<()> {
+        crate::id::validate(sid)?;
+        if self.current_session_id.as_deref() == Some(sid) && self.current.is_some() {
+            self.messages.extend(msgs);
+            return self.flush();
+        }
+        let session = match Session::open_in(self.live.clone(), sid) {
+            Ok(s) => s,
+            Err(crate::Error::NotFound(_)) => {
+                match self.create_live(sid, user_title(&msgs), None) {
+                    Ok(s) => {
+                        self.new_entry(&s);
+                        s
+                    }
+                    Err(ManagerError::Store(crate::Error::SessionExists(_))) => {
+                        Session::open_in(self.live.clone(), sid)?
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            Err(e) => return Err(e.into()),
+        };
+        if msgs.is_empty() {
+            return Ok(());
+        }
+        let records = msgs.into_iter().map(Record::Message).collect();
+        self.append_indexed(&session, None, records)?;
+        Ok(())
+    }
+}
+
+impl Drop for SessionManager {
+    /// Unsaved messages are written on drop (errors cannot be reported here;
+    /// call [`SessionManager::flush`] to see them).
+    fn drop(&mut self) {
+        let _ = self.flush();
+    }
+}
