@@ -29,6 +29,10 @@ enum Command {
     /// Run retrieval benchmarks.
     #[command(subcommand)]
     Eval(cmd::eval::Command),
+    /// Serve a store over HTTP to many agent hosts (bearer tokens per project).
+    Serve(cmd::serve::Args),
+    /// Use sessions on a `memoir serve` server (--remote URL, --token).
+    Remote(cmd::serve::RemoteArgs),
     /// Tools for crash and concurrency tests.
     #[command(subcommand, hide = true)]
     Debug(cmd::debug::Command),
@@ -42,6 +46,8 @@ fn main() -> ExitCode {
         Command::Embed(args) => cmd::embed::run(args),
         Command::Recall(args) => cmd::recall::run(args),
         Command::Eval(c) => cmd::eval::run(c),
+        Command::Serve(args) => cmd::serve::run(args),
+        Command::Remote(args) => cmd::serve::run_remote(args),
         Command::Debug(c) => cmd::debug::run(c),
     };
     match result {

@@ -11,6 +11,7 @@
 #![warn(missing_docs)]
 
 pub mod blob;
+pub mod client;
 pub mod embed;
 pub mod error;
 pub mod id;

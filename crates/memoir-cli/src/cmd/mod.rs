@@ -5,4 +5,5 @@ pub mod demo;
 pub mod embed;
 pub mod eval;
 pub mod recall;
+pub mod serve;
 pub mod sessions;

@@ -1,0 +1,648 @@
+//! The blocking HTTP client of `memoir serve`, and the JSON shapes both sides use.
+//!
+//! This module owns:
+//! - [`wire`]: the request and response bodies of the HTTP API (the server
+//!   crate `memoir-server` serialises the same types), and the conversions
+//!   between a verified [`RawLog`] and its JSON form;
+//! - [`Client`]: one method per endpoint (create, append, load, list, fork,
+//!   export, delete, restore, search), with typed [`Error`]s: 404 is
+//!   [`Error::NotFound`], 409 is [`Error::Conflict`] or
+//!   [`Error::SessionExists`], 503 and refused connections are
+//!   [`Error::Io`] with kind `ConnectionAborted` (retry later);
+//! - [`RemoteStore`]: a [`LogStore`] over a server, so every
+//!   [`crate::transcript::Session`] API works against a remote store.
+//!
+//! The API is documented in `docs/SERVER.md`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::record::{Record, SessionMeta};
+use crate::store::{Appended, Durability, Listed, LogStore, RawLog};
+
+pub mod wire {
+    //! Request and response bodies of the HTTP API (JSON).
+
+    use serde::{Deserialize, Serialize};
+    use serde_json::{Map, Value};
+
+    use crate::record::{ForkPoint, Record, SessionMeta};
+    use crate::store::{Issue, IssueKind, LoadReport, RawLog, SeqRecord};
+
+    /// `POST /v1/sessions`: a full header, or just some fields of one.
+    #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct CreateSession {
+        /// A complete header (id, created_at, ...). Wins over the fields below.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub meta: Option<SessionMeta>,
+        /// Session id (default: a new one).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub id: Option<String>,
+        /// Title.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub title: Option<String>,
+        /// Model provider.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub provider: Option<String>,
+        /// Model name.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub model: Option<String>,
+        /// Free-form kind.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub kind: Option<String>,
+    }
+
+    /// A created session.
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    pub struct Created {
+        /// Its id.
+        pub id: String,
+        /// Its header as stored (with the project the token named).
+        pub meta: SessionMeta,
+    }
+
+    /// `POST /v1/sessions/{id}/records`.
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct AppendRequest {
+        /// Record objects, each with its `"record"` tag (e.g.
+        /// `{"record":"message","role":"user","content":[...]}`).
+        #[serde(default)]
+        pub records: Vec<Map<String, Value>>,
+        /// Messages, as a shorthand for `message` records (after `records`).
+        #[serde(default)]
+        pub messages: Vec<crate::message::Message>,
+        /// Fail with 409 unless the first record gets this `seq`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub expected_seq: Option<u64>,
+    }
+
+    /// What an append wrote.
+    #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+    pub struct AppendResponse {
+        /// `seq` of the first record written.
+        pub first_seq: u64,
+        /// `seq` of the last record written.
+        pub last_seq: u64,
+    }
+
+    /// One record with its `seq`.
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    pub struct WireRecord {
+        /// Its sequence number.
+        pub seq: u64,
+        /// The record object (with its `"record"` tag).
+        pub record: Map<String, Value>,
+    }
+
+    /// One problem found while verifying a stored log.
+    #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+    pub struct WireIssue {
+        /// Line number or row ordinal (1-based).
+        pub line: u64,
+        /// Byte offset of the line.
+        pub offset: u64,
+        /// The `seq` at which the chain breaks.
+        pub seq: u64,
+        /// `blank`, `corrupt`, `out_of_order`, `torn_tail`, `gap`,
+        /// `chain_break` or `extra_header`.
+        pub kind: String,
+        /// The human-readable description.
+        pub message: String,
+        /// Kind-specific number: `expected` seq, torn `bytes`, or `missing_from`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub value: Option<u64>,
+        /// Why a corrupt line was skipped.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub reason: Option<String>,
+    }
+
+    impl From<&Issue> for WireIssue {
+        fn from(i: &Issue) -> Self {
+            let (kind, value, reason) = match &i.kind {
+                IssueKind::SkippedBlank => ("blank", None, None),
+                IssueKind::SkippedCorrupt(why) => ("corrupt", None, Some(why.clone())),
+                IssueKind::SkippedOutOfOrder { expected } => {
+                    ("out_of_order", Some(*expected), None)
+                }
+                IssueKind::TornTail { bytes } => ("torn_tail", Some(*bytes), None),
+                IssueKind::Gap { missing_from } => ("gap", Some(*missing_from), None),
+                IssueKind::ChainBreak => ("chain_break", None, None),
+                IssueKind::ExtraHeader => ("extra_header", None, None),
+            };
+            WireIssue {
+                line: i.line,
+                offset: i.offset,
+                seq: i.seq,
+                kind: kind.into(),
+                message: i.kind.to_string(),
+                value,
+                reason,
+            }
+        }
+    }
+
+    impl WireIssue {
+        /// Back to an [`Issue`] (an unknown kind becomes a corrupt-line report).
+        pub fn to_issue(&self) -> Issue {
+            let v = self.value.unwrap_or_default();
+            let kind = match self.kind.as_str() {
+                "blank" => IssueKind::SkippedBlank,
+                "out_of_order" => IssueKind::SkippedOutOfOrder { expected: v },
+                "torn_tail" => IssueKind::TornTail { bytes: v },
+                "gap" => IssueKind::Gap { missing_from: v },
+                "chain_break" => IssueKind::ChainBreak,
+                "extra_header" => IssueKind::ExtraHeader,
+                _ => IssueKind::SkippedCorrupt(
+                    self.reason.clone().unwrap_or_else(|| self.message.clone()),
+                ),
+            };
+            Issue {
+                line: self.line,
+                offset: self.offset,
+                seq: self.seq,
+                kind,
+            }
+        }
+    }
+
+    /// `GET /v1/sessions/{id}/log`: the verified log, as the store read it.
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    pub struct LogResponse {
+        /// The header, when `seq` 0 verified.
+        pub header: Option<SessionMeta>,
+        /// Every applied record after the header.
+        pub records: Vec<WireRecord>,
+        /// `seq` of the last applied record.
+        pub last_seq: u64,
+        /// Problems found (empty when the whole chain verified).
+        pub issues: Vec<WireIssue>,
+    }
+
+    impl LogResponse {
+        /// The JSON form of a verified log.
+        pub fn from_raw(raw: &RawLog) -> Result<Self, serde_json::Error> {
+            let mut records = Vec::with_capacity(raw.records.len());
+            for r in &raw.records {
+                records.push(WireRecord {
+                    seq: r.seq,
+                    record: r.record.to_object()?,
+                });
+            }
+            Ok(LogResponse {
+                header: raw.header.clone(),
+                records,
+                last_seq: raw.last_seq,
+                issues: raw.report.issues.iter().map(WireIssue::from).collect(),
+            })
+        }
+
+        /// Back to a [`RawLog`].
+        pub fn into_raw(self) -> Result<RawLog, serde_json::Error> {
+            let mut records = Vec::with_capacity(self.records.len());
+            for r in self.records {
+                records.push(SeqRecord {
+                    seq: r.seq,
+                    record: Record::from_object(r.record)?,
+                });
+            }
+            Ok(RawLog {
+                header: self.header,
+                records,
+                report: LoadReport {
+                    issues: self.issues.iter().map(WireIssue::to_issue).collect(),
+                },
+                last_seq: self.last_seq,
+            })
+        }
+    }
+
+    /// One session in a listing.
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    pub struct ListedSession {
+        /// Its header.
+        pub meta: SessionMeta,
+    }
+
+    /// `GET /v1/sessions`.
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    pub struct ListResponse {
+        /// The project's sessions, newest first.
+        pub sessions: Vec<ListedSession>,
+        /// Entries whose header did not verify.
+        pub unreadable: usize,
+    }
+
+    /// `POST /v1/sessions/{id}/fork`.
+    #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct ForkRequest {
+        /// The new session's id (default: a new one).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub id: Option<String>,
+        /// The last parent `seq` the fork includes (default: the parent's last).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub at_seq: Option<u64>,
+        /// Title of the fork.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub title: Option<String>,
+    }
+
+    /// A created fork.
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    pub struct Forked {
+        /// The new session's id.
+        pub id: String,
+        /// Where it forked from.
+        pub parent: ForkPoint,
+    }
+
+    /// `GET /v1/sessions/{id}`: the session replayed (a fork's parent prefix stitched in).
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    pub struct Loaded {
+        /// The header.
+        pub meta: SessionMeta,
+        /// The current title.
+        pub title: Option<String>,
+        /// The conversation.
+        pub messages: Vec<crate::message::Message>,
+        /// `seq` of each message's record (inherited ones: the parent's).
+        pub message_seqs: Vec<u64>,
+        /// How many leading messages came from a fork's parent.
+        pub inherited: usize,
+        /// Accumulated taint.
+        pub taint: crate::record::Taint,
+        /// Summed usage of the runs.
+        pub usage: crate::message::Usage,
+        /// Summed turns of the runs.
+        pub turns: u32,
+        /// `seq` of the last record.
+        pub last_seq: u64,
+        /// Problems found while verifying.
+        pub issues: Vec<WireIssue>,
+    }
+
+    /// `POST /v1/sessions/{id}/search`.
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct SearchRequest {
+        /// The query text.
+        pub query: String,
+        /// How many results (default 5, at most 100).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub top_k: Option<usize>,
+    }
+
+    /// One search result.
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    pub struct SearchHit {
+        /// The `seq` of the record the chunk came from.
+        pub chain_seq: u64,
+        /// Relevance (higher is better).
+        pub score: f32,
+        /// Chunk kind.
+        pub kind: String,
+        /// The chunk's text.
+        pub text: Option<String>,
+    }
+
+    /// Search results, best first.
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    pub struct SearchResponse {
+        /// The hits.
+        pub hits: Vec<SearchHit>,
+    }
+
+    /// Every error response: a stable code and a sentence.
+    #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+    pub struct ErrorBody {
+        /// `bad_request`, `invalid_id`, `unauthorized`, `token_expired`,
+        /// `not_found`, `exists`, `conflict`, `too_large`,
+        /// `unsupported_media_type`, `unavailable` or `internal`.
+        pub error: String,
+        /// What went wrong, for people.
+        pub message: String,
+        /// For `conflict`: the seq the request expected.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub expected: Option<u64>,
+        /// For `conflict`: the seq the log is at.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub actual: Option<u64>,
+    }
+
+    /// Parse record objects into records.
+    pub fn records_from(
+        objects: Vec<Map<String, Value>>,
+        messages: Vec<crate::message::Message>,
+    ) -> Result<Vec<Record>, serde_json::Error> {
+        let mut out = Vec::with_capacity(objects.len() + messages.len());
+        for o in objects {
+            out.push(Record::from_object(o)?);
+        }
+        out.extend(messages.into_iter().map(Record::Message));
+        Ok(out)
+    }
+}
+
+/// A blocking client of one `memoir serve` endpoint, with one bearer token.
+#[derive(Debug, Clone)]
+pub struct Client {
+    base: String,
+    token: Option<String>,
+    agent: ureq::Agent,
+}
+
+fn unavailable(op: &'static str, url: &str, detail: String) -> Error {
+    Error::Io {
+        op,
+        path: PathBuf::from(url),
+        source: std::io::Error::new(std::io::ErrorKind::ConnectionAborted, detail),
+    }
+}
+
+/// Percent-encode one path segment (ids are validated server-side too).
+fn seg(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+impl Client {
+    /// A client of the server at `base` (e.g. `http://127.0.0.1:8080`).
+    pub fn new(base: &str, token: Option<String>) -> Result<Client> {
+        let base = base.trim_end_matches('/').to_string();
+        if !(base.starts_with("http://") || base.starts_with("https://")) {
+            return Err(Error::Config(format!(
+                "remote URL {base:?} must start with http:// or https://"
+            )));
+        }
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(Duration::from_secs(60)))
+            .proxy(None)
+            .user_agent(concat!("memoir/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .into();
+        Ok(Client { base, token, agent })
+    }
+
+    /// The server's base URL.
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// Send a request; returns the status and the body text.
+    fn call(&self, method: &str, path: &str, body: Option<Vec<u8>>) -> Result<(u16, String)> {
+        let url = self.url(path);
+        let builder = ureq::http::Request::builder()
+            .method(method)
+            .uri(&url)
+            .header("Accept", "application/json");
+        let builder = match &self.token {
+            Some(t) => builder.header("Authorization", format!("Bearer {t}")),
+            None => builder,
+        };
+        let result = match body {
+            Some(b) => {
+                let req = builder
+                    .header("Content-Type", "application/json")
+                    .body(b)
+                    .map_err(|e| Error::Invalid(format!("bad request for {url}: {e}")))?;
+                self.agent.run(req)
+            }
+            None => {
+                let req = builder
+                    .body(())
+                    .map_err(|e| Error::Invalid(format!("bad request for {url}: {e}")))?;
+                self.agent.run(req)
+            }
+        };
+        let mut resp = result.map_err(|e| unavailable("http request", &url, e.to_string()))?;
+        let status = resp.status().as_u16();
+        let text = resp
+            .body_mut()
+            .with_config()
+            .limit(1 << 30)
+            .read_to_string()
+            .map_err(|e| unavailable("http response", &url, e.to_string()))?;
+        Ok((status, text))
+    }
+
+    /// Send, and turn an error status into a typed [`Error`].
+    fn ok(&self, method: &str, path: &str, body: Option<Vec<u8>>, id: &str) -> Result<String> {
+        let (status, text) = self.call(method, path, body)?;
+        if (200..300).contains(&status) {
+            return Ok(text);
+        }
+        let err: wire::ErrorBody =
+            serde_json::from_str(&text).unwrap_or_else(|_| wire::ErrorBody {
+                error: String::new(),
+                message: text.clone(),
+                ..Default::default()
+            });
+        Err(match (status, err.error.as_str()) {
+            (404, _) => Error::NotFound(id.to_string()),
+            (409, "conflict") => Error::Conflict {
+                id: id.to_string(),
+                expected: err.expected.unwrap_or_default(),
+                actual: err.actual.unwrap_or_default(),
+            },
+            (409, _) => Error::SessionExists(id.to_string()),
+            (401 | 403, _) => Error::Config(format!("server refused the token: {}", err.message)),
+            (502..=504, _) => unavailable("http request", &self.url(path), err.message),
+            _ => Error::Invalid(format!("server said {status}: {}", err.message)),
+        })
+    }
+
+    fn json<T: serde::de::DeserializeOwned>(text: &str) -> Result<T> {
+        Ok(serde_json::from_str(text)?)
+    }
+
+    /// Create a session.
+    pub fn create(&self, req: &wire::CreateSession) -> Result<wire::Created> {
+        let id = req
+            .meta
+            .as_ref()
+            .map(|m| m.id.clone())
+            .or_else(|| req.id.clone())
+            .unwrap_or_default();
+        let text = self.ok("POST", "/v1/sessions", Some(serde_json::to_vec(req)?), &id)?;
+        Self::json(&text)
+    }
+
+    /// Append records (optimistically at `expected_seq`).
+    pub fn append(
+        &self,
+        id: &str,
+        records: &[Record],
+        expected_seq: Option<u64>,
+    ) -> Result<wire::AppendResponse> {
+        let mut objects = Vec::with_capacity(records.len());
+        for r in records {
+            objects.push(r.to_object()?);
+        }
+        let body = wire::AppendRequest {
+            records: objects,
+            messages: Vec::new(),
+            expected_seq,
+        };
+        let path = format!("/v1/sessions/{}/records", seg(id));
+        let text = self.ok("POST", &path, Some(serde_json::to_vec(&body)?), id)?;
+        Self::json(&text)
+    }
+
+    /// The session replayed (messages, taint, usage).
+    pub fn load(&self, id: &str) -> Result<wire::Loaded> {
+        let text = self.ok("GET", &format!("/v1/sessions/{}", seg(id)), None, id)?;
+        Self::json(&text)
+    }
+
+    /// The verified log as the server's store read it.
+    pub fn log(&self, id: &str) -> Result<RawLog> {
+        let text = self.ok("GET", &format!("/v1/sessions/{}/log", seg(id)), None, id)?;
+        Ok(Self::json::<wire::LogResponse>(&text)?.into_raw()?)
+    }
+
+    /// The header only.
+    pub fn header(&self, id: &str) -> Result<SessionMeta> {
+        let text = self.ok("GET", &format!("/v1/sessions/{}/meta", seg(id)), None, id)?;
+        Self::json(&text)
+    }
+
+    /// The token's project's sessions, newest first.
+    pub fn list(&self) -> Result<wire::ListResponse> {
+        let text = self.ok("GET", "/v1/sessions", None, "")?;
+        Self::json(&text)
+    }
+
+    /// Fork a session by reference.
+    pub fn fork(&self, id: &str, req: &wire::ForkRequest) -> Result<wire::Forked> {
+        let path = format!("/v1/sessions/{}/fork", seg(id));
+        let text = self.ok("POST", &path, Some(serde_json::to_vec(req)?), id)?;
+        Self::json(&text)
+    }
+
+    /// The session as a standalone JSONL transcript (freshly framed).
+    pub fn export(&self, id: &str) -> Result<String> {
+        self.ok("GET", &format!("/v1/sessions/{}/export", seg(id)), None, id)
+    }
+
+    /// Delete a session (recoverably).
+    pub fn delete(&self, id: &str) -> Result<()> {
+        self.ok("DELETE", &format!("/v1/sessions/{}", seg(id)), None, id)
+            .map(|_| ())
+    }
+
+    /// Restore a deleted session.
+    pub fn restore(&self, id: &str) -> Result<()> {
+        let path = format!("/v1/sessions/{}/restore", seg(id));
+        self.ok("POST", &path, Some(b"{}".to_vec()), id).map(|_| ())
+    }
+
+    /// Search a session's chunks.
+    pub fn search(&self, id: &str, query: &str, top_k: usize) -> Result<wire::SearchResponse> {
+        let body = wire::SearchRequest {
+            query: query.into(),
+            top_k: Some(top_k),
+        };
+        let path = format!("/v1/sessions/{}/search", seg(id));
+        let text = self.ok("POST", &path, Some(serde_json::to_vec(&body)?), id)?;
+        Self::json(&text)
+    }
+}
+
+/// A [`LogStore`] whose sessions live on a `memoir serve` server (in the
+/// token's project). Appends are acknowledged at the server store's durability.
+#[derive(Debug, Clone)]
+pub struct RemoteStore {
+    client: Client,
+}
+
+impl RemoteStore {
+    /// A store over `client`.
+    pub fn new(client: Client) -> Self {
+        RemoteStore { client }
+    }
+
+    /// The client.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+}
+
+impl LogStore for RemoteStore {
+    fn create(&self, meta: &SessionMeta) -> Result<Appended> {
+        self.client.create(&wire::CreateSession {
+            meta: Some(meta.clone()),
+            ..Default::default()
+        })?;
+        Ok(Appended {
+            first_seq: 0,
+            last_seq: 0,
+            repaired: None,
+        })
+    }
+
+    fn append(&self, id: &str, records: &[Record], expected_next: Option<u64>) -> Result<Appended> {
+        crate::id::validate(id)?;
+        let a = self.client.append(id, records, expected_next)?;
+        Ok(Appended {
+            first_seq: a.first_seq,
+            last_seq: a.last_seq,
+            repaired: None,
+        })
+    }
+
+    fn read(&self, id: &str) -> Result<RawLog> {
+        crate::id::validate(id)?;
+        self.client.log(id)
+    }
+
+    fn read_header(&self, id: &str) -> Result<Option<SessionMeta>> {
+        crate::id::validate(id)?;
+        self.client.header(id).map(Some)
+    }
+
+    fn list(&self) -> Result<(Vec<Listed>, usize)> {
+        let l = self.client.list()?;
+        let listed = l
+            .sessions
+            .into_iter()
+            .map(|s| Listed {
+                location: self.location(&s.meta.id),
+                meta: s.meta,
+            })
+            .collect();
+        Ok((listed, l.unreadable))
+    }
+
+    fn location(&self, id: &str) -> PathBuf {
+        PathBuf::from(format!("{}/v1/sessions/{}", self.client.base, seg(id)))
+    }
+
+    fn durability(&self) -> Durability {
+        Durability::Fsync
+    }
+
+    fn delete(&self, id: &str) -> Result<()> {
+        crate::id::validate(id)?;
+        self.client.delete(id)
+    }
+
+    fn restore(&self, id: &str) -> Result<()> {
+        crate::id::validate(id)?;
+        self.client.restore(id)
+    }
+}
