@@ -23,9 +23,6 @@ use postgres_common::{pg_url, TempSchema};
 const URL: &str = "MEMOIR_TEST_FAULT_POSTGRES_URL";
 const RESTART: &str = "MEMOIR_TEST_FAULT_POSTGRES_RESTART";
 
-/// The tests here restart the same server: one at a time.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 fn restart(script: &str) {
     let status = std::process::Command::new(script)
         .status()
@@ -38,7 +35,7 @@ fn appends_survive_a_database_restart() {
     let (Some(url), Some(script)) = (pg_url(URL), pg_url(RESTART)) else {
         return;
     };
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _serial = postgres_common::fault_lock();
     const WRITERS: usize = 6;
     const SESSIONS: usize = 3;
     let schema = TempSchema::new(&url);
@@ -145,7 +142,7 @@ fn reads_fail_cleanly_while_down_and_recover() {
     let (Some(url), Some(script)) = (pg_url(URL), pg_url(RESTART)) else {
         return;
     };
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _serial = postgres_common::fault_lock();
     let schema = TempSchema::new(&url);
     let store = PgStore::connect(&url, schema.options(VectorMode::Auto)).unwrap();
     store.create(&SessionMeta::new("r")).unwrap();

@@ -244,6 +244,27 @@ impl std::fmt::Debug for PgStore {
     }
 }
 
+impl Drop for PgStore {
+    fn drop(&mut self) {
+        let state = self.pool.get_mut().unwrap_or_else(|p| p.into_inner());
+        drop_conns(std::mem::take(&mut state.idle));
+    }
+}
+
+/// Close connections. The driver's `Drop` blocks on its own runtime, which
+/// panics inside an async context (e.g. a server's runtime shutting down), so
+/// there the connections are closed on a helper thread.
+fn drop_conns(conns: Vec<Conn>) {
+    if conns.is_empty() {
+        return;
+    }
+    if tokio::runtime::Handle::try_current().is_ok() {
+        let _ = std::thread::spawn(move || drop(conns)).join();
+    } else {
+        drop(conns);
+    }
+}
+
 /// Check a schema name: a plain lowercase SQL identifier.
 fn valid_schema(name: &str) -> Result<()> {
     let ok = !name.is_empty()
@@ -480,10 +501,11 @@ impl PgStore {
     /// probably are too: the server restarted).
     fn drain_idle(&self) {
         let mut state = self.pool.lock().unwrap_or_else(|p| p.into_inner());
-        let n = state.idle.len();
-        state.idle.clear();
-        state.open -= n;
+        let idle = std::mem::take(&mut state.idle);
+        state.open -= idle.len();
         self.freed.notify_all();
+        drop(state);
+        drop_conns(idle);
     }
 
     fn cached_tail(&self, id: &str) -> Option<(u64, Hash)> {

@@ -97,3 +97,17 @@ pub fn pg_store(var: &str, vectors: VectorMode) -> Option<(Arc<PgStore>, TempSch
     let store = PgStore::connect(&url, schema.options(vectors)).expect("connect to PostgreSQL");
     Some((Arc::new(store), schema))
 }
+
+/// Hold this while restarting the shared `pgfault` cluster: tests in other
+/// threads and other test binaries (nextest runs them in parallel) wait.
+pub fn fault_lock() -> std::fs::File {
+    let path = std::env::temp_dir().join("memoir-pgfault.lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .expect("open the fault lock");
+    file.lock().expect("take the fault lock");
+    file
+}

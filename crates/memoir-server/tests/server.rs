@@ -1,0 +1,739 @@
+//! `memoir serve` end to end over loopback: the API on both backends,
+//! project-scoped tokens, bad input, graceful shutdown with appends in flight,
+//! the client's `RemoteStore`, and the database restarting under load.
+//!
+//! PostgreSQL comes from `.ci/postgres.sh` (see `postgres_common`); without
+//! it those tests fail under CI and are skipped elsewhere.
+
+#[path = "../../memoir/tests/postgres_common/mod.rs"]
+mod postgres_common;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use memoir::client::{wire, Client, RemoteStore};
+use memoir::message::Message;
+use memoir::record::{Record, SessionMeta};
+use memoir::store::file::FileStore;
+use memoir::store::postgres::VectorMode;
+use memoir::store::{Appended, Durability, Listed, LogStore, RawLog};
+use memoir::transcript::{find_in, Session};
+use memoir::Error;
+use memoir_server::{ServerConfig, TokenGrant};
+
+use postgres_common::{pg_store, pg_url, TempSchema, POSTGRES_URL};
+
+const TOKEN_A: &str = "token-for-project-a-0123456789";
+const TOKEN_B: &str = "token-for-project-b-0123456789";
+const TOKEN_OLD: &str = "expired-token-for-a-0123456789";
+
+fn grants() -> Vec<TokenGrant> {
+    vec![
+        TokenGrant {
+            token: TOKEN_A.into(),
+            project: "alpha".into(),
+            expires_at: None,
+        },
+        TokenGrant {
+            token: TOKEN_B.into(),
+            project: "beta".into(),
+            expires_at: Some(chrono::Utc::now() + chrono::Duration::hours(1)),
+        },
+        TokenGrant {
+            token: TOKEN_OLD.into(),
+            project: "alpha".into(),
+            expires_at: Some(chrono::Utc::now() - chrono::Duration::seconds(1)),
+        },
+    ]
+}
+
+/// A server running on its own runtime in a background thread.
+struct Running {
+    base: String,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Running {
+    fn start(config: ServerConfig) -> Running {
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                addr_tx.send(listener.local_addr().unwrap()).unwrap();
+                memoir_server::serve(listener, config, async {
+                    let _ = stop_rx.await;
+                })
+                .await
+                .unwrap();
+            });
+        });
+        let addr = addr_rx.recv().unwrap();
+        Running {
+            base: format!("http://{addr}"),
+            stop: Some(stop_tx),
+            thread: Some(thread),
+        }
+    }
+
+    fn client(&self, token: &str) -> Client {
+        Client::new(&self.base, Some(token.into())).unwrap()
+    }
+
+    /// Ask for a graceful shutdown and wait until the server has stopped.
+    fn shutdown(&mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            t.join().unwrap();
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// A raw request; returns the status and the body.
+fn raw(
+    method: &str,
+    url: &str,
+    token: Option<&str>,
+    content_type: Option<&str>,
+    body: Vec<u8>,
+) -> (u16, String) {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut b = ureq::http::Request::builder().method(method).uri(url);
+    if let Some(t) = token {
+        b = b.header("Authorization", format!("Bearer {t}"));
+    }
+    if let Some(ct) = content_type {
+        b = b.header("Content-Type", ct);
+    }
+    let mut resp = agent.run(b.body(body).unwrap()).unwrap();
+    let status = resp.status().as_u16();
+    let text = resp.body_mut().read_to_string().unwrap_or_default();
+    (status, text)
+}
+
+fn error_code(text: &str) -> String {
+    serde_json::from_str::<wire::ErrorBody>(text)
+        .map(|e| e.error)
+        .unwrap_or_else(|_| format!("<not an error body: {text}>"))
+}
+
+fn file_config(dir: &std::path::Path) -> ServerConfig {
+    ServerConfig::new(Arc::new(FileStore::new(dir, Durability::Flush)), grants())
+}
+
+fn pg_config(var: &str) -> Option<(ServerConfig, TempSchema)> {
+    let (pg, schema) = pg_store(var, VectorMode::Auto)?;
+    let mut cfg = ServerConfig::new(pg.clone(), grants());
+    cfg.pg = Some(pg);
+    Some((cfg, schema))
+}
+
+fn msg(text: &str) -> Record {
+    Record::Message(Message::user(text))
+}
+
+fn api_round_trip(config: ServerConfig) {
+    let server = Running::start(config);
+    let a = server.client(TOKEN_A);
+    let created = a
+        .create(&wire::CreateSession {
+            id: Some("s1".into()),
+            title: Some("first".into()),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(created.meta.extra["project"], "alpha");
+    assert!(matches!(
+        a.create(&wire::CreateSession {
+            id: Some("s1".into()),
+            ..Default::default()
+        }),
+        Err(Error::SessionExists(_))
+    ));
+    let r = a
+        .append("s1", &[msg("the deploy key is in vault"), msg("ok")], None)
+        .unwrap();
+    assert_eq!((r.first_seq, r.last_seq), (1, 2));
+    let r = a.append("s1", &[msg("third")], Some(3)).unwrap();
+    assert_eq!(r.first_seq, 3);
+    match a.append("s1", &[msg("late")], Some(3)) {
+        Err(Error::Conflict {
+            expected, actual, ..
+        }) => assert_eq!((expected, actual), (3, 4)),
+        other => panic!("expected 409, got {other:?}"),
+    }
+    let loaded = a.load("s1").unwrap();
+    assert_eq!(loaded.messages.len(), 3);
+    assert_eq!(loaded.message_seqs, [1, 2, 3]);
+    assert_eq!(loaded.title.as_deref(), Some("first"));
+    assert!(loaded.issues.is_empty());
+    // Fork at seq 2 by reference; both go on independently.
+    let forked = a
+        .fork(
+            "s1",
+            &wire::ForkRequest {
+                id: Some("s1-fork".into()),
+                at_seq: Some(2),
+                title: None,
+            },
+        )
+        .unwrap();
+    assert_eq!(forked.parent.seq, 2);
+    assert_eq!(forked.parent.messages, 2);
+    a.append("s1-fork", &[msg("fork only")], Some(1)).unwrap();
+    let f = a.load("s1-fork").unwrap();
+    assert_eq!(
+        f.messages
+            .iter()
+            .map(|m| m.text_content())
+            .collect::<Vec<_>>(),
+        ["the deploy key is in vault", "ok", "fork only"]
+    );
+    assert_eq!(f.inherited, 2);
+    assert!(matches!(
+        a.fork(
+            "s1",
+            &wire::ForkRequest {
+                at_seq: Some(99),
+                ..Default::default()
+            }
+        ),
+        Err(Error::Invalid(_))
+    ));
+    // List: newest first, this project only.
+    let ids: Vec<String> = a
+        .list()
+        .unwrap()
+        .sessions
+        .into_iter()
+        .map(|s| s.meta.id)
+        .collect();
+    assert_eq!(ids.len(), 2);
+    assert!(ids.contains(&"s1".to_string()) && ids.contains(&"s1-fork".to_string()));
+    // Export is a standalone transcript the file store verifies.
+    let jsonl = a.export("s1").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("s1.jsonl"), &jsonl).unwrap();
+    let t = Session::read(&dir.path().join("s1.jsonl")).unwrap();
+    assert!(t.report.is_clean(), "{:?}", t.report);
+    assert_eq!(t.messages.len(), 3);
+    // Recall.
+    let hits = a.search("s1", "where is the deploy key", 2).unwrap().hits;
+    assert_eq!(hits[0].chain_seq, 1, "{hits:?}");
+    // The raw log verifies and matches.
+    let log = a.log("s1").unwrap();
+    assert!(log.report.is_clean());
+    assert_eq!(log.last_seq, 3);
+    // Delete.
+    a.delete("s1-fork").unwrap();
+    assert!(matches!(a.load("s1-fork"), Err(Error::NotFound(_))));
+    assert!(matches!(a.delete("s1-fork"), Err(Error::NotFound(_))));
+    assert!(matches!(
+        a.append("s1-fork", &[msg("x")], None),
+        Err(Error::NotFound(_))
+    ));
+}
+
+#[test]
+fn api_round_trip_on_file_store() {
+    let dir = tempfile::tempdir().unwrap();
+    api_round_trip(file_config(dir.path()));
+}
+
+#[test]
+fn api_round_trip_on_postgres() {
+    let Some((cfg, _schema)) = pg_config(POSTGRES_URL) else {
+        return;
+    };
+    api_round_trip(cfg);
+}
+
+#[test]
+fn api_round_trip_on_pgvector_postgres() {
+    let Some((cfg, _schema)) = pg_config(postgres_common::PGVECTOR_URL) else {
+        return;
+    };
+    api_round_trip(cfg);
+}
+
+fn tokens_are_scoped(config: ServerConfig) {
+    let server = Running::start(config);
+    let a = server.client(TOKEN_A);
+    let b = server.client(TOKEN_B);
+    a.create(&wire::CreateSession {
+        id: Some("secret".into()),
+        ..Default::default()
+    })
+    .unwrap();
+    a.append("secret", &[msg("alpha's secret")], None).unwrap();
+    b.create(&wire::CreateSession {
+        id: Some("b-own".into()),
+        ..Default::default()
+    })
+    .unwrap();
+    // Project B sees nothing of A: every route answers as if it did not exist.
+    assert!(matches!(b.load("secret"), Err(Error::NotFound(_))));
+    assert!(matches!(b.log("secret"), Err(Error::NotFound(_))));
+    assert!(matches!(b.header("secret"), Err(Error::NotFound(_))));
+    assert!(matches!(b.export("secret"), Err(Error::NotFound(_))));
+    assert!(matches!(
+        b.search("secret", "secret", 3),
+        Err(Error::NotFound(_))
+    ));
+    assert!(matches!(
+        b.append("secret", &[msg("injected")], None),
+        Err(Error::NotFound(_))
+    ));
+    assert!(matches!(
+        b.fork("secret", &wire::ForkRequest::default()),
+        Err(Error::NotFound(_))
+    ));
+    assert!(matches!(b.delete("secret"), Err(Error::NotFound(_))));
+    // Nor can B fork A's session by naming it as a parent in a header.
+    let mut meta = SessionMeta::new("sneaky");
+    meta.parent = Some(memoir::record::ForkPoint {
+        session: "secret".into(),
+        seq: 1,
+        messages: 1,
+    });
+    assert!(matches!(
+        b.create(&wire::CreateSession {
+            meta: Some(meta),
+            ..Default::default()
+        }),
+        Err(Error::NotFound(_))
+    ));
+    // Nor claim A's project in a header.
+    let mut meta = SessionMeta::new("claims-alpha");
+    meta.extra.insert("project".into(), "alpha".into());
+    assert!(matches!(
+        b.create(&wire::CreateSession {
+            meta: Some(meta),
+            ..Default::default()
+        }),
+        Err(Error::Invalid(_))
+    ));
+    let b_ids: Vec<String> = b
+        .list()
+        .unwrap()
+        .sessions
+        .into_iter()
+        .map(|s| s.meta.id)
+        .collect();
+    assert_eq!(b_ids, ["b-own"]);
+    let a_ids: Vec<String> = a
+        .list()
+        .unwrap()
+        .sessions
+        .into_iter()
+        .map(|s| s.meta.id)
+        .collect();
+    assert_eq!(a_ids, ["secret"]);
+    assert_eq!(
+        a.load("secret").unwrap().messages.len(),
+        1,
+        "A's log untouched"
+    );
+    // Missing, unknown and expired tokens.
+    let url = format!("{}/v1/sessions", server.base);
+    let (s, t) = raw("GET", &url, None, None, vec![]);
+    assert_eq!((s, error_code(&t).as_str()), (401, "unauthorized"));
+    let (s, t) = raw(
+        "GET",
+        &url,
+        Some("not-a-token-at-all-xxxxxxxx"),
+        None,
+        vec![],
+    );
+    assert_eq!((s, error_code(&t).as_str()), (401, "unauthorized"));
+    let (s, t) = raw("GET", &url, Some(TOKEN_OLD), None, vec![]);
+    assert_eq!((s, error_code(&t).as_str()), (401, "token_expired"));
+    // Health and the OpenAPI document need no token.
+    let (s, t) = raw(
+        "GET",
+        &format!("{}/openapi.json", server.base),
+        None,
+        None,
+        vec![],
+    );
+    assert_eq!(s, 200);
+    let doc: serde_json::Value = serde_json::from_str(&t).unwrap();
+    assert_eq!(doc["openapi"], "3.1.0");
+    assert!(doc["paths"]["/v1/sessions/{id}/records"]["post"].is_object());
+    assert_eq!(
+        raw(
+            "GET",
+            &format!("{}/healthz", server.base),
+            None,
+            None,
+            vec![]
+        )
+        .0,
+        200
+    );
+}
+
+#[test]
+fn tokens_are_scoped_on_file_store() {
+    let dir = tempfile::tempdir().unwrap();
+    tokens_are_scoped(file_config(dir.path()));
+}
+
+#[test]
+fn tokens_are_scoped_on_postgres() {
+    let Some((cfg, _schema)) = pg_config(POSTGRES_URL) else {
+        return;
+    };
+    tokens_are_scoped(cfg);
+}
+
+#[test]
+fn bad_input_gets_clear_4xx() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = file_config(dir.path());
+    cfg.max_body = 64 * 1024;
+    let server = Running::start(cfg);
+    let a = server.client(TOKEN_A);
+    a.create(&wire::CreateSession {
+        id: Some("s".into()),
+        ..Default::default()
+    })
+    .unwrap();
+    let url = |p: &str| format!("{}{p}", server.base);
+    let json = Some("application/json");
+    let post = |p: &str, ct: Option<&str>, body: &[u8]| {
+        let (s, t) = raw("POST", &url(p), Some(TOKEN_A), ct, body.to_vec());
+        (s, error_code(&t))
+    };
+    assert_eq!(
+        post("/v1/sessions/s/records", json, b"{\"records\": ["),
+        (400, "bad_request".into())
+    );
+    assert_eq!(
+        post("/v1/sessions/s/records", json, b"[1,2]"),
+        (400, "bad_request".into())
+    );
+    assert_eq!(
+        post(
+            "/v1/sessions/s/records",
+            json,
+            b"{\"records\":[{\"no_tag\":1}]}"
+        ),
+        (400, "bad_request".into())
+    );
+    assert_eq!(
+        post("/v1/sessions/s/records", json, b"{\"recrods\":[]}"),
+        (400, "bad_request".into()),
+        "unknown fields are refused"
+    );
+    assert_eq!(
+        post("/v1/sessions/s/records", json, b"{\"records\":[{\"record\":\"meta\",\"id\":\"s\",\"created_at\":\"2026-01-01T00:00:00Z\"}]}"),
+        (400, "bad_request".into())
+    );
+    assert_eq!(
+        post("/v1/sessions/s/records", None, b"{\"records\":[]}"),
+        (415, "unsupported_media_type".into())
+    );
+    let big = format!(
+        "{{\"records\":[{{\"record\":\"message\",\"role\":\"user\",\"content\":[{{\"type\":\"text\",\"text\":\"{}\"}}]}}]}}",
+        "x".repeat(100 * 1024)
+    );
+    assert_eq!(
+        post("/v1/sessions/s/records", json, big.as_bytes()),
+        (413, "too_large".into())
+    );
+    let many = format!(
+        "{{\"records\":[{}]}}",
+        vec!["{\"record\":\"title\",\"title\":\"t\"}"; 10_001].join(",")
+    );
+    let mut cfg_big = file_config(dir.path());
+    cfg_big.max_body = 8 << 20;
+    let server_big = Running::start(cfg_big);
+    let (s, t) = raw(
+        "POST",
+        &format!("{}/v1/sessions/s/records", server_big.base),
+        Some(TOKEN_A),
+        json,
+        many.into_bytes(),
+    );
+    assert_eq!((s, error_code(&t).as_str()), (413, "too_large"));
+    // Path-like and malformed ids.
+    for id in [
+        "..%2F..%2Fetc%2Fpasswd",
+        "%2E%2E",
+        ".hidden",
+        "a%20b",
+        "a%00b",
+        "-rf",
+    ] {
+        let (s, t) = raw(
+            "GET",
+            &url(&format!("/v1/sessions/{id}")),
+            Some(TOKEN_A),
+            None,
+            vec![],
+        );
+        assert_eq!((s, error_code(&t).as_str()), (400, "invalid_id"), "{id}");
+    }
+    let (s, t) = raw(
+        "GET",
+        &url("/v1/sessions/..%2Fx/log"),
+        Some(TOKEN_A),
+        None,
+        vec![],
+    );
+    assert_eq!((s, error_code(&t).as_str()), (400, "invalid_id"));
+    assert_eq!(
+        post("/v1/sessions", json, b"{\"id\":\"../../escape\"}"),
+        (400, "invalid_id".into())
+    );
+    assert!(!dir.path().parent().unwrap().join("escape.jsonl").exists());
+    // Unknown sessions and routes.
+    let (s, t) = raw(
+        "GET",
+        &url("/v1/sessions/nope"),
+        Some(TOKEN_A),
+        None,
+        vec![],
+    );
+    assert_eq!((s, error_code(&t).as_str()), (404, "not_found"));
+    assert_eq!(
+        post("/v1/sessions/nope/records", json, b"{\"records\":[]}"),
+        (404, "not_found".into())
+    );
+    let (s, _) = raw("GET", &url("/v2/whatever"), Some(TOKEN_A), None, vec![]);
+    assert_eq!(s, 404);
+    assert_eq!(
+        post("/v1/sessions/s/search", json, b"{\"query\":\"  \"}"),
+        (400, "bad_request".into())
+    );
+    // The good path still works after all that.
+    assert_eq!(a.append("s", &[msg("fine")], Some(1)).unwrap().first_seq, 1);
+}
+
+/// A store whose appends take a while, to catch a shutdown mid-append.
+#[derive(Debug)]
+struct SlowStore {
+    inner: FileStore,
+    started: AtomicUsize,
+}
+
+impl LogStore for SlowStore {
+    fn create(&self, meta: &SessionMeta) -> memoir::Result<Appended> {
+        self.inner.create(meta)
+    }
+    fn append(
+        &self,
+        id: &str,
+        records: &[Record],
+        expected: Option<u64>,
+    ) -> memoir::Result<Appended> {
+        self.started.fetch_add(1, Ordering::SeqCst);
+        std::thread::sleep(Duration::from_millis(600));
+        self.inner.append(id, records, expected)
+    }
+    fn read(&self, id: &str) -> memoir::Result<RawLog> {
+        self.inner.read(id)
+    }
+    fn read_header(&self, id: &str) -> memoir::Result<Option<SessionMeta>> {
+        self.inner.read_header(id)
+    }
+    fn list(&self) -> memoir::Result<(Vec<Listed>, usize)> {
+        self.inner.list()
+    }
+    fn location(&self, id: &str) -> std::path::PathBuf {
+        self.inner.location(id)
+    }
+    fn durability(&self) -> Durability {
+        self.inner.durability()
+    }
+}
+
+#[test]
+fn graceful_shutdown_finishes_appends_in_flight() {
+    let dir = tempfile::tempdir().unwrap();
+    let slow = Arc::new(SlowStore {
+        inner: FileStore::new(dir.path(), Durability::Fsync),
+        started: AtomicUsize::new(0),
+    });
+    let mut server = Running::start(ServerConfig::new(slow.clone(), grants()));
+    let a = server.client(TOKEN_A);
+    a.create(&wire::CreateSession {
+        id: Some("g".into()),
+        ..Default::default()
+    })
+    .unwrap();
+    let writers: Vec<_> = (0..4)
+        .map(|i| {
+            let c = a.clone();
+            std::thread::spawn(move || c.append("g", &[msg(&format!("in flight {i}"))], None))
+        })
+        .collect();
+    while slow.started.load(Ordering::SeqCst) < 4 {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let t0 = Instant::now();
+    server.shutdown();
+    assert!(t0.elapsed() >= Duration::from_millis(300), "did not wait");
+    for w in writers {
+        let r = w
+            .join()
+            .unwrap()
+            .expect("an append in flight was not answered");
+        assert!(r.first_seq >= 1);
+    }
+    let raw = slow.inner.read("g").unwrap();
+    assert_eq!(raw.last_seq, 4);
+    assert!(raw.report.is_clean());
+    // The listener is closed.
+    assert!(a.list().is_err());
+}
+
+#[test]
+fn remote_store_runs_the_session_api() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Running::start(file_config(dir.path()));
+    let store: Arc<dyn LogStore> = Arc::new(RemoteStore::new(server.client(TOKEN_A)));
+    let s = Session::create_in(store.clone(), SessionMeta::new("remote-1")).unwrap();
+    s.append_messages(&[Message::user("hi"), Message::assistant("hello")])
+        .unwrap();
+    assert!(matches!(
+        s.append_expecting(&[msg("x")], 1),
+        Err(Error::Conflict { actual: 3, .. })
+    ));
+    let t = Session::open_in(store.clone(), "remote-1")
+        .unwrap()
+        .transcript()
+        .unwrap();
+    assert_eq!(t.messages.len(), 2);
+    assert!(t.report.is_clean());
+    assert_eq!(find_in(store.as_ref(), "remote").unwrap(), "remote-1");
+    store.delete("remote-1").unwrap();
+    assert!(matches!(store.read("remote-1"), Err(Error::NotFound(_))));
+    // The server wrote a normal transcript file, with the project in its header.
+    let deleted = dir.path().join(".deleted").join("remote-1.jsonl");
+    let header = Session::peek_meta(&deleted).unwrap();
+    assert_eq!(header.extra["project"], "alpha");
+}
+
+/// The database restarts under HTTP load: requests fail with 503 while it is
+/// down and succeed again after; every acknowledged append is stored once.
+#[test]
+fn database_restart_under_http_load() {
+    let (Some(url), Some(script)) = (
+        pg_url("MEMOIR_TEST_FAULT_POSTGRES_URL"),
+        pg_url("MEMOIR_TEST_FAULT_POSTGRES_RESTART"),
+    ) else {
+        return;
+    };
+    let _lock = postgres_common::fault_lock();
+    let schema = TempSchema::new(&url);
+    let mut opts = schema.options(VectorMode::Auto);
+    opts.connect_timeout = Duration::from_secs(2);
+    let pg = Arc::new(memoir::store::postgres::PgStore::connect(&url, opts).unwrap());
+    let server = Running::start(ServerConfig::new(pg.clone(), grants()));
+    let a = server.client(TOKEN_A);
+    for s in 0..4 {
+        a.create(&wire::CreateSession {
+            id: Some(format!("h{s}")),
+            ..Default::default()
+        })
+        .unwrap();
+    }
+    let restarted = Arc::new(AtomicBool::new(false));
+    let after = Arc::new(AtomicUsize::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let clients: Vec<_> = (0..8)
+        .map(|w| {
+            let c = a.clone();
+            let (restarted, after, stop) = (restarted.clone(), after.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut acked = Vec::new();
+                let mut unavailable = 0;
+                let deadline = Instant::now() + Duration::from_secs(40);
+                let mut i = 0;
+                while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
+                    let id = format!("h{}", (w + i) % 4);
+                    let text = format!("c{w}-{i}");
+                    i += 1;
+                    match c.append(&id, &[msg(&text)], None) {
+                        Ok(r) => {
+                            acked.push((id, r.first_seq, text));
+                            if restarted.load(Ordering::Relaxed) {
+                                after.fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                        Err(e) => {
+                            assert!(
+                                memoir::store::postgres::is_unavailable(&e),
+                                "not a clean 503: {e}"
+                            );
+                            unavailable += 1;
+                            std::thread::sleep(Duration::from_millis(20));
+                        }
+                    }
+                }
+                (acked, unavailable)
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(800));
+    let status = std::process::Command::new(&script).status().unwrap();
+    assert!(status.success());
+    restarted.store(true, Ordering::Relaxed);
+    let until = Instant::now() + Duration::from_secs(30);
+    while after.load(Ordering::Relaxed) < 200 && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    stop.store(true, Ordering::Relaxed);
+    let mut acked = Vec::new();
+    let mut unavailable = 0;
+    for c in clients {
+        let (a, u) = c.join().unwrap();
+        acked.extend(a);
+        unavailable += u;
+    }
+    eprintln!(
+        "{} acknowledged, {} after the restart, {unavailable} answered 503",
+        acked.len(),
+        after.load(Ordering::Relaxed)
+    );
+    assert!(after.load(Ordering::Relaxed) >= 200, "no recovery");
+    for s in 0..4 {
+        let id = format!("h{s}");
+        let raw = pg.read(&id).unwrap();
+        assert!(raw.report.is_clean());
+        assert_eq!(
+            raw.records.iter().map(|r| r.seq).collect::<Vec<_>>(),
+            (1..=raw.last_seq).collect::<Vec<_>>()
+        );
+        let mut at: HashMap<String, Vec<u64>> = HashMap::new();
+        for r in &raw.records {
+            if let Record::Message(m) = &r.record {
+                at.entry(m.text_content()).or_default().push(r.seq);
+            }
+        }
+        for (_, seq, text) in acked.iter().filter(|x| x.0 == id) {
+            assert_eq!(at.get(text), Some(&vec![*seq]), "{id}: {text}");
+        }
+    }
+}
