@@ -1,12 +1,144 @@
-//! `memoir recall`.
+//! `memoir recall SESSION QUERY`: rebuild the semantic view of a stored
+//! session (through the embedding cache) and print the chunks most relevant
+//! to the query, or, with `--budget`, the graft block an agent would put in
+//! its prompt.
 
 use std::process::ExitCode;
 
+use anyhow::Context as _;
+use memoir::blob::ArtifactStore;
+use memoir::embed::{EmbedderKind, EmbeddingProvider, HashEmbedder};
+use memoir::transcript::Session;
+use memoir::view::{GraftContent, RebuildOptions, RetrievalMode, SessionView, ViewConfig};
+
+use super::eval::{block_on, embedder};
+
 /// Arguments of `memoir recall`.
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Session id or unique prefix (in the default session directory).
+    pub session: String,
+    /// What to look for.
+    pub query: String,
+    /// How many chunks.
+    #[arg(short = 'k', long = "top", default_value_t = 5)]
+    pub k: usize,
+    /// Retrieval mode.
+    #[arg(long, default_value = "hybrid")]
+    pub mode: RetrievalMode,
+    /// Embedding provider (default: the configured one).
+    #[arg(long)]
+    pub embedder: Option<EmbedderKind>,
+    /// Print a graft block of at most this many tokens instead of a list.
+    #[arg(long)]
+    pub budget: Option<usize>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
 
 /// Run `memoir recall`.
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("not implemented yet")
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let dir = Session::default_dir()?;
+    let path = Session::find(&dir, &args.session)?;
+    let transcript = Session::read(&path).with_context(|| format!("reading {}", path.display()))?;
+    // Lexical recall needs no embedding: skip loading a model.
+    let embedder: std::sync::Arc<dyn EmbeddingProvider> = if args.mode.needs_vector() {
+        embedder(args.embedder)?
+    } else {
+        std::sync::Arc::new(HashEmbedder::new(8))
+    };
+    let home = memoir::paths::memoir_home()?;
+    let store = if home.join("blobs").is_dir() {
+        Some(ArtifactStore::open(&home)?)
+    } else {
+        None
+    };
+    let options = RebuildOptions {
+        view: ViewConfig {
+            mode: args.mode,
+            ..ViewConfig::default()
+        },
+        ..RebuildOptions::default()
+    };
+    let (view, report) = block_on(SessionView::rebuild_with(
+        &transcript,
+        embedder.as_ref(),
+        store.as_ref(),
+        &options,
+    ))?;
+    if let Some(budget) = args.budget {
+        let block = block_on(view.graft_budget(embedder.as_ref(), &args.query, budget, store.as_ref()))?;
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&block)?);
+        } else if block.text.is_empty() {
+            println!("(nothing relevant fits in {budget} tokens)");
+        } else {
+            println!("{}", block.text);
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let hits = block_on(view.query_text_mode(embedder.as_ref(), &args.query, args.k, args.mode))?;
+    let text_of = |c: &GraftContent| -> String {
+        match c {
+            GraftContent::Inline(t) => t.clone(),
+            GraftContent::Blob(h) => match store.as_ref().map(|s| s.load_string(h)) {
+                Some(Ok(t)) => t,
+                Some(Err(e)) => format!("<blob {h}: {e}>"),
+                None => format!("<blob {h}: no blob store>"),
+            },
+            GraftContent::Reference => "<not held by the view>".into(),
+        }
+    };
+    if args.json {
+        let rows: Vec<serde_json::Value> = hits
+            .iter()
+            .map(|h| {
+                serde_json::json!({
+                    "chain_seq": h.chain_seq,
+                    "part": h.meta.part,
+                    "kind": h.meta.kind,
+                    "state": h.meta.state,
+                    "score": h.score,
+                    "content_hash": h.meta.content_hash,
+                    "text": text_of(&h.meta.content()),
+                })
+            })
+            .collect();
+        let out = serde_json::json!({
+            "session": transcript.meta.id,
+            "query": args.query,
+            "mode": args.mode,
+            "embedder": embedder.model_id(),
+            "chunks": report.chunks,
+            "hits": rows,
+        });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "session {} ({} messages, {} chunks), mode {}, embedder {}",
+        transcript.meta.id,
+        report.messages,
+        report.chunks,
+        args.mode,
+        embedder.model_id()
+    );
+    if hits.is_empty() {
+        println!("no match");
+    }
+    for h in &hits {
+        let text = text_of(&h.meta.content());
+        let one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        let preview: String = one_line.chars().take(200).collect();
+        let more = if one_line.chars().count() > 200 { "…" } else { "" };
+        println!(
+            "[chain_seq {}{}] {:.3} {}: {preview}{more}",
+            h.chain_seq,
+            if h.meta.part > 0 { format!(".{}", h.meta.part) } else { String::new() },
+            h.score,
+            h.meta.kind
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }

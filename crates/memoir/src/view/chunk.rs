@@ -17,7 +17,11 @@
 //! (and skipped when no store is given). Texts longer than
 //! [`ChunkerConfig::max_chars`] are split into overlapping windows, cut at
 //! whitespace where possible. Images and unknown blocks yield nothing;
-//! whitespace-only texts are skipped.
+//! whitespace-only texts are skipped. Several messages can share a
+//! `chain_seq` (a `rewrite` record, or a fork whose inherited messages carry
+//! the parent's seqs): their parts simply continue, so no chunk overwrites
+//! another. The lexical index sees each chunk's embedding input between the
+//! texts of its neighbouring chunks ([`ChunkerConfig::lexical_context`]).
 
 use std::collections::HashMap;
 
@@ -37,6 +41,10 @@ pub struct ChunkerConfig {
     pub include_system: bool,
     /// Index assistant reasoning (thinking blocks) too.
     pub include_thinking: bool,
+    /// Chunks of context on each side added to a chunk's lexical input
+    /// (the text of the chunks before and after it; default 1). The answer
+    /// to a question usually sits next to it.
+    pub lexical_context: usize,
 }
 
 impl Default for ChunkerConfig {
@@ -46,6 +54,7 @@ impl Default for ChunkerConfig {
             overlap: 200,
             include_system: false,
             include_thinking: false,
+            lexical_context: 1,
         }
     }
 }
@@ -61,8 +70,17 @@ pub struct Chunk {
     pub kind: String,
     /// The text stored, hashed and grafted.
     pub text: String,
-    /// The text embedded and lexically indexed.
+    /// The text embedded (and lexically indexed, unless `lexical_input` is set).
     pub embed_input: String,
+    /// A different text for the lexical index (e.g. with surrounding context).
+    pub lexical_input: Option<String>,
+}
+
+impl Chunk {
+    /// The text the lexical index sees.
+    pub fn lexical_text(&self) -> &str {
+        self.lexical_input.as_deref().unwrap_or(&self.embed_input)
+    }
 }
 
 /// Split `text` into windows of at most `max_chars` characters overlapping
@@ -125,6 +143,7 @@ fn push_split(
             part: *part,
             kind: kind.to_string(),
             embed_input: format!("{prefix}: {piece}"),
+            lexical_input: None,
             text: piece,
         });
         *part += 1;
@@ -146,9 +165,12 @@ pub fn chunk_messages(
         )));
     }
     let mut tool_names: HashMap<&str, &str> = HashMap::new();
+    // Messages can share a seq (a rewrite record puts several messages; a
+    // fork's inherited messages carry its parent's seqs): parts continue.
+    let mut next_part: HashMap<u64, u32> = HashMap::new();
     let mut out = Vec::new();
     for (msg, &seq) in messages.iter().zip(seqs) {
-        let mut part = 0u32;
+        let mut part = next_part.get(&seq).copied().unwrap_or(0);
         let role = msg.role;
         let text = msg.text_content();
         match role {
@@ -185,6 +207,7 @@ pub fn chunk_messages(
                             part,
                             kind: "tool.call".into(),
                             embed_input: format!("{prefix}: {}", piece),
+                            lexical_input: None,
                             text: piece,
                         });
                         part += 1;
@@ -211,8 +234,31 @@ pub fn chunk_messages(
                 _ => {}
             }
         }
+        next_part.insert(seq, part);
     }
+    add_lexical_context(&mut out, cfg.lexical_context);
     Ok(out)
+}
+
+/// Set each chunk's lexical input to its embedding input surrounded by the
+/// texts of the `n` chunks on each side.
+pub fn add_lexical_context(chunks: &mut [Chunk], n: usize) {
+    if n == 0 {
+        return;
+    }
+    let inputs: Vec<String> = (0..chunks.len())
+        .map(|i| {
+            let lo = i.saturating_sub(n);
+            let hi = (i + n).min(chunks.len() - 1);
+            (lo..=hi)
+                .map(|j| if j == i { chunks[j].embed_input.as_str() } else { chunks[j].text.as_str() })
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .collect();
+    for (c, input) in chunks.iter_mut().zip(inputs) {
+        c.lexical_input = Some(input);
+    }
 }
 
 #[cfg(test)]
@@ -270,6 +316,14 @@ mod tests {
         );
         assert_eq!(chunks[2].text, r#"grep {"pattern":"panic"}"#);
         assert_eq!(chunks[3].embed_input, "tool result grep: src/a.rs:3: panic!()");
+        assert_eq!(
+            chunks[3].lexical_text(),
+            "grep {\"pattern\":\"panic\"}\ntool result grep: src/a.rs:3: panic!()"
+        );
         assert!(chunk_messages(&msgs, &[1], &ChunkerConfig::default(), None).is_err());
+        // Two messages under one seq (a rewrite) get distinct parts.
+        let two = [Message::user("a"), Message::assistant("b")];
+        let c = chunk_messages(&two, &[5, 5], &ChunkerConfig::default(), None).unwrap();
+        assert_eq!(c.iter().map(|c| c.part).collect::<Vec<_>>(), vec![0, 1]);
     }
 }

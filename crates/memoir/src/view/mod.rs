@@ -18,7 +18,8 @@
 //! - [`types`]: [`ChunkMeta`], [`ScopedHit`], [`GraftedItem`], [`ViewError`];
 //! - [`chunk`]: messages → chunks (kinds, embedding inputs, overlapping splits);
 //! - [`rebuild`]: a view from a transcript, through the embedding cache;
-//! - [`graft`]: token-budgeted graft blocks, recency pruning, promotion signals.
+//! - [`graft`]: token-budgeted graft blocks, recency pruning, promotion signals;
+//! - [`eval`]: the LoCoMo retrieval benchmark behind `memoir eval locomo`.
 //!
 //! Concurrency: every method takes `&self`; the manifest and both indexes sit
 //! behind one `RwLock`, so queries run in parallel and an insert is atomic
@@ -26,6 +27,7 @@
 //! Reference counts are atomics bumped under the read lock.
 
 pub mod chunk;
+pub mod eval;
 pub mod graft;
 pub mod index;
 pub mod lexical;
@@ -44,9 +46,9 @@ use crate::embed::EmbeddingProvider;
 pub use chunk::{chunk_messages, Chunk, ChunkerConfig};
 pub use graft::{GraftBlock, PromotionCandidate, PromotionReason, PromotionSignals};
 pub use index::{IndexConfig, VectorIndex};
-pub use lexical::{Bm25Params, LexicalIndex, Tokenizer, TokenizerConfig};
+pub use lexical::{Bm25Params, LexicalIndex, PrfParams, Tokenizer, TokenizerConfig};
 pub use rebuild::{RebuildOptions, RebuildReport};
-pub use retrieve::{HybridParams, RetrievalMode};
+pub use retrieve::{Fusion, HybridParams, RetrievalMode};
 pub use state::{NodeState, StateSet};
 pub use types::{content_hash, ChunkMeta, GraftContent, GraftedItem, ScopedHit, ViewError};
 
@@ -68,6 +70,16 @@ pub struct ViewConfig {
     pub tokenizer: TokenizerConfig,
     /// BM25 parameters.
     pub bm25: Bm25Params,
+    /// Pseudo-relevance feedback of the lexical index (off by default).
+    pub prf: PrfParams,
+    /// Neighbour propagation in the lexical list: each chunk's score gains
+    /// this share of the scores of the chunks just before and after it in
+    /// chain order (0 = off). An answer usually sits next to the turn that
+    /// asked for it.
+    pub neighbor_weight: f32,
+    /// The same for the vector list (cosines are all positive, so this is
+    /// best left small or 0).
+    pub vector_neighbor_weight: f32,
 }
 
 impl Default for ViewConfig {
@@ -78,6 +90,9 @@ impl Default for ViewConfig {
             hybrid: HybridParams::default(),
             tokenizer: TokenizerConfig::default(),
             bm25: Bm25Params::default(),
+            prf: PrfParams::default(),
+            neighbor_weight: 0.3,
+            vector_neighbor_weight: 0.0,
         }
     }
 }
@@ -272,7 +287,50 @@ impl Inner {
         self.slot_state = states;
     }
 
-    fn search_slots(&self, req: &SearchRequest, tokenizer: &Tokenizer, k: usize, hybrid: &HybridParams) -> Vec<SlotHit> {
+    /// The slots of the chunks just before and after `slot` in chain order.
+    fn neighbours(&self, slot: u32) -> [Option<u32>; 2] {
+        use std::ops::Bound::{Excluded, Unbounded};
+        let Some(Some(key)) = self.slot_keys.get(slot as usize) else {
+            return [None, None];
+        };
+        let prev = self.chunks.range(..*key).next_back().map(|(_, e)| e.slot);
+        let next = self
+            .chunks
+            .range((Excluded(*key), Unbounded))
+            .next()
+            .map(|(_, e)| e.slot);
+        [prev, next]
+    }
+
+    /// Neighbour propagation over a ranked list (see
+    /// [`ViewConfig::neighbor_weight`]); slots outside the list count as 0.
+    fn propagate(&self, hits: Vec<SlotHit>, weight: f32, k: usize, accept: &dyn Fn(u32) -> bool) -> Vec<SlotHit> {
+        if weight == 0.0 || hits.is_empty() {
+            return hits;
+        }
+        let scores: std::collections::HashMap<u32, f32> = hits.iter().copied().collect();
+        let mut candidates: Vec<u32> = hits.iter().map(|h| h.0).collect();
+        for (slot, _) in &hits {
+            candidates.extend(self.neighbours(*slot).into_iter().flatten());
+        }
+        candidates.sort_unstable();
+        candidates.dedup();
+        let boosted = candidates.into_iter().filter(|&s| accept(s)).map(|s| {
+            let own = scores.get(&s).copied().unwrap_or(0.0);
+            let around: f32 = self
+                .neighbours(s)
+                .into_iter()
+                .flatten()
+                .map(|n| scores.get(&n).copied().unwrap_or(0.0))
+                .sum();
+            (s, own + weight * around)
+        });
+        index::top_k(boosted, k)
+    }
+
+    fn search_slots(&self, req: &SearchRequest, tokenizer: &Tokenizer, k: usize, config: &ViewConfig) -> Vec<SlotHit> {
+        let hybrid = &config.hybrid;
+        let (nw, vnw) = (config.neighbor_weight, config.vector_neighbor_weight);
         let states = req.states;
         let slot_state = &self.slot_state;
         let all = |_: u32| true;
@@ -300,20 +358,19 @@ impl Inner {
             None => Vec::new(),
         };
         let lexical_hits = |k: usize| match req.text {
-            Some(t) => self.lexical.search(&tokenizer.tokens(t), k, accept),
+            Some(t) => self.lexical.search_prf(&tokenizer.tokens(t), k, accept, &config.prf),
             None => Vec::new(),
         };
+        // With propagation, read deeper so that neighbours' scores are known.
+        let deep = |k: usize, w: f32| if w == 0.0 { k } else { k.max(hybrid.depth) };
         match mode {
-            RetrievalMode::Vector => vector_hits(k),
-            RetrievalMode::Lexical => lexical_hits(k),
+            RetrievalMode::Vector => self.propagate(vector_hits(deep(k, vnw)), vnw, k, accept),
+            RetrievalMode::Lexical => self.propagate(lexical_hits(deep(k, nw)), nw, k, accept),
             RetrievalMode::Hybrid => {
                 let depth = hybrid.depth.max(k);
-                let v = vector_hits(depth);
-                let l = lexical_hits(depth);
-                let mut fused = retrieve::rrf(
-                    &[(&v, hybrid.vector_weight), (&l, hybrid.lexical_weight)],
-                    hybrid.rrf_k,
-                );
+                let v = self.propagate(vector_hits(depth), vnw, depth, accept);
+                let l = self.propagate(lexical_hits(depth), nw, depth, accept);
+                let mut fused = retrieve::fuse(&v, &l, hybrid);
                 fused.truncate(k);
                 fused
             }
@@ -506,7 +563,7 @@ impl SessionView {
             return Vec::new();
         }
         let inner = self.read();
-        let slots = inner.search_slots(req, &self.tokenizer, req.top_k, &self.config.hybrid);
+        let slots = inner.search_slots(req, &self.tokenizer, req.top_k, &self.config);
         inner.hits(slots)
     }
 
@@ -576,7 +633,7 @@ impl SessionView {
         let total = inner.chunks.len();
         let mut fetch = top_k.saturating_mul(2);
         loop {
-            let slots = inner.search_slots(req, &self.tokenizer, fetch, &self.config.hybrid);
+            let slots = inner.search_slots(req, &self.tokenizer, fetch, &self.config);
             let exhausted = slots.len() < fetch || fetch >= total;
             let mut seen = HashSet::new();
             let mut out = Vec::with_capacity(top_k);
@@ -680,6 +737,7 @@ impl SessionView {
             kind: kind.into(),
             text: text.to_string(),
             embed_input: embed_input.to_string(),
+            lexical_input: None,
         };
         self.insert_embedded(&vector, &input, store, inline_max)
     }
@@ -720,7 +778,7 @@ impl SessionView {
             blob_hash: blob_hash.clone(),
             inline,
         };
-        let Some(replaced) = self.insert_chunk_replacing(vector, meta, &chunk.embed_input) else {
+        let Some(replaced) = self.insert_chunk_replacing(vector, meta, chunk.lexical_text()) else {
             return Ok(false);
         };
         if let (Some(store), Some(old)) = (store, replaced.and_then(|m| m.blob_hash)) {

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use crate::blob::ArtifactStore;
 use crate::embed::EmbeddingProvider;
 use crate::message::Message;
+use crate::transcript::Transcript;
 
 use super::chunk::{chunk_messages, ChunkerConfig};
 use super::types::ViewError;
@@ -55,6 +56,35 @@ pub struct RebuildReport {
 }
 
 impl SessionView {
+    /// Build the view of a transcript with default options (see
+    /// [`SessionView::rebuild_with`]).
+    pub async fn rebuild(
+        transcript: &Transcript,
+        embedder: &dyn EmbeddingProvider,
+        store: Option<&ArtifactStore>,
+    ) -> Result<(SessionView, RebuildReport), ViewError> {
+        Self::rebuild_with(transcript, embedder, store, &RebuildOptions::default()).await
+    }
+
+    /// Build the view of a transcript: its messages keyed by
+    /// `transcript.message_seqs`, scoped to `transcript.meta.id`.
+    pub async fn rebuild_with(
+        transcript: &Transcript,
+        embedder: &dyn EmbeddingProvider,
+        store: Option<&ArtifactStore>,
+        options: &RebuildOptions,
+    ) -> Result<(SessionView, RebuildReport), ViewError> {
+        Self::rebuild_from_messages(
+            transcript.meta.id.clone(),
+            &transcript.messages,
+            &transcript.message_seqs,
+            embedder,
+            store,
+            options,
+        )
+        .await
+    }
+
     /// Build a view of `messages`, where `seqs[i]` is the `chain_seq` of
     /// `messages[i]` (the transcript record's `seq`). Long texts go to
     /// `store` when one is given; externalized tool results are read back

@@ -30,6 +30,29 @@ impl Default for Bm25Params {
     }
 }
 
+/// Pseudo-relevance feedback (RM3-style query expansion): the terms that
+/// weigh most in the first search's best documents are added to the query
+/// and the search runs again.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PrfParams {
+    /// Feedback documents (0 = off; default 3).
+    pub docs: usize,
+    /// Expansion terms added.
+    pub terms: usize,
+    /// Weight of the strongest expansion term (query terms weigh 1).
+    pub weight: f32,
+}
+
+impl Default for PrfParams {
+    fn default() -> Self {
+        PrfParams {
+            docs: 3,
+            terms: 10,
+            weight: 0.3,
+        }
+    }
+}
+
 /// A BM25 inverted index keyed by slot.
 #[derive(Debug, Default)]
 pub struct LexicalIndex {
@@ -39,8 +62,9 @@ pub struct LexicalIndex {
     postings: Vec<Vec<(u32, u32)>>,
     /// Per term: number of live documents holding it.
     df: Vec<u32>,
-    /// Per slot: its distinct terms (to undo `df` on removal).
-    doc_terms: Vec<Box<[u32]>>,
+    /// Per slot: its distinct terms and their frequencies (to undo `df` on
+    /// removal, and for feedback).
+    doc_terms: Vec<Box<[(u32, u32)]>>,
     doc_len: Vec<u32>,
     alive: Vec<bool>,
     live: usize,
@@ -90,10 +114,10 @@ impl LexicalIndex {
             }
             *tf.entry(id).or_insert(0) += 1;
         }
-        let mut terms: Vec<u32> = tf.keys().copied().collect();
+        let mut terms: Vec<(u32, u32)> = tf.into_iter().collect();
         terms.sort_unstable();
-        for &id in &terms {
-            self.postings[id as usize].push((slot, tf[&id]));
+        for &(id, n) in &terms {
+            self.postings[id as usize].push((slot, n));
             self.df[id as usize] += 1;
         }
         self.doc_terms.push(terms.into_boxed_slice());
@@ -113,7 +137,7 @@ impl LexicalIndex {
         self.alive[s] = false;
         self.live -= 1;
         self.total_len -= self.doc_len[s] as u64;
-        for &t in self.doc_terms[s].iter() {
+        for &(t, _) in self.doc_terms[s].iter() {
             self.df[t as usize] -= 1;
         }
         true
@@ -146,31 +170,81 @@ impl LexicalIndex {
         self.live = self.alive.len();
     }
 
+    fn idf(&self, term: u32) -> f32 {
+        let n = self.live as f32;
+        let df = self.df[term as usize] as f32;
+        (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+    }
+
+    /// Distinct known query terms with weight 1.
+    fn query_ids(&self, query: &[String]) -> Vec<(u32, f32)> {
+        let mut out: Vec<(u32, f32)> = Vec::new();
+        for term in query {
+            if let Some(&id) = self.vocab.get(term) {
+                if !out.iter().any(|(t, _)| *t == id) {
+                    out.push((id, 1.0));
+                }
+            }
+        }
+        out
+    }
+
     /// Score the live documents `accept` lets through against the query
     /// terms (distinct terms count once) and return the best `k`.
     pub fn search(&self, query: &[String], k: usize, accept: &dyn Fn(u32) -> bool) -> Vec<SlotHit> {
+        self.search_weighted(&self.query_ids(query), k, accept)
+    }
+
+    /// [`LexicalIndex::search`] with pseudo-relevance feedback.
+    pub fn search_prf(
+        &self,
+        query: &[String],
+        k: usize,
+        accept: &dyn Fn(u32) -> bool,
+        prf: &PrfParams,
+    ) -> Vec<SlotHit> {
+        let terms = self.query_ids(query);
+        if prf.docs == 0 || prf.terms == 0 || terms.is_empty() {
+            return self.search_weighted(&terms, k, accept);
+        }
+        let first = self.search_weighted(&terms, prf.docs, accept);
+        let Some(top) = first.first().map(|h| h.1).filter(|s| *s > 0.0) else {
+            return first;
+        };
+        let mut weight: HashMap<u32, f32> = HashMap::new();
+        for &(slot, score) in &first {
+            let s = slot as usize;
+            let len = self.doc_len[s].max(1) as f32;
+            for &(t, tf) in self.doc_terms[s].iter() {
+                if terms.iter().any(|(q, _)| *q == t) {
+                    continue;
+                }
+                *weight.entry(t).or_insert(0.0) += (score / top) * (tf as f32 / len) * self.idf(t);
+            }
+        }
+        let mut extra: Vec<(u32, f32)> = weight.into_iter().collect();
+        extra.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        extra.truncate(prf.terms);
+        let max = extra.first().map_or(1.0, |e| e.1).max(f32::MIN_POSITIVE);
+        let mut expanded = terms;
+        expanded.extend(extra.into_iter().map(|(t, w)| (t, prf.weight * w / max)));
+        self.search_weighted(&expanded, k, accept)
+    }
+
+    /// BM25 with a weight per query term (by term id).
+    fn search_weighted(&self, query: &[(u32, f32)], k: usize, accept: &dyn Fn(u32) -> bool) -> Vec<SlotHit> {
         if k == 0 || self.live == 0 {
             return Vec::new();
         }
-        let n = self.live as f32;
-        let avgdl = (self.total_len as f32 / n).max(1.0);
+        let avgdl = (self.total_len as f32 / self.live as f32).max(1.0);
         let Bm25Params { k1, b } = self.params;
         let mut scores = vec![0.0f32; self.alive.len()];
         let mut touched: Vec<u32> = Vec::new();
-        let mut seen: Vec<u32> = Vec::new();
-        for term in query {
-            let Some(&id) = self.vocab.get(term) else {
-                continue;
-            };
-            if seen.contains(&id) {
+        for &(id, qw) in query {
+            if self.df[id as usize] == 0 {
                 continue;
             }
-            seen.push(id);
-            let df = self.df[id as usize] as f32;
-            if df == 0.0 {
-                continue;
-            }
-            let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+            let idf = self.idf(id) * qw;
             for &(slot, tf) in &self.postings[id as usize] {
                 let s = slot as usize;
                 if !self.alive[s] {

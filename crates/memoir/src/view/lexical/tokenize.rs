@@ -14,6 +14,8 @@ pub struct TokenizerConfig {
     pub stem: bool,
     /// Drop common English function words ("the", "did", "what").
     pub stopwords: bool,
+    /// Also emit each pair of adjacent kept terms as one term (`support_group`).
+    pub bigrams: bool,
 }
 
 impl Default for TokenizerConfig {
@@ -21,6 +23,7 @@ impl Default for TokenizerConfig {
         TokenizerConfig {
             stem: true,
             stopwords: true,
+            bigrams: false,
         }
     }
 }
@@ -108,6 +111,10 @@ impl Tokenizer {
             }
         }
         flush(&mut word, &mut out);
+        if self.config.bigrams && out.len() > 1 {
+            let pairs: Vec<String> = out.windows(2).map(|w| format!("{}_{}", w[0], w[1])).collect();
+            out.extend(pairs);
+        }
         out
     }
 }
@@ -126,7 +133,13 @@ mod tests {
         let plain = Tokenizer::new(TokenizerConfig {
             stem: false,
             stopwords: false,
+            bigrams: false,
         });
         assert_eq!(plain.tokens("the cat, 7 x"), vec!["the", "cat", "7"]);
+        let pairs = Tokenizer::new(TokenizerConfig {
+            bigrams: true,
+            ..TokenizerConfig::default()
+        });
+        assert_eq!(pairs.tokens("support groups"), vec!["support", "group", "support_group"]);
     }
 }

@@ -1,0 +1,438 @@
+//! Benchmarks of the semantic session view (issue 5); results are recorded in
+//! `docs/BENCHMARKS.md`, section "Semantic view (issue 5)".
+//!
+//! ```text
+//! cargo bench -p memoir --bench view -- [--section ann,graft,rebuild]
+//!     [--sizes 1000,10000,100000] [--queries 1000] [--efc 128] [--peers]
+//!     [--messages 10000] [--minilm] [--out DIR]
+//! ```
+//!
+//! - `ann`: exact scan vs HNSW on the same 384-d unit vectors at each size:
+//!   build time, recall@10 against the exact answer, per-query p50/p99 and
+//!   single-thread QPS for a sweep of `ef`. The vectors, queries and exact
+//!   answers are written to `DIR` (default `target/bench-view`); `--peers`
+//!   then runs `bench/peers/ann.py` (hnswlib, faiss) on the same files.
+//! - `graft`: graft latency (embedding excluded) on a 5,000-chunk session:
+//!   vector, hybrid, and a 1,000-token budgeted block.
+//! - `rebuild`: rebuild of a synthetic agent session of `--messages`
+//!   messages through the embedding cache, cold (empty cache) then warm; the
+//!   hash embedder always, MiniLM too with `--minilm`.
+//!
+//! Data: a deterministic mixture of 1,000 random unit centres plus Gaussian
+//! noise (norm ≈ 0.75), normalised: same-cluster cosines ≈ 0.6, others ≈ 0,
+//! roughly the similarity profile of sentence embeddings.
+
+use std::future::Future;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::{Duration, Instant};
+
+use memoir::embed::{CacheConfig, CachedEmbedder, EmbeddingProvider, HashEmbedder};
+use memoir::message::{Block, Message, Role};
+use memoir::view::index::{IndexConfig, VectorIndex};
+use memoir::view::{
+    ChunkMeta, RebuildOptions, RetrievalMode, SearchRequest, SessionView, StateSet, ViewConfig,
+};
+
+const DIMS: usize = 384;
+const K: usize = 10;
+
+struct Args {
+    sections: Vec<String>,
+    sizes: Vec<usize>,
+    queries: usize,
+    efc: usize,
+    peers: bool,
+    messages: usize,
+    minilm: bool,
+    out: PathBuf,
+}
+
+fn parse_args() -> Args {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut a = Args {
+        sections: vec!["ann".into(), "graft".into(), "rebuild".into()],
+        sizes: vec![1_000, 10_000, 100_000],
+        queries: 1_000,
+        efc: 128,
+        peers: false,
+        messages: 10_000,
+        minilm: false,
+        out: root.join("target/bench-view"),
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        let mut val = || it.next().unwrap_or_default();
+        match arg.as_str() {
+            "--section" => a.sections = val().split(',').map(str::to_string).collect(),
+            "--sizes" => a.sizes = val().split(',').filter_map(|s| s.parse().ok()).collect(),
+            "--queries" => a.queries = val().parse().unwrap_or(a.queries),
+            "--efc" => a.efc = val().parse().unwrap_or(a.efc),
+            "--messages" => a.messages = val().parse().unwrap_or(a.messages),
+            "--out" => a.out = PathBuf::from(val()),
+            "--peers" => a.peers = true,
+            "--minilm" => a.minilm = true,
+            _ => {} // cargo passes --bench
+        }
+    }
+    a
+}
+
+fn block_on<F: Future>(fut: F) -> F::Output {
+    struct Unpark(std::thread::Thread);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut fut = std::pin::pin!(fut);
+    loop {
+        if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+            return v;
+        }
+        std::thread::park();
+    }
+}
+
+// ---- deterministic data -------------------------------------------------
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn uniform(&mut self) -> f64 {
+        ((self.next() >> 11) + 1) as f64 / (1u64 << 53) as f64
+    }
+    fn normal(&mut self) -> f32 {
+        let (u, v) = (self.uniform(), self.uniform());
+        ((-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()) as f32
+    }
+}
+
+fn normalize(v: &mut [f32]) {
+    let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if n > 0.0 {
+        v.iter_mut().for_each(|x| *x /= n);
+    }
+}
+
+struct Mixture {
+    centres: Vec<Vec<f32>>,
+    rng: Rng,
+}
+
+impl Mixture {
+    fn new(seed: u64) -> Self {
+        let mut rng = Rng(seed);
+        let centres = (0..1000)
+            .map(|_| {
+                let mut c: Vec<f32> = (0..DIMS).map(|_| rng.normal()).collect();
+                normalize(&mut c);
+                c
+            })
+            .collect();
+        Mixture { centres, rng }
+    }
+    fn sample(&mut self) -> Vec<f32> {
+        let c = (self.rng.next() % self.centres.len() as u64) as usize;
+        let sigma = 0.75 / (DIMS as f32).sqrt();
+        let mut v: Vec<f32> = self.centres[c]
+            .iter()
+            .map(|x| x + sigma * self.rng.normal())
+            .collect();
+        normalize(&mut v);
+        v
+    }
+}
+
+fn write_f32(path: &Path, rows: &[Vec<f32>]) {
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path).expect("create bench file"));
+    for r in rows {
+        for x in r {
+            f.write_all(&x.to_le_bytes()).expect("write bench file");
+        }
+    }
+}
+
+fn quantile(v: &mut [f64], q: f64) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[((v.len() - 1) as f64 * q).ceil() as usize]
+}
+
+struct Timing {
+    p50_ms: f64,
+    p99_ms: f64,
+    qps: f64,
+}
+
+fn time_queries<T>(queries: &[Vec<f32>], mut f: impl FnMut(&[f32]) -> T) -> (Vec<T>, Timing) {
+    let mut lat = Vec::with_capacity(queries.len());
+    let mut out = Vec::with_capacity(queries.len());
+    let start = Instant::now();
+    for q in queries {
+        let t = Instant::now();
+        out.push(f(q));
+        lat.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    let total = start.elapsed().as_secs_f64();
+    let timing = Timing {
+        p50_ms: quantile(&mut lat, 0.5),
+        p99_ms: quantile(&mut lat, 0.99),
+        qps: queries.len() as f64 / total,
+    };
+    (out, timing)
+}
+
+// ---- ann ------------------------------------------------------------------
+
+fn ann(args: &Args) {
+    std::fs::create_dir_all(&args.out).expect("create output dir");
+    let max = args.sizes.iter().copied().max().unwrap_or(0);
+    let mut mix = Mixture::new(42);
+    let base: Vec<Vec<f32>> = (0..max).map(|_| mix.sample()).collect();
+    let queries: Vec<Vec<f32>> = (0..args.queries).map(|_| mix.sample()).collect();
+    let kernel = memoir::view::index::simd::Kernel::detect();
+    println!(
+        "## ann: {DIMS}-d mixture data, {} queries, k={K}, one thread, AVX2+FMA kernel: {}",
+        queries.len(),
+        kernel.is_avx2()
+    );
+    println!("engine | n | ef | build s | recall@10 | p50 ms | p99 ms | QPS");
+    let meta = serde_json::json!({"dims": DIMS, "k": K, "sizes": args.sizes});
+    std::fs::write(args.out.join("meta.json"), meta.to_string()).expect("write meta");
+    for &n in &args.sizes {
+        let rows = &base[..n];
+        // Exact.
+        let exact_cfg = IndexConfig {
+            hnsw_threshold: usize::MAX,
+            ..IndexConfig::default()
+        };
+        let mut exact = VectorIndex::new(DIMS, exact_cfg);
+        for r in rows {
+            exact.insert(r);
+        }
+        let (gt, t) = time_queries(&queries, |q| exact.search(q, K, &|_| true));
+        println!(
+            "memoir exact | {n} | - | - | 1.000 | {:.4} | {:.4} | {:.0}",
+            t.p50_ms, t.p99_ms, t.qps
+        );
+        let gt_ids: Vec<Vec<u32>> = gt.iter().map(|h| h.iter().map(|x| x.0).collect()).collect();
+        write_f32(&args.out.join(format!("base_{n}.f32")), rows);
+        write_f32(&args.out.join(format!("queries_{n}.f32")), &queries);
+        let mut f = std::fs::File::create(args.out.join(format!("gt_{n}.i32"))).expect("gt file");
+        for ids in &gt_ids {
+            for i in ids {
+                f.write_all(&(*i as i32).to_le_bytes()).expect("write gt");
+            }
+        }
+        // HNSW.
+        let mut cfg = IndexConfig {
+            hnsw_threshold: 0,
+            ..IndexConfig::default()
+        };
+        cfg.hnsw.ef_construction = args.efc;
+        let mut graph = VectorIndex::new(DIMS, cfg);
+        let t0 = Instant::now();
+        for r in rows {
+            graph.insert(r);
+        }
+        let build = t0.elapsed().as_secs_f64();
+        for ef in [10, 16, 24, 32, 48, 64, 96, 128, 192, 256] {
+            graph.set_ef_search(ef);
+            let (found, t) = time_queries(&queries, |q| graph.search(q, K, &|_| true));
+            let mut hits = 0;
+            for (f, g) in found.iter().zip(&gt_ids) {
+                hits += f.iter().filter(|h| g.contains(&h.0)).count();
+            }
+            let recall = hits as f64 / (K * queries.len()) as f64;
+            println!(
+                "memoir hnsw M=16 efc={} | {n} | {ef} | {build:.2} | {recall:.4} | {:.4} | {:.4} | {:.0}",
+                args.efc, t.p50_ms, t.p99_ms, t.qps
+            );
+        }
+    }
+    if args.peers {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/peers/ann.py");
+        println!("## peers: python3 {} --dir {} --m 16 --efc {}", script.display(), args.out.display(), args.efc);
+        let status = std::process::Command::new("python3")
+            .arg(&script)
+            .arg("--dir")
+            .arg(&args.out)
+            .args(["--m", "16", "--efc", &args.efc.to_string()])
+            .status();
+        if let Err(e) = status {
+            println!("peers not run: {e}");
+        }
+    }
+}
+
+// ---- graft ----------------------------------------------------------------
+
+const WORDS: &[&str] = &[
+    "deploy", "key", "vault", "build", "cache", "error", "panic", "thread", "index", "query",
+    "session", "fork", "token", "budget", "graph", "vector", "lexical", "merge", "commit",
+    "branch", "review", "latency", "disk", "memory", "socket", "retry", "timeout", "config",
+    "schema", "migration", "user", "password", "report", "invoice", "customer", "ticket",
+    "release", "rollback", "feature", "flag", "metric", "alert", "dashboard", "cluster", "node",
+    "shard", "replica", "backup", "restore", "audit",
+];
+
+fn sentence(rng: &mut Rng, words: usize) -> String {
+    (0..words)
+        .map(|_| WORDS[(rng.next() % WORDS.len() as u64) as usize])
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn graft(_args: &Args) {
+    let n = 5_000;
+    let mut mix = Mixture::new(7);
+    let mut rng = Rng(9);
+    let view = SessionView::new("bench", DIMS);
+    for seq in 0..n as u64 {
+        let text = sentence(&mut rng, 20);
+        view.insert_chunk(&mix.sample(), ChunkMeta::inline(seq, "user.text", text.clone()), &text);
+    }
+    let queries: Vec<(Vec<f32>, String)> =
+        (0..1000).map(|_| (mix.sample(), sentence(&mut rng, 6))).collect();
+    println!("## graft: {n}-chunk session, {DIMS}-d, 1000 queries, embedding excluded");
+    println!("operation | p50 ms | p99 ms | per second");
+    let vecs: Vec<Vec<f32>> = queries.iter().map(|q| q.0.clone()).collect();
+    let (_, t) = time_queries(&vecs, |q| view.graft(q, 10));
+    println!("graft (vector, top 10) | {:.4} | {:.4} | {:.0}", t.p50_ms, t.p99_ms, t.qps);
+    let mut i = 0;
+    let (_, t) = time_queries(&vecs, |q| {
+        let text = &queries[i].1;
+        i += 1;
+        view.graft_with(&SearchRequest {
+            vector: Some(q),
+            text: Some(text),
+            top_k: 10,
+            mode: RetrievalMode::Hybrid,
+            states: StateSet::NOT_PRUNED,
+        })
+    });
+    println!("graft (hybrid, top 10) | {:.4} | {:.4} | {:.0}", t.p50_ms, t.p99_ms, t.qps);
+    let mut i = 0;
+    let (_, t) = time_queries(&vecs, |q| {
+        let text = &queries[i].1;
+        i += 1;
+        let req = SearchRequest {
+            vector: Some(q),
+            text: Some(text),
+            top_k: 64,
+            mode: RetrievalMode::Hybrid,
+            states: StateSet::NOT_PRUNED,
+        };
+        view.graft_budget_with(&req, 1000, None)
+    });
+    println!(
+        "graft_budget (hybrid, 64 candidates, 1000 tokens) | {:.4} | {:.4} | {:.0}",
+        t.p50_ms, t.p99_ms, t.qps
+    );
+}
+
+// ---- rebuild --------------------------------------------------------------
+
+fn session(n: usize) -> (Vec<Message>, Vec<u64>) {
+    let mut rng = Rng(11);
+    let mut msgs = Vec::with_capacity(n);
+    let mut call = 0u64;
+    while msgs.len() < n {
+        msgs.push(Message::user(sentence(&mut rng, 15)));
+        call += 1;
+        let id = format!("call_{call}");
+        msgs.push(Message::new(
+            Role::Assistant,
+            vec![
+                Block::Text {
+                    text: sentence(&mut rng, 25),
+                },
+                Block::ToolUse {
+                    id: id.clone(),
+                    name: "grep".into(),
+                    input: serde_json::json!({"pattern": sentence(&mut rng, 2)}),
+                },
+            ],
+        ));
+        // Every tenth tool output is long enough to be split.
+        let words = if call % 10 == 0 { 600 } else { 40 };
+        msgs.push(Message::tool_result(id, sentence(&mut rng, words), false));
+    }
+    msgs.truncate(n);
+    let seqs = (1..=n as u64).collect();
+    (msgs, seqs)
+}
+
+fn rebuild_with(name: &str, inner: Arc<dyn EmbeddingProvider>, msgs: &[Message], seqs: &[u64]) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut manifests = Vec::new();
+    for pass in ["cold", "warm"] {
+        // A fresh handle each pass: the warm pass reads the cache file back.
+        let cached = CachedEmbedder::open(inner.clone(), CacheConfig::new(dir.path()))
+            .expect("open cache");
+        let t = Instant::now();
+        let (view, report) = block_on(SessionView::rebuild_from_messages(
+            "bench",
+            msgs,
+            seqs,
+            &cached,
+            None,
+            &RebuildOptions {
+                view: ViewConfig::default(),
+                ..RebuildOptions::default()
+            },
+        ))
+        .expect("rebuild");
+        let total = t.elapsed();
+        let s = cached.stats();
+        println!(
+            "{name} | {pass} | {} | {} | {:.2} | {:.2} | {} hits / {} misses",
+            report.messages,
+            report.chunks,
+            total.as_secs_f64(),
+            report.embed_time.as_secs_f64(),
+            s.hits,
+            s.misses
+        );
+        manifests.push(view.manifest());
+    }
+    assert_eq!(manifests[0], manifests[1], "cold and warm rebuilds differ");
+}
+
+fn rebuild(args: &Args) {
+    let (msgs, seqs) = session(args.messages);
+    println!("## rebuild: synthetic agent session, {} messages", msgs.len());
+    println!("embedder | pass | messages | chunks | total s | embedding s | cache");
+    rebuild_with("hash-v1@384", Arc::new(HashEmbedder::new(DIMS)), &msgs, &seqs);
+    if args.minilm {
+        match memoir::embed::MiniLm::discover(&memoir::embed::MiniLmOptions::default()) {
+            Ok(m) => rebuild_with("minilm", Arc::new(m), &msgs, &seqs),
+            Err(e) => println!("minilm skipped: {e}"),
+        }
+    }
+}
+
+fn main() {
+    let args = parse_args();
+    let started = Instant::now();
+    for s in &args.sections {
+        match s.as_str() {
+            "ann" => ann(&args),
+            "graft" => graft(&args),
+            "rebuild" => rebuild(&args),
+            other => println!("unknown section {other}"),
+        }
+    }
+    let _ = Duration::ZERO;
+    println!("(total {:.1} s)", started.elapsed().as_secs_f64());
+}
