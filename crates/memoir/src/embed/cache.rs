@@ -437,7 +437,7 @@ impl State {
         }
         let body = len - self.header_len;
         let whole = body / self.record_len as u64;
-        if body % self.record_len as u64 != 0 {
+        if !body.is_multiple_of(self.record_len as u64) {
             // Torn tail from an interrupted append.
             self.file
                 .set_len(self.header_len + whole * self.record_len as u64)
@@ -526,7 +526,7 @@ impl State {
         let len = self.file.metadata()?.len();
         let body = len.saturating_sub(self.header_len);
         let whole = body / self.record_len as u64;
-        if body % self.record_len as u64 != 0 {
+        if !body.is_multiple_of(self.record_len as u64) {
             self.file.set_len(self.offset(whole))?;
         }
         self.file.write_all(buf)?;

@@ -541,7 +541,7 @@ impl BertConfig {
         if self.hidden_size == 0 || self.num_attention_heads == 0 {
             return Err("hidden_size and num_attention_heads must be positive".into());
         }
-        if self.hidden_size % self.num_attention_heads != 0 {
+        if !self.hidden_size.is_multiple_of(self.num_attention_heads) {
             return Err(format!(
                 "hidden_size {} is not a multiple of num_attention_heads {}",
                 self.hidden_size, self.num_attention_heads
