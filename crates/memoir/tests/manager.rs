@@ -516,6 +516,22 @@ fn fork_of_a_fork_stitches_and_cuts_inside_the_inherited_prefix() {
     // A cut inside what the child inherited references the root directly.
     let inner = m.fork_session(&child, Some(2)).unwrap();
     assert_eq!(inner.parent.session, root);
+    let listed = m.list_sessions().unwrap();
+    let entry = listed.iter().find(|e| e.id == inner.id).unwrap();
+    assert_eq!(
+        entry.forked_from.as_deref(),
+        Some(child.as_str()),
+        "lineage kept"
+    );
+    // A fork of a fork that has no messages of its own references that fork.
+    let bare = m.fork_session(&root, Some(2)).unwrap().id;
+    let of_bare = m.fork_session(&bare, None).unwrap();
+    assert_eq!(of_bare.parent.session, bare);
+    assert_eq!(of_bare.parent.seq, 0);
+    assert_eq!(
+        texts(&m.read_session_messages(&of_bare.id).unwrap()),
+        vec!["r0", "r1"]
+    );
     assert_eq!(
         texts(&m.read_session_messages(&inner.id).unwrap()),
         vec!["r0", "r1"]

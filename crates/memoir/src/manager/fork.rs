@@ -148,9 +148,10 @@ pub struct ForkPlan {
 }
 
 /// The fork point of `source` (read as `t` through `store`) at message
-/// `end` (`0 < end <= t.messages.len()`). A cut inside the inherited prefix
-/// of a fork references the ancestor that wrote those messages. The result
-/// is checked by reading it back; when the source's rewrites make a pure
+/// `end` (`0 < end <= t.messages.len()`). A cut at or past what the source
+/// inherited references the source; a cut inside its inherited prefix
+/// references the ancestor that wrote those messages. The reference is
+/// checked by reading it back; when the source's rewrites make a pure
 /// reference impossible, the plan references the source's current end and
 /// carries a `rewrite` to the prefix.
 pub fn fork_point(
@@ -160,54 +161,66 @@ pub fn fork_point(
     end: usize,
 ) -> crate::Result<ForkPlan> {
     let prefix = &t.messages[..end.min(t.messages.len())];
-    if let Ok(Some(point)) = reference(store, source, t, end, t.last_seq, 0) {
-        if transcript::read_at(store, &point).is_ok_and(|at| at.messages == prefix) {
-            return Ok(ForkPlan {
-                point,
-                rewrite: None,
-            });
-        }
-    }
-    Ok(ForkPlan {
-        point: ForkPoint {
-            session: source.to_string(),
-            seq: t.last_seq,
-            messages: t.messages.len(),
+    let verified = |point: ForkPoint| {
+        transcript::read_at(store, &point)
+            .is_ok_and(|at| at.messages == prefix)
+            .then_some(point)
+    };
+    let own = (end >= t.inherited)
+        .then(|| own_point(source, t, end, t.last_seq))
+        .and_then(verified);
+    let point = own.or_else(|| ancestor(store, t, end, 0).ok().flatten().and_then(verified));
+    Ok(match point {
+        Some(point) => ForkPlan {
+            point,
+            rewrite: None,
         },
-        rewrite: Some(prefix.to_vec()),
+        None => ForkPlan {
+            point: ForkPoint {
+                session: source.to_string(),
+                seq: t.last_seq,
+                messages: t.messages.len(),
+            },
+            rewrite: Some(prefix.to_vec()),
+        },
     })
 }
 
-/// The candidate reference for a cut at `end` of `id` (whose state is `t`
-/// and whose log ends, for this purpose, at `last_seq`).
-fn reference(
+/// A cut at message `end` of session `id` in state `t` (whose log ends, for
+/// this purpose, at `last_seq`). The records between the last kept message
+/// and the next one (taint, config) are included: the fork starts with the
+/// same state.
+fn own_point(id: &str, t: &Transcript, end: usize, last_seq: u64) -> ForkPoint {
+    let seq = match t.message_seqs.get(end) {
+        Some(next) => next.saturating_sub(1),
+        None => last_seq,
+    };
+    ForkPoint {
+        session: id.to_string(),
+        seq,
+        messages: end,
+    }
+}
+
+/// The reference, among the ancestors of `t`, for a cut inside its
+/// inherited prefix (`end <= t.inherited`).
+fn ancestor(
     store: &dyn LogStore,
-    id: &str,
     t: &Transcript,
     end: usize,
-    last_seq: u64,
     depth: usize,
 ) -> crate::Result<Option<ForkPoint>> {
-    match &t.meta.parent {
-        Some(parent) if end <= t.inherited && depth < 256 => {
-            let at = transcript::read_at(store, parent)?;
-            reference(store, &parent.session, &at, end, parent.seq, depth + 1)
-        }
-        _ if end > t.inherited => {
-            // Include the records between the last kept message and the next
-            // one (taint, config): the fork starts with the same state.
-            let seq = match t.message_seqs.get(end) {
-                Some(next) => next.saturating_sub(1),
-                None => last_seq,
-            };
-            Ok(Some(ForkPoint {
-                session: id.to_string(),
-                seq,
-                messages: end,
-            }))
-        }
-        _ => Ok(None),
+    let Some(parent) = &t.meta.parent else {
+        return Ok(None);
+    };
+    if end > t.inherited || depth >= 256 {
+        return Ok(None);
     }
+    let at = transcript::read_at(store, parent)?;
+    if end >= at.inherited {
+        return Ok(Some(own_point(&parent.session, &at, end, parent.seq)));
+    }
+    ancestor(store, &at, end, depth + 1)
 }
 
 #[cfg(test)]

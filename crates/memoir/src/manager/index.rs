@@ -114,6 +114,10 @@ pub struct IndexEntry {
     /// Where a fork came from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<ForkPoint>,
+    /// The session the fork was made from, when its `parent` names an
+    /// ancestor instead (header field `forked_from`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<String>,
     /// The workspace (project) the session belongs to.
     #[serde(default)]
     pub workspace: PathBuf,
@@ -172,6 +176,12 @@ impl IndexEntry {
             usage: t.usage,
             message_usage,
             parent: t.meta.parent.clone(),
+            forked_from: t
+                .meta
+                .extra
+                .get(super::FORKED_FROM)
+                .and_then(|v| v.as_str())
+                .map(str::to_string),
             workspace: t.meta.workspace.clone(),
             provider: t.meta.provider.clone(),
             model: t.meta.model.clone(),

@@ -53,6 +53,11 @@ use trash::TrashAware;
 /// Where a project keeps its sessions, relative to its root.
 pub const PROJECT_SESSIONS_DIR: &str = ".memoir/sessions";
 
+/// Header field naming the session a fork was made from, when its
+/// `parent` reference names an ancestor instead (the cut fell inside the
+/// source's own inherited prefix).
+pub const FORKED_FROM: &str = "forked_from";
+
 /// Titles derived from text keep this many characters (then `...`).
 const TITLE_CHARS: usize = 50;
 
@@ -512,6 +517,11 @@ impl SessionManager {
         meta.kind = t.meta.kind.clone();
         meta.title = Some(title);
         meta.parent = Some(plan.point.clone());
+        if plan.point.session != source_id {
+            // The data comes from an ancestor; keep the lineage the caller asked for.
+            meta.extra
+                .insert(FORKED_FROM.into(), Value::String(source_id.to_string()));
+        }
         let child = Session::create_in(self.live.clone(), meta)?;
         if let Some(prefix) = &plan.rewrite {
             child.append(&Record::Rewrite {
