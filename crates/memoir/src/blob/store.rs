@@ -192,14 +192,7 @@ impl ArtifactStore {
                 let intact = match fs::read(&path) {
                     Ok(existing) => hash_bytes(&existing) == hash,
                     Err(e) if e.kind() == ErrorKind::NotFound => false,
-                    Err(e) => {
-                        return Err(crate::Error::Io {
-                            op: "read",
-                            path,
-                            source: e,
-                        }
-                        .into())
-                    }
+                    Err(e) => return Err(crate::Error::Io { op: "read", path, source: e }.into()),
                 };
                 if !intact {
                     create_private_dir(&dir.join(&hash[..2]))?;
@@ -312,14 +305,7 @@ impl ArtifactStore {
                     Err(e) if e.kind() == ErrorKind::NotFound => {
                         return Err(BlobError::NotFound(hash.to_string()))
                     }
-                    Err(e) => {
-                        return Err(crate::Error::Io {
-                            op: "read",
-                            path,
-                            source: e,
-                        }
-                        .into())
-                    }
+                    Err(e) => return Err(crate::Error::Io { op: "read", path, source: e }.into()),
                 }
             }
         };
@@ -348,8 +334,7 @@ impl ArtifactStore {
                 let _guard = Self::write_lock(dir, mutex)?;
                 let existed = remove_if_exists(&dir.join(&hash[..2]).join(hash))?;
                 remove_if_exists(&Self::refs_path(dir, hash))?;
-                sync_dir(&dir.join(&hash[..2]))
-                    .or_else(|e| if existed { Err(e) } else { Ok(()) })?;
+                sync_dir(&dir.join(&hash[..2])).or_else(|e| if existed { Err(e) } else { Ok(()) })?;
                 Ok(existed)
             }
         }

@@ -272,13 +272,7 @@ impl Inner {
         self.slot_state = states;
     }
 
-    fn search_slots(
-        &self,
-        req: &SearchRequest,
-        tokenizer: &Tokenizer,
-        k: usize,
-        hybrid: &HybridParams,
-    ) -> Vec<SlotHit> {
+    fn search_slots(&self, req: &SearchRequest, tokenizer: &Tokenizer, k: usize, hybrid: &HybridParams) -> Vec<SlotHit> {
         let states = req.states;
         let slot_state = &self.slot_state;
         let all = |_: u32| true;
@@ -288,9 +282,7 @@ impl Inner {
         let mode = match (req.mode, vector.is_some(), req.text.is_some()) {
             (RetrievalMode::Hybrid, true, false) => RetrievalMode::Vector,
             (RetrievalMode::Hybrid, false, true) => RetrievalMode::Lexical,
-            (RetrievalMode::Vector, false, _) | (RetrievalMode::Lexical, _, false) => {
-                return Vec::new()
-            }
+            (RetrievalMode::Vector, false, _) | (RetrievalMode::Lexical, _, false) => return Vec::new(),
             (RetrievalMode::Hybrid, false, false) => return Vec::new(),
             (m, _, _) => m,
         };
@@ -484,8 +476,7 @@ impl SessionView {
     /// Like [`SessionView::insert_vector`], with the text the lexical index
     /// should see (usually the embedding input).
     pub fn insert_chunk(&self, vector: &[f32], meta: ChunkMeta, search_text: &str) -> bool {
-        self.insert_chunk_replacing(vector, meta, search_text)
-            .is_some()
+        self.insert_chunk_replacing(vector, meta, search_text).is_some()
     }
 
     /// Insert; `Some(replaced)` on success, `None` on a width mismatch.
@@ -533,8 +524,7 @@ impl SessionView {
         text: &str,
         top_k: usize,
     ) -> Result<Vec<ScopedHit>, ViewError> {
-        self.query_text_mode(embedder, text, top_k, self.config.mode)
-            .await
+        self.query_text_mode(embedder, text, top_k, self.config.mode).await
     }
 
     /// [`SessionView::query_text`] in an explicit mode.
@@ -712,11 +702,7 @@ impl SessionView {
         let key = (chunk.chain_seq, chunk.part);
         let (inline, blob_hash, took_ref) = match store {
             Some(store) if chunk.text.len() > inline_max => {
-                let existing = self
-                    .read()
-                    .chunks
-                    .get(&key)
-                    .and_then(|e| e.meta.blob_hash.clone());
+                let existing = self.read().chunks.get(&key).and_then(|e| e.meta.blob_hash.clone());
                 if existing.as_deref() == Some(hash.as_str()) && store.contains(&hash) {
                     (None, Some(hash.clone()), false)
                 } else {

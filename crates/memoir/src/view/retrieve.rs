@@ -110,10 +110,7 @@ mod tests {
         assert_eq!(fused.iter().map(|h| h.0).collect::<Vec<_>>(), vec![1, 3, 2]);
         let only_lex = rrf(&[(&v, 0.0), (&l, 1.0)], 60.0);
         assert_eq!(only_lex[0].0, 3);
-        assert_eq!(
-            "hybrid".parse::<RetrievalMode>().unwrap(),
-            RetrievalMode::Hybrid
-        );
+        assert_eq!("hybrid".parse::<RetrievalMode>().unwrap(), RetrievalMode::Hybrid);
         assert!("dense".parse::<RetrievalMode>().is_err());
     }
 }

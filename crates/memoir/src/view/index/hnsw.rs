@@ -200,10 +200,7 @@ impl Hnsw {
         } else {
             let stride = self.params.m + 1;
             let base = (level - 1) * stride;
-            (
-                &mut self.upper[node as usize][base..base + stride],
-                self.params.m,
-            )
+            (&mut self.upper[node as usize][base..base + stride], self.params.m)
         };
         let n = links.len().min(cap);
         slot[0] = n as u32;
@@ -226,14 +223,7 @@ impl Hnsw {
     }
 
     /// Greedy descent on one layer: the closest node reachable from `start`.
-    fn greedy(
-        &self,
-        rows: &Rows,
-        q: &[f32],
-        mut cur: u32,
-        mut cur_d: f32,
-        level: usize,
-    ) -> (u32, f32) {
+    fn greedy(&self, rows: &Rows, q: &[f32], mut cur: u32, mut cur_d: f32, level: usize) -> (u32, f32) {
         loop {
             let mut changed = false;
             for &n in self.links(cur, level) {
@@ -448,11 +438,7 @@ mod tests {
     fn finds_every_node_itself_and_is_deterministic() {
         let dims = 16;
         let data = unit_rows(600, dims, 3);
-        let rows = Rows {
-            data: &data,
-            dims,
-            kernel: Kernel::detect(),
-        };
+        let rows = Rows { data: &data, dims, kernel: Kernel::detect() };
         let mut a = Hnsw::new(HnswParams::default());
         let mut b = Hnsw::new(HnswParams::default());
         for _ in 0..600 {

@@ -17,8 +17,7 @@ impl Kernel {
     pub fn detect() -> Self {
         #[cfg(target_arch = "x86_64")]
         {
-            if std::arch::is_x86_feature_detected!("avx2")
-                && std::arch::is_x86_feature_detected!("fma")
+            if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
             {
                 return Kernel { avx2: true };
             }
@@ -68,11 +67,7 @@ impl Kernel {
                 return;
             }
         }
-        out.extend(
-            matrix
-                .chunks_exact(dims)
-                .map(|row| dot_portable(query, row)),
-        );
+        out.extend(matrix.chunks_exact(dims).map(|row| dot_portable(query, row)));
     }
 }
 
@@ -200,11 +195,7 @@ mod tests {
             let want = naive(&a, &b);
             for k in [Kernel::portable(), detected] {
                 let got = k.dot(&a, &b) as f64;
-                assert!(
-                    (got - want).abs() < 1e-4,
-                    "n={n} avx2={} {got} vs {want}",
-                    k.is_avx2()
-                );
+                assert!((got - want).abs() < 1e-4, "n={n} avx2={} {got} vs {want}", k.is_avx2());
             }
         }
     }

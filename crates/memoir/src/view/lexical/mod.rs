@@ -123,15 +123,13 @@ impl LexicalIndex {
     /// slots mapped to `None`, renumber the rest.
     pub fn compact(&mut self, map: &[Option<u32>]) {
         for list in &mut self.postings {
-            list.retain_mut(
-                |(slot, _)| match map.get(*slot as usize).copied().flatten() {
-                    Some(new) => {
-                        *slot = new;
-                        true
-                    }
-                    None => false,
-                },
-            );
+            list.retain_mut(|(slot, _)| match map.get(*slot as usize).copied().flatten() {
+                Some(new) => {
+                    *slot = new;
+                    true
+                }
+                None => false,
+            });
         }
         let keep = |i: usize| map.get(i).copied().flatten().is_some();
         let mut i = 0;
@@ -213,11 +211,7 @@ mod tests {
         let hits = ix.search(&toks("cat mat"), 3, &|_| true);
         assert_eq!(hits[0].0, a);
         assert_eq!(hits[1].0, c);
-        assert_eq!(
-            hits.len(),
-            2,
-            "documents without a query term are not returned"
-        );
+        assert_eq!(hits.len(), 2, "documents without a query term are not returned");
         assert!(ix.remove(a));
         let hits = ix.search(&toks("cat"), 3, &|_| true);
         assert_eq!(hits, vec![(c, hits[0].1)]);
