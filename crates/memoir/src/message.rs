@@ -10,6 +10,7 @@
 //! holding the raw JSON, so a newer writer's data survives a load and rewrite.
 
 pub mod anthropic;
+mod de;
 pub mod openai;
 
 use serde::{Deserialize, Serialize};
@@ -86,7 +87,7 @@ pub enum Block {
 }
 
 /// The serde shape of the known block kinds; [`Block`] adds the `Unknown` fallback.
-#[derive(Serialize, Deserialize)]
+#[derive(Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 enum KnownBlock {
     Text {
@@ -136,28 +137,6 @@ impl Serialize for Block {
     }
 }
 
-impl<'de> Deserialize<'de> for Block {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let value = Value::deserialize(d)?;
-        Ok(match KnownBlock::deserialize(&value) {
-            Ok(KnownBlock::Text { text }) => Block::Text { text },
-            Ok(KnownBlock::Thinking { text, signature }) => Block::Thinking { text, signature },
-            Ok(KnownBlock::ToolUse { id, name, input }) => Block::ToolUse { id, name, input },
-            Ok(KnownBlock::ToolResult {
-                tool_use_id,
-                content,
-                is_error,
-            }) => Block::ToolResult {
-                tool_use_id,
-                content,
-                is_error,
-            },
-            Ok(KnownBlock::Image { media_type, data }) => Block::Image { media_type, data },
-            Err(_) => Block::Unknown(value),
-        })
-    }
-}
-
 /// Token counts reported for one model response. Every field defaults to zero,
 /// so a record missing one still loads (the seed dropped such records).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -200,8 +179,8 @@ impl Usage {
     }
 }
 
-/// A provider-neutral message.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// A provider-neutral message. (`Deserialize` is hand-written in `de.rs`.)
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Message {
     /// Who produced it.
     pub role: Role,

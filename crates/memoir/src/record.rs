@@ -276,7 +276,28 @@ impl Record {
 
     /// Serialise to compact JSON text: an object whose first key is the
     /// `"record"` tag (the line codec relies on that order).
+    /// Fails when a payload uses a key the line framing reserves
+    /// (`seq`, `record`, `prev`, `h`), which would make the line ambiguous.
     pub fn to_json_string(&self) -> Result<String, serde_json::Error> {
+        let extra = match self {
+            Record::Meta(m) => Some(&m.extra),
+            Record::Message(m) => Some(&m.extra),
+            Record::Config(c) => Some(&c.extra),
+            Record::Unknown { raw, .. } => Some(raw),
+            _ => None,
+        };
+        let unknown = matches!(self, Record::Unknown { .. });
+        if let Some(extra) = extra {
+            let clash = crate::transcript::codec::RESERVED_KEYS
+                .iter()
+                .filter(|k| !(unknown && **k == "record"))
+                .find(|k| extra.contains_key(**k));
+            if let Some(key) = clash {
+                return Err(serde::ser::Error::custom(format!(
+                    "field {key:?} is reserved by the transcript framing"
+                )));
+            }
+        }
         let known = match self {
             Record::Meta(m) => KnownRecordRef::Meta(m),
             Record::Message(m) => KnownRecordRef::Message(m),
@@ -305,37 +326,44 @@ impl Record {
         serde_json::from_str(&self.to_json_string()?)
     }
 
-    /// Parse one line body (a JSON object with a `"record"` tag) straight from
-    /// text: the fast path used by the reader. Keys listed in `framing` (the
-    /// line's own `seq`/`prev`) are stripped from the payload's `extra` maps.
-    pub fn from_json_str(
-        kind: &str,
-        text: &str,
-        framing: &[&str],
-    ) -> Result<Record, serde_json::Error> {
-        if !KNOWN_KINDS.contains(&kind) {
-            let obj: Map<String, Value> = serde_json::from_str(text)?;
-            let mut rec = Record::from_object(obj)?;
-            if let Record::Unknown { raw, .. } = &mut rec {
-                for key in framing {
-                    raw.remove(*key);
-                }
-            }
-            return Ok(rec);
+    /// Parse a record's payload (its fields, without the `"record"` tag and
+    /// the line framing) given its kind: the reader's fast path.
+    pub fn from_json_str(kind: &str, text: &str) -> Result<Record, serde_json::Error> {
+        // Dispatch on the kind the framing already told us, straight into the
+        // payload type (no internally-tagged buffering on the hot path).
+        #[derive(Deserialize)]
+        struct RewriteBody {
+            messages: Vec<Message>,
         }
-        let mut rec = Record::from_known(serde_json::from_str(text)?);
-        let extra = match &mut rec {
-            Record::Meta(m) => Some(&mut m.extra),
-            Record::Message(m) => Some(&mut m.extra),
-            Record::Config(c) => Some(&mut c.extra),
-            _ => None,
-        };
-        if let Some(extra) = extra {
-            for key in framing {
-                extra.remove(*key);
-            }
+        #[derive(Deserialize)]
+        struct TitleBody {
+            title: String,
         }
-        Ok(rec)
+        #[derive(Deserialize)]
+        struct CheckpointBody {
+            #[serde(default)]
+            value: Value,
+        }
+        Ok(match kind {
+            "message" => Record::Message(serde_json::from_str(text)?),
+            "rewrite" => Record::Rewrite {
+                messages: serde_json::from_str::<RewriteBody>(text)?.messages,
+            },
+            "meta" => Record::Meta(serde_json::from_str(text)?),
+            "config" => Record::Config(Box::new(serde_json::from_str(text)?)),
+            "summary" => Record::Summary(serde_json::from_str(text)?),
+            "taint" => Record::Taint(serde_json::from_str(text)?),
+            "title" => Record::Title {
+                title: serde_json::from_str::<TitleBody>(text)?.title,
+            },
+            "checkpoint" => Record::Checkpoint {
+                value: serde_json::from_str::<CheckpointBody>(text)?.value,
+            },
+            _ => Record::Unknown {
+                kind: kind.to_string(),
+                raw: serde_json::from_str(text)?,
+            },
+        })
     }
 
     fn from_known(known: KnownRecord) -> Record {

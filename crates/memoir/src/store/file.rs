@@ -122,8 +122,8 @@ impl FileStore {
         let mut end = len;
         if len > 0 && read_at(file, len - 1, 1).ctx("read", path)? != b"\n" {
             let start = line_start_before(file, len).ctx("read", path)?;
-            let partial = read_at(file, start, (len - start) as usize).ctx("read", path)?;
-            if codec::decode(&partial).is_ok() {
+            let mut partial = read_at(file, start, (len - start) as usize).ctx("read", path)?;
+            if codec::decode(&mut partial).is_ok() {
                 // A complete record that only lacks its newline: keep it.
                 file.write_all(b"\n").ctx("write", path)?;
                 end = len + 1;
@@ -418,7 +418,7 @@ fn header_of(file: File) -> Option<SessionMeta> {
     if line.last() == Some(&b'\n') {
         line.pop();
     }
-    match codec::decode(&line).ok()? {
+    match codec::decode(&mut line).ok()? {
         codec::Decoded {
             seq: 0,
             record: Record::Meta(meta),

@@ -16,6 +16,8 @@ use crate::transcript::codec::{self, Hash, LineError, ZERO_HASH};
 #[derive(Debug, Default)]
 pub struct Scanner {
     log: RawLog,
+    /// Scratch copy of the current line (decoding parses in place).
+    scratch: Vec<u8>,
     /// `(seq, h)` of the last applied record.
     last: Option<(u64, Hash)>,
     line_no: u64,
@@ -51,7 +53,9 @@ impl Scanner {
             }
             return;
         }
-        let decoded = match codec::decode(line) {
+        self.scratch.clear();
+        self.scratch.extend_from_slice(line);
+        let decoded = match codec::decode(&mut self.scratch) {
             Ok(d) => d,
             Err(err) => {
                 let kind = if terminated {

@@ -31,8 +31,8 @@ const H_SUFFIX_LEN: usize = 6 + 2 * HASH_LEN + 2;
 /// `,"prev":"` + 32 hex + `"`.
 const PREV_LEN: usize = 9 + 2 * HASH_LEN + 1;
 
-/// Keys of the framing, stripped from payloads when parsing.
-pub const FRAMING_KEYS: &[&str] = &["seq", "prev", "h"];
+/// Keys reserved by the framing: no payload may use them.
+pub const RESERVED_KEYS: &[&str] = &["seq", "record", "prev", "h"];
 
 /// Why a line was not accepted.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -129,12 +129,39 @@ pub fn verify_frame(line: &[u8]) -> Result<(u64, Hash, Hash), LineError> {
 }
 
 /// Verify and parse one line (without its trailing newline).
-pub fn decode(line: &[u8]) -> Result<Decoded, LineError> {
+///
+/// The line buffer is used as scratch space: the payload between the kind tag
+/// and `prev` is parsed in place as its own object (two framing bytes are
+/// overwritten with braces), so the framing keys never reach the payload.
+pub fn decode(line: &mut [u8]) -> Result<Decoded, LineError> {
     let (seq, prev, hash) = verify_frame(line)?;
-    let text = std::str::from_utf8(line).map_err(|_| LineError::NotUtf8)?;
-    let kind = record_kind(text).ok_or(LineError::BadFraming)?;
-    let record = Record::from_json_str(kind, text, FRAMING_KEYS)
-        .map_err(|e| LineError::BadRecord(e.to_string()))?;
+    let prev_at = line.len() - H_SUFFIX_LEN - PREV_LEN;
+    let (kind_start, kind_end) = record_kind(line).ok_or(LineError::BadFraming)?;
+    let kind = std::str::from_utf8(&line[kind_start..kind_end])
+        .map_err(|_| LineError::NotUtf8)?
+        .to_owned();
+    let payload_at = kind_end + 1; // the `,` after the kind's closing quote
+    let record = if payload_at == prev_at {
+        Record::from_json_str(&kind, "{}")
+    } else if payload_at < prev_at && line[payload_at] == b',' {
+        line[payload_at] = b'{';
+        line[prev_at] = b'}';
+        let text = std::str::from_utf8(&line[payload_at..=prev_at]);
+        let parsed = text.map_err(|_| LineError::NotUtf8).and_then(|t| {
+            Record::from_json_str(&kind, t).map_err(|e| LineError::BadRecord(e.to_string()))
+        });
+        line[payload_at] = b',';
+        line[prev_at] = b',';
+        return parsed.map(|record| Decoded {
+            seq,
+            prev,
+            hash,
+            record,
+        });
+    } else {
+        return Err(LineError::BadFraming);
+    }
+    .map_err(|e| LineError::BadRecord(e.to_string()))?;
     Ok(Decoded {
         seq,
         prev,
@@ -143,13 +170,18 @@ pub fn decode(line: &[u8]) -> Result<Decoded, LineError> {
     })
 }
 
-/// The `"record"` tag, which the writer always puts right after `seq`.
-fn record_kind(text: &str) -> Option<&str> {
-    let after_seq = text.find(',')? + 1;
-    let rest = text[after_seq..].strip_prefix("\"record\":\"")?;
-    let end = rest.find('"')?;
-    let kind = &rest[..end];
-    (!kind.contains('\\')).then_some(kind)
+/// Byte range of the `"record"` tag, which the writer always puts right after `seq`.
+fn record_kind(line: &[u8]) -> Option<(usize, usize)> {
+    let after_seq = line.iter().position(|&b| b == b',')? + 1;
+    let tag = b"\"record\":\"";
+    if !line[after_seq..].starts_with(tag) {
+        return None;
+    }
+    let start = after_seq + tag.len();
+    let len = line[start..]
+        .iter()
+        .position(|&b| b == b'"' || b == b'\\')?;
+    (line.get(start + len) == Some(&b'"')).then_some((start, start + len))
 }
 
 /// Truncated BLAKE3 of `bytes`.
@@ -198,6 +230,13 @@ mod tests {
     use super::*;
     use crate::message::Message;
     use crate::record::Taint;
+
+    fn decode(line: &[u8]) -> Result<Decoded, LineError> {
+        let mut owned = line.to_vec();
+        let out = super::decode(&mut owned);
+        assert_eq!(owned, line, "decode must restore the buffer");
+        out
+    }
 
     fn line(seq: u64, prev: &Hash, rec: &Record) -> (Vec<u8>, Hash) {
         let mut out = Vec::new();

@@ -337,11 +337,11 @@ fn read_depth(store: &dyn LogStore, id: &str, depth: usize) -> Result<Transcript
             }),
         }
     }
-    for rec in &raw.records {
+    t.last_seq = raw.last_seq;
+    t.report.issues.extend(raw.report.issues);
+    for rec in raw.records {
         t.apply(rec);
     }
-    t.report.issues.extend(raw.report.issues);
-    t.last_seq = raw.last_seq;
     Ok(t)
 }
 
@@ -378,14 +378,14 @@ fn stitch_parent(
             ..prefix
         };
     }
-    for rec in raw.records.iter().take_while(|r| r.seq <= fork.seq) {
+    t.report
+        .issues
+        .extend(raw.report.issues.into_iter().filter(|i| i.seq <= fork.seq));
+    for rec in raw.records.into_iter().take_while(|r| r.seq <= fork.seq) {
         if !matches!(rec.record, Record::Summary(_)) {
             t.apply(rec);
         }
     }
-    t.report
-        .issues
-        .extend(raw.report.issues.into_iter().filter(|i| i.seq <= fork.seq));
     Ok(t)
 }
 

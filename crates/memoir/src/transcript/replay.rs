@@ -74,16 +74,17 @@ impl Transcript {
     }
 
     /// Apply one record.
-    pub fn apply(&mut self, rec: &SeqRecord) {
-        match &rec.record {
+    pub fn apply(&mut self, rec: SeqRecord) {
+        let seq = rec.seq;
+        match rec.record {
             Record::Meta(_) => {}
             Record::Message(m) => {
-                self.messages.push(m.clone());
-                self.message_seqs.push(rec.seq);
+                self.messages.push(m);
+                self.message_seqs.push(seq);
             }
-            Record::Rewrite { messages } => self.rewrite(rec.seq, messages),
+            Record::Rewrite { messages } => self.rewrite(seq, messages),
             Record::Config(c) => {
-                self.configs.push((**c).clone());
+                self.configs.push(*c);
                 self.config_positions.push(self.messages.len());
             }
             Record::Summary(s) => {
@@ -91,18 +92,18 @@ impl Transcript {
                 self.turns = self.turns.saturating_add(s.turns);
             }
             Record::Taint(t) => {
-                self.taint.merge(*t);
+                self.taint.merge(t);
                 self.taint_timeline.push(self.messages.len(), self.taint);
             }
-            Record::Title { title } => self.title = Some(title.clone()),
+            Record::Title { title } => self.title = Some(title),
             Record::Checkpoint { value } => {
-                self.checkpoint = (!value.is_null()).then(|| value.clone());
+                self.checkpoint = (!value.is_null()).then_some(value);
             }
-            Record::Unknown { .. } => self.unknown.push(rec.clone()),
+            record @ Record::Unknown { .. } => self.unknown.push(SeqRecord { seq, record }),
         }
     }
 
-    fn rewrite(&mut self, seq: u64, messages: &[Message]) {
+    fn rewrite(&mut self, seq: u64, messages: Vec<Message>) {
         let in_place =
             messages.len() >= self.messages.len() || self.messages[..messages.len()] == *messages;
         for pos in &mut self.config_positions {
@@ -129,7 +130,7 @@ impl Transcript {
             .count();
         self.inherited = unchanged;
         self.message_seqs = seqs;
-        self.messages = messages.to_vec();
+        self.messages = messages;
         self.taint_timeline.clear();
     }
 
