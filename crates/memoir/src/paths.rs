@@ -69,17 +69,6 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
 /// Write `bytes` to `path` atomically: a temp file in the same directory,
 /// fsync, rename over `path`, fsync the directory.
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<()> {
-    replace_file(path, bytes, true)
-}
-
-/// Like [`atomic_write`] without the fsyncs: readers see the old or the new
-/// content, never a mix, but a power loss may lose the write. For caches that
-/// can be rebuilt (e.g. the session index).
-pub fn atomic_write_unsynced(path: &Path, bytes: &[u8]) -> Result<()> {
-    replace_file(path, bytes, false)
-}
-
-fn replace_file(path: &Path, bytes: &[u8], sync: bool) -> Result<()> {
     use std::io::Write;
     let dir = path.parent().unwrap_or_else(|| Path::new("."));
     let name = path
@@ -94,14 +83,9 @@ fn replace_file(path: &Path, bytes: &[u8], sync: bool) -> Result<()> {
     let result = (|| {
         let mut f = private_new_file().open(&tmp).ctx("create", &tmp)?;
         f.write_all(bytes).ctx("write", &tmp)?;
-        if sync {
-            f.sync_all().ctx("fsync", &tmp)?;
-        }
+        f.sync_all().ctx("fsync", &tmp)?;
         fs::rename(&tmp, path).ctx("rename", path)?;
-        if sync {
-            sync_dir(dir)?;
-        }
-        Ok(())
+        sync_dir(dir)
     })();
     if result.is_err() {
         let _ = fs::remove_file(&tmp);

@@ -611,6 +611,13 @@ fn list_reads_a_fresh_index_and_heals_a_stale_missing_or_corrupt_one() {
     std::fs::write(index.join(format!("{a}.json")), b"{not json").unwrap();
     let r = m.list_sessions_report().unwrap();
     assert_eq!((r.rebuilt, r.entries.len()), (1, 2));
+    // Torn in-place write: a shorter new entry over a longer old one.
+    let entry_path = index.join(format!("{b}.json"));
+    let mut torn = std::fs::read(&entry_path).unwrap();
+    torn.extend_from_slice(b"0}}");
+    std::fs::write(&entry_path, torn).unwrap();
+    let r = m.list_sessions_report().unwrap();
+    assert_eq!((r.rebuilt, r.entries.len()), (1, 2));
     // Stale: a transcript longer than its entry.
     let session = Session::open(&sessions_dir(dir.path()).join(format!("{a}.jsonl"))).unwrap();
     session

@@ -2,11 +2,11 @@
 //! that listing a store never reads its transcripts while the cache is fresh.
 //!
 //! Layout (see `docs/FORMAT.md`, "Session index and trash"):
-//! `<dir>/index/<id>.json` holds one compact JSON [`IndexEntry`], replaced
-//! atomically (temp file + rename, no fsync: the transcripts are the truth and
-//! a lost entry is rebuilt). Each entry records the [`Stamp`] (size, mtime,
-//! inode) of the transcript it was computed from and the `seq` of the last
-//! record it covers.
+//! `<dir>/index/<id>.json` holds one compact JSON [`IndexEntry`], rewritten
+//! in place under a `flock` (no fsync: the transcripts are the truth, and an
+//! entry that is lost, torn or stale is rebuilt from them). Each entry
+//! records the [`Stamp`] (size, mtime, inode) of the transcript it was
+//! computed from and the `seq` of the last record it covers.
 //!
 //! - An update costs O(1): one entry file, written after each append.
 //! - Listing stats every transcript and reads every entry; an entry that is
@@ -19,11 +19,10 @@
 //!   stat'ed length must carry the entry's `seq`) and left to be rebuilt.
 
 use std::collections::{HashMap, HashSet};
-use std::fs::{self, File};
+use std::fs::{self, File, OpenOptions};
 use std::io::ErrorKind;
-use std::os::unix::fs::{FileExt, MetadataExt};
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -41,10 +40,6 @@ pub const INDEX_DIR: &str = "index";
 
 /// Version of the entry format written by this build.
 pub const ENTRY_VERSION: u32 = 1;
-
-/// Temp files older than this in the index directory are leftovers of a
-/// crash and are removed by listing.
-const STALE_TEMP: Duration = Duration::from_secs(60);
 
 /// What a transcript looked like on disk when its entry was computed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -309,11 +304,34 @@ impl Index {
         Ok(Some(entry))
     }
 
-    /// Write an entry (atomically replacing the old one).
+    /// Write an entry in place, under an exclusive `flock` of its file (so
+    /// writers of one entry never interleave). No temp file and no rename:
+    /// replacing a file per update costs a new inode and the old one's
+    /// release on every flush. A reader racing the write, or a crash during
+    /// it, sees an unparsable entry or one whose stamp (the last field) is
+    /// not the transcript's: either way it is rebuilt, never trusted.
     pub fn write(&self, entry: &IndexEntry) -> Result<()> {
         paths::create_private_dir(&self.dir)?;
         let path = self.entry_path(&entry.id)?;
-        paths::atomic_write_unsynced(&path, &serde_json::to_vec(entry)?)
+        let bytes = serde_json::to_vec(entry)?;
+        let io = |op, source| Error::Io {
+            op,
+            path: path.clone(),
+            source,
+        };
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(&path)
+            .map_err(|e| io("open", e))?;
+        file.lock().map_err(|e| io("lock", e))?;
+        let written = file
+            .write_all_at(&bytes, 0)
+            .and_then(|()| file.set_len(bytes.len() as u64));
+        let _ = file.unlock();
+        written.map_err(|e| io("write", e))
     }
 
     /// Remove the entry of `id` (a missing one is fine).
@@ -366,22 +384,10 @@ impl Index {
             }
             live.insert(id.to_string(), Stamp::of(&meta));
         }
-        let mut indexed: HashSet<String> = HashSet::new();
-        let now = SystemTime::now();
-        for (name, meta) in read_dir_files(&self.dir)? {
-            if let Some(id) = name.strip_suffix(".json") {
-                indexed.insert(id.to_string());
-            } else if name.starts_with('.') && name.ends_with(".tmp") {
-                let old = meta
-                    .modified()
-                    .ok()
-                    .and_then(|m| now.duration_since(m).ok())
-                    .is_some_and(|age| age > STALE_TEMP);
-                if old {
-                    let _ = fs::remove_file(self.dir.join(&name));
-                }
-            }
-        }
+        let indexed: HashSet<String> = read_dir_files(&self.dir)?
+            .into_iter()
+            .filter_map(|(name, _)| name.strip_suffix(".json").map(str::to_string))
+            .collect();
         for (id, stamp) in &live {
             let fresh = indexed
                 .contains(id)
