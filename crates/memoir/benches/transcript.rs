@@ -268,7 +268,7 @@ fn bench_load() {
     let tmp = match std::env::var("BENCH_KEEP_DIR") {
         Ok(d) => tempfile::Builder::new()
             .prefix("load")
-            .keep(true)
+            .disable_cleanup(true)
             .tempdir_in(d)
             .expect("tmp"),
         Err(_) => tempfile::tempdir().expect("tmp"),

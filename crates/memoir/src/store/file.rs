@@ -412,7 +412,9 @@ fn open_existing(path: &Path, id: &str) -> Result<File> {
 
 /// The verified header of a transcript: its first line only.
 fn header_of(file: File) -> Option<SessionMeta> {
-    let mut reader = BufReader::with_capacity(8 * 1024, file);
+    // Headers are a few hundred bytes: a small first read keeps listing cost
+    // independent of transcript size.
+    let mut reader = BufReader::with_capacity(1024, file);
     let mut line = Vec::new();
     reader.read_until(b'\n', &mut line).ok()?;
     if line.last() == Some(&b'\n') {
