@@ -144,8 +144,10 @@ EOF
         chmod 0755 "$dir/restart.sh"
         local psql="$bin/psql"
         [ -x "$psql" ] || psql=/usr/bin/psql
-        if ! __mpg_as_ci "$psql" -h 127.0.0.1 -p "$port" -U postgres -d postgres -tAc \
-            "SELECT 1 FROM pg_database WHERE datname = 'memoir_test'" | grep -q 1; then
+        local have
+        have="$(__mpg_as_ci "$psql" -h 127.0.0.1 -p "$port" -U postgres -d postgres -tAc \
+            "SELECT 1 FROM pg_database WHERE datname = 'memoir_test'")" || return 1
+        if [ "$have" != 1 ]; then
             __mpg_as_ci "$psql" -h 127.0.0.1 -p "$port" -U postgres -d postgres -qc \
                 "CREATE DATABASE memoir_test" >/dev/null || return 1
         fi

@@ -695,7 +695,7 @@ impl PgStore {
         let last_seq = row.get::<_, i64>(0) as u64;
         let Some(last_hash) = hash_from(row.get::<_, &[u8]>(1)) else {
             return Ok(Err(Error::Corrupt {
-                path: PathBuf::from(self.location(id)),
+                path: self.location(id),
                 detail: "last_hash is not a 16-byte hash".into(),
             }));
         };
@@ -1119,7 +1119,8 @@ fn locator_of(config: &postgres::Config, schema: &str) -> String {
 
 /// Decode a stored header line; `None` unless it verifies as a `seq` 0 header.
 fn header_from_line(line: &str) -> Option<SessionMeta> {
-    match codec::decode(line.as_bytes()).ok()? {
+    let mut bytes = line.as_bytes().to_vec();
+    match codec::decode(&mut bytes).ok()? {
         codec::Decoded {
             seq: 0,
             record: Record::Meta(meta),
