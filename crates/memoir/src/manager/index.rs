@@ -356,10 +356,11 @@ impl Index {
     }
 
     /// The entry of a transcript just read, written when still current.
-    /// Returns the entry and whether it was written.
+    /// Returns the entry and whether it was written (a store whose index
+    /// cannot be written, e.g. a read-only one, still gets its entries).
     pub fn refresh(&self, t: &Transcript) -> Result<(IndexEntry, bool)> {
         let entry = IndexEntry::from_transcript(t);
-        if let Some(written) = self.commit(entry.clone())? {
+        if let Ok(Some(written)) = self.commit(entry.clone()) {
             return Ok((written, true));
         }
         let mut entry = entry;
@@ -384,7 +385,9 @@ impl Index {
             }
             live.insert(id.to_string(), Stamp::of(&meta));
         }
-        let indexed: HashSet<String> = read_dir_files(&self.dir)?
+        // An unreadable index directory means every entry is rebuilt.
+        let indexed: HashSet<String> = read_dir_files(&self.dir)
+            .unwrap_or_default()
             .into_iter()
             .filter_map(|(name, _)| name.strip_suffix(".json").map(str::to_string))
             .collect();
