@@ -171,6 +171,39 @@ struct AppState {
     pg: Option<Arc<memoir::store::postgres::PgStore>>,
     /// BLAKE3 of each token → its grant.
     tokens: HashMap<[u8; 32], TokenGrant>,
+    /// Session id → project, remembered from verified headers so an append
+    /// needs no extra read (a header's project never changes; the entry is
+    /// dropped when this server deletes the session).
+    projects: std::sync::RwLock<HashMap<String, String>>,
+}
+
+impl AppState {
+    /// Like [`header_in_project`], answered from the cache when possible.
+    fn check_project(&self, project: &str, id: &str) -> Result<(), Error> {
+        if let Ok(cache) = self.projects.read() {
+            if let Some(p) = cache.get(id) {
+                return if p == project {
+                    Ok(())
+                } else {
+                    Err(Error::NotFound(id.to_string()))
+                };
+            }
+        }
+        let meta = header_in_project(self.store.as_ref(), project, id)?;
+        if let Ok(mut cache) = self.projects.write() {
+            if cache.len() >= 1 << 20 {
+                cache.clear();
+            }
+            cache.insert(meta.id, project.to_string());
+        }
+        Ok(())
+    }
+
+    fn forget_project(&self, id: &str) {
+        if let Ok(mut cache) = self.projects.write() {
+            cache.remove(id);
+        }
+    }
 }
 
 type Shared = Arc<AppState>;
@@ -544,11 +577,10 @@ async fn append_records(
             "a header (meta) record can only be written by creating a session",
         ));
     }
-    let store = st.store.clone();
     let expected = req.expected_seq;
     let a = blocking(move || {
-        header_in_project(store.as_ref(), &auth.project, &id)?;
-        store.append(&id, &records, expected)
+        st.check_project(&auth.project, &id)?;
+        st.store.append(&id, &records, expected)
     })
     .await?;
     Ok(Json(wire::AppendResponse {
@@ -647,10 +679,10 @@ async fn delete_session(
     path: Result<Path<String>, PathRejection>,
 ) -> ApiResult<StatusCode> {
     let id = session_id(path)?;
-    let store = st.store.clone();
     blocking(move || {
-        header_in_project(store.as_ref(), &auth.project, &id)?;
-        store.delete(&id)
+        header_in_project(st.store.as_ref(), &auth.project, &id)?;
+        st.forget_project(&id);
+        st.store.delete(&id)
     })
     .await?;
     Ok(StatusCode::NO_CONTENT)
@@ -733,6 +765,7 @@ pub fn router(config: ServerConfig) -> Router {
         #[cfg(feature = "postgres")]
         pg: config.pg,
         tokens,
+        projects: std::sync::RwLock::new(HashMap::new()),
     });
     Router::new()
         .route("/healthz", get(health))
