@@ -130,3 +130,25 @@ fn corrupt_weights_are_a_clear_error() {
     assert!(matches!(err, EmbeddingError::ModelNotLoaded(_)));
     assert!(err.to_string().contains("model.safetensors"), "{err}");
 }
+
+#[test]
+fn one_thread_option_gives_the_same_vectors() {
+    use memoir::embed::MiniLmOptions;
+    let items = reference();
+    let dir = model().dir().to_path_buf();
+    let one = MiniLm::load_with(
+        &dir,
+        &MiniLmOptions {
+            threads: Some(1),
+            max_batch: 2,
+            ..MiniLmOptions::default()
+        },
+    )
+    .expect("load with one thread");
+    let texts: Vec<&str> = items.iter().take(5).map(|i| i.text.as_str()).collect();
+    let a = one.embed_batch_sync(&texts).expect("embed");
+    for (item, v) in items.iter().zip(&a) {
+        assert!(cosine(v, &item.embedding) >= 0.999, "{:?}", item.text);
+    }
+    assert_eq!(one.model_id(), model().model_id());
+}
