@@ -1119,7 +1119,8 @@ fn locator_of(config: &postgres::Config, schema: &str) -> String {
 
 /// Decode a stored header line; `None` unless it verifies as a `seq` 0 header.
 fn header_from_line(line: &str) -> Option<SessionMeta> {
-    match codec::decode(line.as_bytes()).ok()? {
+    let mut bytes = line.as_bytes().to_vec();
+    match codec::decode(&mut bytes).ok()? {
         codec::Decoded {
             seq: 0,
             record: Record::Meta(meta),
