@@ -281,3 +281,38 @@ fn cli_verify_show_and_errors() {
     assert_eq!(empty.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&empty.stderr).contains("MEMOIR_SESSION_DIR"));
 }
+
+#[test]
+fn a_full_disk_fails_the_append_cleanly_and_loses_nothing() {
+    // RLIMIT_FSIZE makes writes past 256 KiB fail (EFBIG) part-way, as a full
+    // disk does; SIGXFSZ is ignored so the writer sees the error.
+    let dir = tempfile::tempdir().unwrap();
+    let s = create(dir.path(), "full");
+    let script = format!(
+        "ulimit -f 256; trap '' XFSZ; exec '{}' debug append-loop '{}' --count 1000 --size 3000 --durability fsync",
+        env!("CARGO_BIN_EXE_memoir"),
+        s.path.display()
+    );
+    let out = Command::new("bash").arg("-c").arg(script).output().unwrap();
+    assert!(!out.status.success(), "the writer must hit the limit");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("memoir: write") && !stderr.contains("panicked"),
+        "{stderr}"
+    );
+    let acked = String::from_utf8_lossy(&out.stdout).lines().count() as u64;
+    assert!(acked > 10, "some appends fit before the limit: {acked}");
+    let t = Session::read(&s.path).unwrap();
+    assert!(
+        t.report.is_clean(),
+        "the failed append left no partial record: {:?}",
+        t.report.issues
+    );
+    assert_eq!(
+        t.last_seq, acked,
+        "every acknowledged record, and nothing else"
+    );
+    // With space again, appending continues the chain.
+    s.append_messages(&[Message::user("after")]).unwrap();
+    assert!(Session::read(&s.path).unwrap().report.is_clean());
+}
