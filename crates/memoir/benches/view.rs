@@ -262,7 +262,12 @@ fn ann(args: &Args) {
     }
     if args.peers {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/peers/ann.py");
-        println!("## peers: python3 {} --dir {} --m 16 --efc {}", script.display(), args.out.display(), args.efc);
+        println!(
+            "## peers: python3 {} --dir {} --m 16 --efc {}",
+            script.display(),
+            args.out.display(),
+            args.efc
+        );
         let status = std::process::Command::new("python3")
             .arg(&script)
             .arg("--dir")
@@ -278,12 +283,56 @@ fn ann(args: &Args) {
 // ---- graft ----------------------------------------------------------------
 
 const WORDS: &[&str] = &[
-    "deploy", "key", "vault", "build", "cache", "error", "panic", "thread", "index", "query",
-    "session", "fork", "token", "budget", "graph", "vector", "lexical", "merge", "commit",
-    "branch", "review", "latency", "disk", "memory", "socket", "retry", "timeout", "config",
-    "schema", "migration", "user", "password", "report", "invoice", "customer", "ticket",
-    "release", "rollback", "feature", "flag", "metric", "alert", "dashboard", "cluster", "node",
-    "shard", "replica", "backup", "restore", "audit",
+    "deploy",
+    "key",
+    "vault",
+    "build",
+    "cache",
+    "error",
+    "panic",
+    "thread",
+    "index",
+    "query",
+    "session",
+    "fork",
+    "token",
+    "budget",
+    "graph",
+    "vector",
+    "lexical",
+    "merge",
+    "commit",
+    "branch",
+    "review",
+    "latency",
+    "disk",
+    "memory",
+    "socket",
+    "retry",
+    "timeout",
+    "config",
+    "schema",
+    "migration",
+    "user",
+    "password",
+    "report",
+    "invoice",
+    "customer",
+    "ticket",
+    "release",
+    "rollback",
+    "feature",
+    "flag",
+    "metric",
+    "alert",
+    "dashboard",
+    "cluster",
+    "node",
+    "shard",
+    "replica",
+    "backup",
+    "restore",
+    "audit",
 ];
 
 fn sentence(rng: &mut Rng, words: usize) -> String {
@@ -300,15 +349,23 @@ fn graft(_args: &Args) {
     let view = SessionView::new("bench", DIMS);
     for seq in 0..n as u64 {
         let text = sentence(&mut rng, 20);
-        view.insert_chunk(&mix.sample(), ChunkMeta::inline(seq, "user.text", text.clone()), &text);
+        view.insert_chunk(
+            &mix.sample(),
+            ChunkMeta::inline(seq, "user.text", text.clone()),
+            &text,
+        );
     }
-    let queries: Vec<(Vec<f32>, String)> =
-        (0..1000).map(|_| (mix.sample(), sentence(&mut rng, 6))).collect();
+    let queries: Vec<(Vec<f32>, String)> = (0..1000)
+        .map(|_| (mix.sample(), sentence(&mut rng, 6)))
+        .collect();
     println!("## graft: {n}-chunk session, {DIMS}-d, 1000 queries, embedding excluded");
     println!("operation | p50 ms | p99 ms | per second");
     let vecs: Vec<Vec<f32>> = queries.iter().map(|q| q.0.clone()).collect();
     let (_, t) = time_queries(&vecs, |q| view.graft(q, 10));
-    println!("graft (vector, top 10) | {:.4} | {:.4} | {:.0}", t.p50_ms, t.p99_ms, t.qps);
+    println!(
+        "graft (vector, top 10) | {:.4} | {:.4} | {:.0}",
+        t.p50_ms, t.p99_ms, t.qps
+    );
     let mut i = 0;
     let (_, t) = time_queries(&vecs, |q| {
         let text = &queries[i].1;
@@ -321,7 +378,10 @@ fn graft(_args: &Args) {
             states: StateSet::NOT_PRUNED,
         })
     });
-    println!("graft (hybrid, top 10) | {:.4} | {:.4} | {:.0}", t.p50_ms, t.p99_ms, t.qps);
+    println!(
+        "graft (hybrid, top 10) | {:.4} | {:.4} | {:.0}",
+        t.p50_ms, t.p99_ms, t.qps
+    );
     let mut i = 0;
     let (_, t) = time_queries(&vecs, |q| {
         let text = &queries[i].1;
@@ -365,7 +425,7 @@ fn session(n: usize) -> (Vec<Message>, Vec<u64>) {
             ],
         ));
         // Every tenth tool output is long enough to be split.
-        let words = if call % 10 == 0 { 600 } else { 40 };
+        let words = if call.is_multiple_of(10) { 600 } else { 40 };
         msgs.push(Message::tool_result(id, sentence(&mut rng, words), false));
     }
     msgs.truncate(n);
@@ -378,8 +438,8 @@ fn rebuild_with(name: &str, inner: Arc<dyn EmbeddingProvider>, msgs: &[Message],
     let mut manifests = Vec::new();
     for pass in ["cold", "warm"] {
         // A fresh handle each pass: the warm pass reads the cache file back.
-        let cached = CachedEmbedder::open(inner.clone(), CacheConfig::new(dir.path()))
-            .expect("open cache");
+        let cached =
+            CachedEmbedder::open(inner.clone(), CacheConfig::new(dir.path())).expect("open cache");
         let t = Instant::now();
         let (view, report) = block_on(SessionView::rebuild_from_messages(
             "bench",
@@ -411,9 +471,17 @@ fn rebuild_with(name: &str, inner: Arc<dyn EmbeddingProvider>, msgs: &[Message],
 
 fn rebuild(args: &Args) {
     let (msgs, seqs) = session(args.messages);
-    println!("## rebuild: synthetic agent session, {} messages", msgs.len());
+    println!(
+        "## rebuild: synthetic agent session, {} messages",
+        msgs.len()
+    );
     println!("embedder | pass | messages | chunks | total s | embedding s | cache");
-    rebuild_with("hash-v1@384", Arc::new(HashEmbedder::new(DIMS)), &msgs, &seqs);
+    rebuild_with(
+        "hash-v1@384",
+        Arc::new(HashEmbedder::new(DIMS)),
+        &msgs,
+        &seqs,
+    );
     if args.minilm {
         match memoir::embed::MiniLm::discover(&memoir::embed::MiniLmOptions::default()) {
             Ok(m) => rebuild_with("minilm", Arc::new(m), &msgs, &seqs),

@@ -68,7 +68,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         &options,
     ))?;
     if let Some(budget) = args.budget {
-        let block = block_on(view.graft_budget(embedder.as_ref(), &args.query, budget, store.as_ref()))?;
+        let block =
+            block_on(view.graft_budget(embedder.as_ref(), &args.query, budget, store.as_ref()))?;
         if args.json {
             println!("{}", serde_json::to_string_pretty(&block)?);
         } else if block.text.is_empty() {
@@ -131,11 +132,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let text = text_of(&h.meta.content());
         let one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
         let preview: String = one_line.chars().take(200).collect();
-        let more = if one_line.chars().count() > 200 { "…" } else { "" };
+        let more = if one_line.chars().count() > 200 {
+            "…"
+        } else {
+            ""
+        };
         println!(
             "[chain_seq {}{}] {:.3} {}: {preview}{more}",
             h.chain_seq,
-            if h.meta.part > 0 { format!(".{}", h.meta.part) } else { String::new() },
+            if h.meta.part > 0 {
+                format!(".{}", h.meta.part)
+            } else {
+                String::new()
+            },
             h.score,
             h.meta.kind
         );

@@ -114,7 +114,10 @@ mod tests {
     fn malformed_references_are_not_references() {
         let h = hash_bytes(b"x");
         assert_eq!(parse_blob_ref(&h), None);
-        assert_eq!(parse_blob_ref(&format!("{BLOB_REF_PREFIX}{}", &h[..63])), None);
+        assert_eq!(
+            parse_blob_ref(&format!("{BLOB_REF_PREFIX}{}", &h[..63])),
+            None
+        );
         assert_eq!(parse_blob_ref(&format!("{BLOB_REF_PREFIX}{h} ")), None);
         assert_eq!(
             parse_blob_ref(&format!("{BLOB_REF_PREFIX}{}", h.to_uppercase())),

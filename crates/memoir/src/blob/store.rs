@@ -192,7 +192,14 @@ impl ArtifactStore {
                 let intact = match fs::read(&path) {
                     Ok(existing) => hash_bytes(&existing) == hash,
                     Err(e) if e.kind() == ErrorKind::NotFound => false,
-                    Err(e) => return Err(crate::Error::Io { op: "read", path, source: e }.into()),
+                    Err(e) => {
+                        return Err(crate::Error::Io {
+                            op: "read",
+                            path,
+                            source: e,
+                        }
+                        .into())
+                    }
                 };
                 if !intact {
                     create_private_dir(&dir.join(&hash[..2]))?;
@@ -305,7 +312,14 @@ impl ArtifactStore {
                     Err(e) if e.kind() == ErrorKind::NotFound => {
                         return Err(BlobError::NotFound(hash.to_string()))
                     }
-                    Err(e) => return Err(crate::Error::Io { op: "read", path, source: e }.into()),
+                    Err(e) => {
+                        return Err(crate::Error::Io {
+                            op: "read",
+                            path,
+                            source: e,
+                        }
+                        .into())
+                    }
                 }
             }
         };
@@ -334,7 +348,8 @@ impl ArtifactStore {
                 let _guard = Self::write_lock(dir, mutex)?;
                 let existed = remove_if_exists(&dir.join(&hash[..2]).join(hash))?;
                 remove_if_exists(&Self::refs_path(dir, hash))?;
-                sync_dir(&dir.join(&hash[..2])).or_else(|e| if existed { Err(e) } else { Ok(()) })?;
+                sync_dir(&dir.join(&hash[..2]))
+                    .or_else(|e| if existed { Err(e) } else { Ok(()) })?;
                 Ok(existed)
             }
         }
@@ -423,8 +438,11 @@ impl ArtifactStore {
                                 report.kept_blobs += 1;
                             }
                         } else if let Some(h) = name.strip_suffix(".refs") {
-                            if is_valid_hash(h) && !shard.join(h).exists() {
-                                remove_if_exists(&path)?;
+                            // (The count of a blob removed above is already gone.)
+                            if is_valid_hash(h)
+                                && !shard.join(h).exists()
+                                && remove_if_exists(&path)?
+                            {
                                 report.removed_strays += 1;
                                 changed = true;
                             }

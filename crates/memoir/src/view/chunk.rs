@@ -218,7 +218,10 @@ pub fn chunk_messages(
                     content,
                     is_error,
                 } => {
-                    let name = tool_names.get(tool_use_id.as_str()).copied().unwrap_or("tool");
+                    let name = tool_names
+                        .get(tool_use_id.as_str())
+                        .copied()
+                        .unwrap_or("tool");
                     let body = match (parse_blob_ref(content), store) {
                         (Some(hash), Some(store)) => store.load_string(hash)?,
                         (Some(_), None) => continue,
@@ -251,7 +254,13 @@ pub fn add_lexical_context(chunks: &mut [Chunk], n: usize) {
             let lo = i.saturating_sub(n);
             let hi = (i + n).min(chunks.len() - 1);
             (lo..=hi)
-                .map(|j| if j == i { chunks[j].embed_input.as_str() } else { chunks[j].text.as_str() })
+                .map(|j| {
+                    if j == i {
+                        chunks[j].embed_input.as_str()
+                    } else {
+                        chunks[j].text.as_str()
+                    }
+                })
                 .collect::<Vec<_>>()
                 .join("\n")
         })
@@ -276,12 +285,21 @@ mod tests {
             assert!(parts.iter().any(|p| p.contains(w)), "{w} lost");
         }
         // Consecutive windows share text.
-        let tail: String = parts[0].chars().rev().take(10).collect::<Vec<_>>().into_iter().rev().collect();
+        let tail: String = parts[0]
+            .chars()
+            .rev()
+            .take(10)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
         assert!(parts[1].contains(tail.trim()));
         assert_eq!(split_text("short", 100, 20), vec!["short"]);
         // Multi-byte text never splits inside a character.
         let wide = "é".repeat(500);
-        assert!(split_text(&wide, 100, 10).iter().all(|p| p.chars().all(|c| c == 'é')));
+        assert!(split_text(&wide, 100, 10)
+            .iter()
+            .all(|p| p.chars().all(|c| c == 'é')));
     }
 
     #[test]
@@ -292,7 +310,9 @@ mod tests {
             Message::new(
                 Role::Assistant,
                 vec![
-                    Block::Text { text: "looking".into() },
+                    Block::Text {
+                        text: "looking".into(),
+                    },
                     Block::ToolUse {
                         id: "c1".into(),
                         name: "grep".into(),
@@ -303,8 +323,10 @@ mod tests {
             Message::tool_result("c1", "src/a.rs:3: panic!()", false),
         ];
         let chunks = chunk_messages(&msgs, &[1, 2, 3, 4], &ChunkerConfig::default(), None).unwrap();
-        let kinds: Vec<(&str, u64, u32)> =
-            chunks.iter().map(|c| (c.kind.as_str(), c.chain_seq, c.part)).collect();
+        let kinds: Vec<(&str, u64, u32)> = chunks
+            .iter()
+            .map(|c| (c.kind.as_str(), c.chain_seq, c.part))
+            .collect();
         assert_eq!(
             kinds,
             vec![
@@ -315,7 +337,10 @@ mod tests {
             ]
         );
         assert_eq!(chunks[2].text, r#"grep {"pattern":"panic"}"#);
-        assert_eq!(chunks[3].embed_input, "tool result grep: src/a.rs:3: panic!()");
+        assert_eq!(
+            chunks[3].embed_input,
+            "tool result grep: src/a.rs:3: panic!()"
+        );
         assert_eq!(
             chunks[3].lexical_text(),
             "grep {\"pattern\":\"panic\"}\ntool result grep: src/a.rs:3: panic!()"

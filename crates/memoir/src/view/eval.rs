@@ -80,7 +80,9 @@ fn bad(msg: impl Into<String>) -> ViewError {
 /// Parse a LoCoMo JSON array.
 pub fn parse_locomo(text: &str) -> Result<Vec<Conversation>, ViewError> {
     let root: Value = serde_json::from_str(text).map_err(|e| bad(format!("LoCoMo JSON: {e}")))?;
-    let samples = root.as_array().ok_or_else(|| bad("LoCoMo file: not a JSON array"))?;
+    let samples = root
+        .as_array()
+        .ok_or_else(|| bad("LoCoMo file: not a JSON array"))?;
     let mut out = Vec::new();
     for (i, sample) in samples.iter().enumerate() {
         let sample_id = sample
@@ -119,7 +121,12 @@ pub fn parse_locomo(text: &str) -> Result<Vec<Conversation>, ViewError> {
             }
         }
         let mut questions = Vec::new();
-        for q in sample.get("qa").and_then(Value::as_array).into_iter().flatten() {
+        for q in sample
+            .get("qa")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             let category = q.get("category").and_then(Value::as_u64).unwrap_or(0) as u32;
             let evidence: Vec<String> = q
                 .get("evidence")
@@ -131,7 +138,10 @@ pub fn parse_locomo(text: &str) -> Result<Vec<Conversation>, ViewError> {
                 .map(|e| e.trim().to_string())
                 .filter(|e| !e.is_empty())
                 .collect();
-            let question = q.get("question").and_then(Value::as_str).unwrap_or_default();
+            let question = q
+                .get("question")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
             if (1..=4).contains(&category) && !evidence.is_empty() && !question.is_empty() {
                 questions.push(Question {
                     question: question.to_string(),
@@ -311,7 +321,8 @@ pub async fn evaluate(
     let mut index_time = Duration::ZERO;
     for conv in conversations {
         let started = Instant::now();
-        let view = SessionView::with_config(conv.sample_id.clone(), embedder.dimensions(), opts.view);
+        let view =
+            SessionView::with_config(conv.sample_id.clone(), embedder.dimensions(), opts.view);
         let chunks = turn_chunks(&conv.turns, &opts.style);
         if opts.mode.needs_vector() {
             for batch in chunks.chunks(opts.batch.max(1)) {
@@ -360,7 +371,11 @@ pub async fn evaluate(
                 .collect();
             for (i, &k) in RECALL_KS.iter().enumerate() {
                 let top: HashSet<&str> = ranked.iter().take(k).copied().collect();
-                let found = q.evidence.iter().filter(|e| top.contains(e.as_str())).count();
+                let found = q
+                    .evidence
+                    .iter()
+                    .filter(|e| top.contains(e.as_str()))
+                    .count();
                 let r = found as f64 / q.evidence.len() as f64;
                 sums[i] += r;
                 if k == 10 {
@@ -377,7 +392,11 @@ pub async fn evaluate(
         conversations: conversations.len(),
         turns,
         questions,
-        recall: RECALL_KS.iter().zip(sums).map(|(&k, s)| (k, s / n)).collect(),
+        recall: RECALL_KS
+            .iter()
+            .zip(sums)
+            .map(|(&k, s)| (k, s / n))
+            .collect(),
         recall10_by_category: by_cat
             .into_iter()
             .map(|(c, (q, s))| (c, q, s / q.max(1) as f64))
@@ -438,10 +457,20 @@ mod tests {
                 speaker: true,
             },
         );
-        assert_eq!(ctx[0].lexical_text(), "[1 Jan] A: hello B: look [image: a red kite]");
-        assert_eq!(ctx[1].lexical_text(), "[1 Jan] A: hello B: look [image: a red kite]");
+        assert_eq!(
+            ctx[0].lexical_text(),
+            "[1 Jan] A: hello B: look [image: a red kite]"
+        );
+        assert_eq!(
+            ctx[1].lexical_text(),
+            "[1 Jan] A: hello B: look [image: a red kite]"
+        );
         assert_eq!(ctx[1].embed_input, "B: look [image: a red kite]");
-        assert_eq!(ctx[2].lexical_text(), "[2 Jan] A: later", "neighbours stay in their session");
+        assert_eq!(
+            ctx[2].lexical_text(),
+            "[2 Jan] A: later",
+            "neighbours stay in their session"
+        );
         assert_eq!(ctx[2].embed_input, "A: later");
         assert_eq!(ctx[1].text, "B: look [image: a red kite]");
     }

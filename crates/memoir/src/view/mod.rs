@@ -304,7 +304,13 @@ impl Inner {
 
     /// Neighbour propagation over a ranked list (see
     /// [`ViewConfig::neighbor_weight`]); slots outside the list count as 0.
-    fn propagate(&self, hits: Vec<SlotHit>, weight: f32, k: usize, accept: &dyn Fn(u32) -> bool) -> Vec<SlotHit> {
+    fn propagate(
+        &self,
+        hits: Vec<SlotHit>,
+        weight: f32,
+        k: usize,
+        accept: &dyn Fn(u32) -> bool,
+    ) -> Vec<SlotHit> {
         if weight == 0.0 || hits.is_empty() {
             return hits;
         }
@@ -328,7 +334,13 @@ impl Inner {
         index::top_k(boosted, k)
     }
 
-    fn search_slots(&self, req: &SearchRequest, tokenizer: &Tokenizer, k: usize, config: &ViewConfig) -> Vec<SlotHit> {
+    fn search_slots(
+        &self,
+        req: &SearchRequest,
+        tokenizer: &Tokenizer,
+        k: usize,
+        config: &ViewConfig,
+    ) -> Vec<SlotHit> {
         let hybrid = &config.hybrid;
         let (nw, vnw) = (config.neighbor_weight, config.vector_neighbor_weight);
         let states = req.states;
@@ -340,7 +352,9 @@ impl Inner {
         let mode = match (req.mode, vector.is_some(), req.text.is_some()) {
             (RetrievalMode::Hybrid, true, false) => RetrievalMode::Vector,
             (RetrievalMode::Hybrid, false, true) => RetrievalMode::Lexical,
-            (RetrievalMode::Vector, false, _) | (RetrievalMode::Lexical, _, false) => return Vec::new(),
+            (RetrievalMode::Vector, false, _) | (RetrievalMode::Lexical, _, false) => {
+                return Vec::new()
+            }
             (RetrievalMode::Hybrid, false, false) => return Vec::new(),
             (m, _, _) => m,
         };
@@ -358,7 +372,9 @@ impl Inner {
             None => Vec::new(),
         };
         let lexical_hits = |k: usize| match req.text {
-            Some(t) => self.lexical.search_prf(&tokenizer.tokens(t), k, accept, &config.prf),
+            Some(t) => self
+                .lexical
+                .search_prf(&tokenizer.tokens(t), k, accept, &config.prf),
             None => Vec::new(),
         };
         // With propagation, read deeper so that neighbours' scores are known.
@@ -533,7 +549,8 @@ impl SessionView {
     /// Like [`SessionView::insert_vector`], with the text the lexical index
     /// should see (usually the embedding input).
     pub fn insert_chunk(&self, vector: &[f32], meta: ChunkMeta, search_text: &str) -> bool {
-        self.insert_chunk_replacing(vector, meta, search_text).is_some()
+        self.insert_chunk_replacing(vector, meta, search_text)
+            .is_some()
     }
 
     /// Insert; `Some(replaced)` on success, `None` on a width mismatch.
@@ -581,7 +598,8 @@ impl SessionView {
         text: &str,
         top_k: usize,
     ) -> Result<Vec<ScopedHit>, ViewError> {
-        self.query_text_mode(embedder, text, top_k, self.config.mode).await
+        self.query_text_mode(embedder, text, top_k, self.config.mode)
+            .await
     }
 
     /// [`SessionView::query_text`] in an explicit mode.
@@ -760,7 +778,11 @@ impl SessionView {
         let key = (chunk.chain_seq, chunk.part);
         let (inline, blob_hash, took_ref) = match store {
             Some(store) if chunk.text.len() > inline_max => {
-                let existing = self.read().chunks.get(&key).and_then(|e| e.meta.blob_hash.clone());
+                let existing = self
+                    .read()
+                    .chunks
+                    .get(&key)
+                    .and_then(|e| e.meta.blob_hash.clone());
                 if existing.as_deref() == Some(hash.as_str()) && store.contains(&hash) {
                     (None, Some(hash.clone()), false)
                 } else {

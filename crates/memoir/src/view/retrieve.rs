@@ -135,7 +135,11 @@ pub fn linear(lists: &[(&[SlotHit], f32)]) -> Vec<SlotHit> {
         let min = list.iter().map(|h| h.1).fold(f32::INFINITY, f32::min);
         let span = max - min;
         for &(slot, score) in list.iter() {
-            let norm = if span > 0.0 { (score - min) / span } else { 1.0 };
+            let norm = if span > 0.0 {
+                (score - min) / span
+            } else {
+                1.0
+            };
             *acc.entry(slot).or_insert(0.0) += weight * norm;
         }
     }
@@ -146,7 +150,10 @@ pub fn linear(lists: &[(&[SlotHit], f32)]) -> Vec<SlotHit> {
 
 /// Fuse two lists as `params` says.
 pub fn fuse(vector: &[SlotHit], lexical: &[SlotHit], params: &HybridParams) -> Vec<SlotHit> {
-    let lists = [(vector, params.vector_weight), (lexical, params.lexical_weight)];
+    let lists = [
+        (vector, params.vector_weight),
+        (lexical, params.lexical_weight),
+    ];
     match params.fusion {
         Fusion::Rrf => rrf(&lists, params.rrf_k),
         Fusion::Linear => linear(&lists),
@@ -165,7 +172,10 @@ mod tests {
         assert_eq!(fused.iter().map(|h| h.0).collect::<Vec<_>>(), vec![1, 3, 2]);
         let only_lex = rrf(&[(&v, 0.0), (&l, 1.0)], 60.0);
         assert_eq!(only_lex[0].0, 3);
-        assert_eq!("hybrid".parse::<RetrievalMode>().unwrap(), RetrievalMode::Hybrid);
+        assert_eq!(
+            "hybrid".parse::<RetrievalMode>().unwrap(),
+            RetrievalMode::Hybrid
+        );
         let lin = linear(&[(&v, 1.0), (&l, 1.0)]);
         // 1: 1.0 + 0.0 = 1.0; 3: 0.0 + 1.0 = 1.0; 2: 0.5 + 0 → 1 and 3 tie, slot order.
         assert_eq!(lin.iter().map(|h| h.0).collect::<Vec<_>>(), vec![1, 3, 2]);

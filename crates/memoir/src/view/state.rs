@@ -149,7 +149,12 @@ mod tests {
     fn exactly_nine_legal_moves_and_pruned_is_terminal() {
         let legal: usize = NodeState::ALL
             .iter()
-            .map(|a| NodeState::ALL.iter().filter(|b| a.can_transition_to(**b)).count())
+            .map(|a| {
+                NodeState::ALL
+                    .iter()
+                    .filter(|b| a.can_transition_to(**b))
+                    .count()
+            })
             .sum();
         assert_eq!(legal, 9);
         assert!(NodeState::Pruned.is_terminal());
@@ -167,6 +172,9 @@ mod tests {
         assert!(StateSet::ALL.is_all());
         let s = StateSet::NONE.with(NodeState::Frontier);
         assert!(s.contains(NodeState::Frontier) && !s.contains(NodeState::Stale));
-        assert_eq!(StateSet::ALL.without(NodeState::Pruned), StateSet::NOT_PRUNED);
+        assert_eq!(
+            StateSet::ALL.without(NodeState::Pruned),
+            StateSet::NOT_PRUNED
+        );
     }
 }

@@ -13,7 +13,10 @@ struct Bow(usize);
 impl EmbeddingProvider for Bow {
     async fn embed(&self, text: &str) -> Result<Vec<f32>, EmbeddingError> {
         let mut v = vec![0.0; self.0];
-        for w in text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+        for w in text
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+        {
             let h = blake3::hash(w.to_lowercase().as_bytes());
             let idx = u64::from_le_bytes(h.as_bytes()[..8].try_into().unwrap()) % self.0 as u64;
             v[idx as usize] += 1.0;
@@ -84,7 +87,10 @@ fn insert_rejects_dim_mismatch_without_side_effects() {
     assert!(v.is_empty());
     assert!(v.chain_seqs().is_empty());
     assert_eq!(v.stats().slots, 0);
-    assert!(v.query(&[1.0; 4], 3).is_empty(), "wrong-width query is empty");
+    assert!(
+        v.query(&[1.0; 4], 3).is_empty(),
+        "wrong-width query is empty"
+    );
 }
 
 #[test]
@@ -126,7 +132,10 @@ fn reinsert_same_seq_replaces_and_keeps_counters_only_for_same_content() {
     assert_eq!(v.len(), 1);
     assert_eq!(v.ref_count(1), 0, "new content resets counters");
     assert!(!v.is_important(1));
-    assert_eq!(v.query(&axis(8, 3), 1)[0].meta.inline.as_deref(), Some("different"));
+    assert_eq!(
+        v.query(&axis(8, 3), 1)[0].meta.inline.as_deref(),
+        Some("different")
+    );
     assert_eq!(v.query(&axis(8, 0), 5).len(), 1, "the old vector is gone");
 }
 
@@ -153,8 +162,14 @@ fn graft_returns_provenance_and_counts_references() {
 fn graft_dedup_keeps_the_best_scoring_duplicate() {
     let v = SessionView::new("s", 8);
     // Same text at seq 1 (far from the query) and seq 2 (close to it).
-    v.insert_vector(axis(8, 5), ChunkMeta::inline(1, "tool.output", "same output"));
-    v.insert_vector(axis(8, 0), ChunkMeta::inline(2, "tool.output", "same output"));
+    v.insert_vector(
+        axis(8, 5),
+        ChunkMeta::inline(1, "tool.output", "same output"),
+    );
+    v.insert_vector(
+        axis(8, 0),
+        ChunkMeta::inline(2, "tool.output", "same output"),
+    );
     v.insert_vector(axis(8, 1), ChunkMeta::inline(3, "tool.output", "other"));
     let items = v.graft(&axis(8, 0), 2);
     assert_eq!(items.len(), 2);
@@ -172,7 +187,11 @@ fn graft_fills_top_k_even_when_duplicates_dominate() {
     v.insert_vector(axis(8, 1), ChunkMeta::inline(100, "k", "x"));
     v.insert_vector(axis(8, 2), ChunkMeta::inline(101, "k", "y"));
     let items = v.graft(&axis(8, 0), 3);
-    assert_eq!(items.len(), 3, "reads deeper than 2×top_k to find distinct items");
+    assert_eq!(
+        items.len(),
+        3,
+        "reads deeper than 2×top_k to find distinct items"
+    );
 }
 
 #[test]
@@ -207,11 +226,30 @@ fn graft_of_externalized_chunk_is_a_blob_reference() {
 async fn index_chunk_then_graft_text_retrieves_it() {
     let e = Bow(32);
     let v = SessionView::for_embedder("s", &e);
-    assert!(v.index_chunk(&e, None, 1, "agent.chat.turn", "the deploy key is in vault", 4096).await.unwrap());
-    assert!(v.index_chunk(&e, None, 2, "agent.chat.turn", "lunch was pasta", 4096).await.unwrap());
-    let items = v.graft_text(&e, "where is the deploy key", 1).await.unwrap();
+    assert!(v
+        .index_chunk(
+            &e,
+            None,
+            1,
+            "agent.chat.turn",
+            "the deploy key is in vault",
+            4096
+        )
+        .await
+        .unwrap());
+    assert!(v
+        .index_chunk(&e, None, 2, "agent.chat.turn", "lunch was pasta", 4096)
+        .await
+        .unwrap());
+    let items = v
+        .graft_text(&e, "where is the deploy key", 1)
+        .await
+        .unwrap();
     assert_eq!(items[0].chain_seq, 1);
-    assert_eq!(items[0].content, GraftContent::Inline("the deploy key is in vault".into()));
+    assert_eq!(
+        items[0].content,
+        GraftContent::Inline("the deploy key is in vault".into())
+    );
     assert_eq!(v.state(1), Some(NodeState::Frontier));
 }
 
@@ -221,19 +259,32 @@ async fn large_chunks_go_to_the_blob_store_small_ones_stay_inline() {
     let store = ArtifactStore::in_memory();
     let v = SessionView::for_embedder("s", &e);
     let big = "word ".repeat(100);
-    assert!(v.index_chunk(&e, Some(&store), 1, "tool.output", &big, 64).await.unwrap());
+    assert!(v
+        .index_chunk(&e, Some(&store), 1, "tool.output", &big, 64)
+        .await
+        .unwrap());
     let m = v.chunk(1).unwrap();
     assert!(m.inline.is_none());
     let h = m.blob_hash.clone().unwrap();
     assert_eq!(store.load_string(&h).unwrap(), big);
-    assert_eq!(v.graft_text(&e, &big, 1).await.unwrap()[0].content, GraftContent::Blob(h.clone()));
+    assert_eq!(
+        v.graft_text(&e, &big, 1).await.unwrap()[0].content,
+        GraftContent::Blob(h.clone())
+    );
     // Re-indexing the same text takes no extra reference.
-    v.index_chunk(&e, Some(&store), 1, "tool.output", &big, 64).await.unwrap();
+    v.index_chunk(&e, Some(&store), 1, "tool.output", &big, 64)
+        .await
+        .unwrap();
     assert_eq!(store.ref_count(&h).unwrap(), 1);
     // Replacing it with other content drops the old reference.
-    v.index_chunk(&e, Some(&store), 1, "tool.output", "short", 64).await.unwrap();
+    v.index_chunk(&e, Some(&store), 1, "tool.output", "short", 64)
+        .await
+        .unwrap();
     assert_eq!(store.ref_count(&h).unwrap(), 0);
-    assert!(v.index_chunk(&e, Some(&store), 2, "k", "short", 64).await.unwrap());
+    assert!(v
+        .index_chunk(&e, Some(&store), 2, "k", "short", 64)
+        .await
+        .unwrap());
     assert_eq!(v.chunk(2).unwrap().inline.as_deref(), Some("short"));
     // Without a store, long text stays inline.
     v.index_chunk(&e, None, 3, "k", &big, 64).await.unwrap();
@@ -246,13 +297,19 @@ async fn wrong_width_embedder_writes_nothing_anywhere() {
     let store = ArtifactStore::in_memory();
     let v = SessionView::new("s", 8);
     let big = "x".repeat(500);
-    let ok = v.index_chunk(&Liar(8), Some(&store), 1, "k", &big, 64).await.unwrap();
+    let ok = v
+        .index_chunk(&Liar(8), Some(&store), 1, "k", &big, 64)
+        .await
+        .unwrap();
     assert!(!ok);
     assert!(v.is_empty());
     assert_eq!(store.stats().unwrap().0, 0, "no orphan blob");
     assert!(matches!(
         v.graft_text(&Liar(8), "q", 1).await,
-        Err(ViewError::DimensionMismatch { expected: 8, got: 9 })
+        Err(ViewError::DimensionMismatch {
+            expected: 8,
+            got: 9
+        })
     ));
 }
 
@@ -275,7 +332,11 @@ fn prune_and_regraft_are_validated() {
     assert!(v.prune(1));
     assert_eq!(v.state(1), Some(NodeState::Stale));
     assert_eq!(v.live_seqs(), vec![2]);
-    assert_eq!(v.graft(&axis(8, 0), 1)[0].state, NodeState::Stale, "stale stays graftable");
+    assert_eq!(
+        v.graft(&axis(8, 0), 1)[0].state,
+        NodeState::Stale,
+        "stale stays graftable"
+    );
     assert!(!v.prune(1), "Stale -> Stale is not a move");
     assert!(v.regraft(1));
     assert_eq!(v.live_seqs(), vec![1, 2]);
@@ -348,10 +409,16 @@ fn importance_prune_to_recent_and_promotion() {
         ..PromotionSignals::default()
     };
     let c = v.promotion_candidates(&success);
-    assert_eq!(c.iter().map(|c| c.chain_seq).collect::<Vec<_>>(), vec![2, 3, 4]);
+    assert_eq!(
+        c.iter().map(|c| c.chain_seq).collect::<Vec<_>>(),
+        vec![2, 3, 4]
+    );
     assert!(c[2].reasons.contains(&PromotionReason::TaskScore(0.9)));
     v.set_state(3, NodeState::Pruned);
-    assert!(v.promotion_candidates(&success).iter().all(|c| c.chain_seq != 3));
+    assert!(v
+        .promotion_candidates(&success)
+        .iter()
+        .all(|c| c.chain_seq != 3));
 }
 
 #[test]
@@ -372,10 +439,18 @@ fn remove_drops_every_part() {
 async fn lexical_and_hybrid_modes() {
     let e = Bow(16);
     let v = SessionView::for_embedder("s", &e);
-    for (seq, t) in [(1, "the cat sat on the mat"), (2, "quarterly revenue grew"), (3, "a dog barked")] {
+    for (seq, t) in [
+        (1, "the cat sat on the mat"),
+        (2, "quarterly revenue grew"),
+        (3, "a dog barked"),
+    ] {
         v.index_chunk(&e, None, seq, "k", t, 4096).await.unwrap();
     }
-    for mode in [RetrievalMode::Lexical, RetrievalMode::Hybrid, RetrievalMode::Vector] {
+    for mode in [
+        RetrievalMode::Lexical,
+        RetrievalMode::Hybrid,
+        RetrievalMode::Vector,
+    ] {
         let hits = v.query_text_mode(&e, "revenue", 3, mode).await.unwrap();
         assert_eq!(hits[0].chain_seq, 2, "{mode}");
     }
@@ -389,13 +464,29 @@ async fn budgeted_graft_resolves_blobs_and_respects_the_budget() {
     let store = ArtifactStore::in_memory();
     let v = SessionView::for_embedder("s", &e);
     let long = format!("deploy key details {}", "lorem ipsum ".repeat(40));
-    v.index_chunk(&e, Some(&store), 7, "tool.result", &long, 64).await.unwrap();
-    v.index_chunk(&e, None, 3, "user.text", "the deploy key is in vault", 4096).await.unwrap();
-    v.index_chunk(&e, None, 9, "user.text", "unrelated chatter", 4096).await.unwrap();
-    let block = v.graft_budget(&e, "deploy key", 1000, Some(&store)).await.unwrap();
+    v.index_chunk(&e, Some(&store), 7, "tool.result", &long, 64)
+        .await
+        .unwrap();
+    v.index_chunk(&e, None, 3, "user.text", "the deploy key is in vault", 4096)
+        .await
+        .unwrap();
+    v.index_chunk(&e, None, 9, "user.text", "unrelated chatter", 4096)
+        .await
+        .unwrap();
+    let block = v
+        .graft_budget(&e, "deploy key", 1000, Some(&store))
+        .await
+        .unwrap();
     assert!(block.text.starts_with(graft::GRAFT_HEADER));
-    assert!(block.text.contains("- [chain_seq 3] the deploy key is in vault"));
-    assert!(block.text.contains("- [chain_seq 7] deploy key details lorem"), "blob resolved");
+    assert!(block
+        .text
+        .contains("- [chain_seq 3] the deploy key is in vault"));
+    assert!(
+        block
+            .text
+            .contains("- [chain_seq 7] deploy key details lorem"),
+        "blob resolved"
+    );
     assert!(block.tokens <= 1000);
     let p3 = block.text.find("[chain_seq 3]").unwrap();
     let p7 = block.text.find("[chain_seq 7]").unwrap();
@@ -405,7 +496,14 @@ async fn budgeted_graft_resolves_blobs_and_respects_the_budget() {
     assert!(block.unresolved.contains(&7));
     // A tight budget truncates or skips, never overflows.
     for budget in [0, 10, 30, 60, 100] {
-        let b = v.graft_budget(&e, "deploy key", budget, Some(&store)).await.unwrap();
-        assert!(graft::estimate_tokens(&b.text) <= budget, "budget {budget}: {}", b.text);
+        let b = v
+            .graft_budget(&e, "deploy key", budget, Some(&store))
+            .await
+            .unwrap();
+        assert!(
+            graft::estimate_tokens(&b.text) <= budget,
+            "budget {budget}: {}",
+            b.text
+        );
     }
 }

@@ -328,7 +328,10 @@ mod tests {
         let hits = ix.search(&axis(4, 0), 2, &|_| true);
         assert_eq!(hits[0].0, a);
         assert_eq!(hits[1].0, b);
-        assert!((hits[0].1 - 1.0).abs() < 1e-5, "stored vectors are normalised");
+        assert!(
+            (hits[0].1 - 1.0).abs() < 1e-5,
+            "stored vectors are normalised"
+        );
         assert_eq!(ix.search(&axis(4, 0), 2, &|s| s != a)[0].0, b);
         assert!(ix.remove(a));
         assert!(!ix.remove(a));

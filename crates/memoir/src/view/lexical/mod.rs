@@ -147,13 +147,15 @@ impl LexicalIndex {
     /// slots mapped to `None`, renumber the rest.
     pub fn compact(&mut self, map: &[Option<u32>]) {
         for list in &mut self.postings {
-            list.retain_mut(|(slot, _)| match map.get(*slot as usize).copied().flatten() {
-                Some(new) => {
-                    *slot = new;
-                    true
-                }
-                None => false,
-            });
+            list.retain_mut(
+                |(slot, _)| match map.get(*slot as usize).copied().flatten() {
+                    Some(new) => {
+                        *slot = new;
+                        true
+                    }
+                    None => false,
+                },
+            );
         }
         let keep = |i: usize| map.get(i).copied().flatten().is_some();
         let mut i = 0;
@@ -232,7 +234,12 @@ impl LexicalIndex {
     }
 
     /// BM25 with a weight per query term (by term id).
-    fn search_weighted(&self, query: &[(u32, f32)], k: usize, accept: &dyn Fn(u32) -> bool) -> Vec<SlotHit> {
+    fn search_weighted(
+        &self,
+        query: &[(u32, f32)],
+        k: usize,
+        accept: &dyn Fn(u32) -> bool,
+    ) -> Vec<SlotHit> {
         if k == 0 || self.live == 0 {
             return Vec::new();
         }
@@ -285,7 +292,11 @@ mod tests {
         let hits = ix.search(&toks("cat mat"), 3, &|_| true);
         assert_eq!(hits[0].0, a);
         assert_eq!(hits[1].0, c);
-        assert_eq!(hits.len(), 2, "documents without a query term are not returned");
+        assert_eq!(
+            hits.len(),
+            2,
+            "documents without a query term are not returned"
+        );
         assert!(ix.remove(a));
         let hits = ix.search(&toks("cat"), 3, &|_| true);
         assert_eq!(hits, vec![(c, hits[0].1)]);

@@ -31,18 +31,143 @@ impl Default for TokenizerConfig {
 /// Common English function words (articles, pronouns, auxiliaries,
 /// prepositions, question words). Content words are never on it.
 const STOPWORDS: &[&str] = &[
-    "a", "about", "above", "after", "again", "against", "all", "am", "an", "and", "any", "are",
-    "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but",
-    "by", "can", "could", "did", "do", "does", "doing", "down", "during", "each", "few", "for",
-    "from", "further", "had", "has", "have", "having", "he", "her", "here", "hers", "herself",
-    "him", "himself", "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself", "just",
-    "me", "more", "most", "my", "myself", "no", "nor", "not", "now", "of", "off", "on", "once",
-    "only", "or", "other", "our", "ours", "ourselves", "out", "over", "own", "same", "she",
-    "should", "so", "some", "such", "than", "that", "the", "their", "theirs", "them",
-    "themselves", "then", "there", "these", "they", "this", "those", "through", "to", "too",
-    "under", "until", "up", "very", "was", "we", "were", "what", "when", "where", "which",
-    "while", "who", "whom", "why", "will", "with", "would", "you", "your", "yours", "yourself",
-    "yourselves", "ll", "re", "ve", "don", "didn", "doesn", "isn", "wasn", "im", "ive", "also",
+    "a",
+    "about",
+    "above",
+    "after",
+    "again",
+    "against",
+    "all",
+    "am",
+    "an",
+    "and",
+    "any",
+    "are",
+    "as",
+    "at",
+    "be",
+    "because",
+    "been",
+    "before",
+    "being",
+    "below",
+    "between",
+    "both",
+    "but",
+    "by",
+    "can",
+    "could",
+    "did",
+    "do",
+    "does",
+    "doing",
+    "down",
+    "during",
+    "each",
+    "few",
+    "for",
+    "from",
+    "further",
+    "had",
+    "has",
+    "have",
+    "having",
+    "he",
+    "her",
+    "here",
+    "hers",
+    "herself",
+    "him",
+    "himself",
+    "his",
+    "how",
+    "i",
+    "if",
+    "in",
+    "into",
+    "is",
+    "it",
+    "its",
+    "itself",
+    "just",
+    "me",
+    "more",
+    "most",
+    "my",
+    "myself",
+    "no",
+    "nor",
+    "not",
+    "now",
+    "of",
+    "off",
+    "on",
+    "once",
+    "only",
+    "or",
+    "other",
+    "our",
+    "ours",
+    "ourselves",
+    "out",
+    "over",
+    "own",
+    "same",
+    "she",
+    "should",
+    "so",
+    "some",
+    "such",
+    "than",
+    "that",
+    "the",
+    "their",
+    "theirs",
+    "them",
+    "themselves",
+    "then",
+    "there",
+    "these",
+    "they",
+    "this",
+    "those",
+    "through",
+    "to",
+    "too",
+    "under",
+    "until",
+    "up",
+    "very",
+    "was",
+    "we",
+    "were",
+    "what",
+    "when",
+    "where",
+    "which",
+    "while",
+    "who",
+    "whom",
+    "why",
+    "will",
+    "with",
+    "would",
+    "you",
+    "your",
+    "yours",
+    "yourself",
+    "yourselves",
+    "ll",
+    "re",
+    "ve",
+    "don",
+    "didn",
+    "doesn",
+    "isn",
+    "wasn",
+    "im",
+    "ive",
+    "also",
 ];
 
 fn stopword_set() -> &'static HashSet<&'static str> {
@@ -63,7 +188,9 @@ pub struct Tokenizer {
 
 impl std::fmt::Debug for Tokenizer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Tokenizer").field("config", &self.config).finish()
+        f.debug_struct("Tokenizer")
+            .field("config", &self.config)
+            .finish()
     }
 }
 
@@ -112,7 +239,10 @@ impl Tokenizer {
         }
         flush(&mut word, &mut out);
         if self.config.bigrams && out.len() > 1 {
-            let pairs: Vec<String> = out.windows(2).map(|w| format!("{}_{}", w[0], w[1])).collect();
+            let pairs: Vec<String> = out
+                .windows(2)
+                .map(|w| format!("{}_{}", w[0], w[1]))
+                .collect();
             out.extend(pairs);
         }
         out
@@ -140,6 +270,9 @@ mod tests {
             bigrams: true,
             ..TokenizerConfig::default()
         });
-        assert_eq!(pairs.tokens("support groups"), vec!["support", "group", "support_group"]);
+        assert_eq!(
+            pairs.tokens("support groups"),
+            vec!["support", "group", "support_group"]
+        );
     }
 }
