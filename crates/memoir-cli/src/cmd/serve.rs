@@ -99,7 +99,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         println!("memoir serve: listening on http://{addr}");
         eprintln!(
             "memoir serve: store {}; Ctrl-C or SIGTERM stops after the requests in flight",
-            config.store.location("").display()
+            config
+                .store
+                .location("x")
+                .parent()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default()
         );
         memoir_server::serve(listener, config, memoir_server::shutdown_signal()).await?;
         eprintln!("memoir serve: stopped");
