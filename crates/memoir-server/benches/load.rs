@@ -156,11 +156,19 @@ fn pct(sorted: &[u32], q: f64) -> f64 {
 
 type Acked = Vec<(usize, u64, String)>;
 
+/// One append: session index and text → the acknowledged seq.
+type AppendFn = Arc<dyn Fn(usize, &str) -> Result<u64, String> + Send + Sync>;
+
+/// What a run produced.
+struct Run {
+    acked: Acked,
+    latencies_us: Vec<u32>,
+    errors: usize,
+    took: Duration,
+}
+
 /// Run `clients` threads calling `append(session, text)` until the deadline.
-fn drive(
-    o: &Opts,
-    append: Arc<dyn Fn(usize, &str) -> Result<u64, String> + Send + Sync>,
-) -> (Acked, Vec<u32>, usize, Duration) {
+fn drive(o: &Opts, append: AppendFn) -> Run {
     let stop = Arc::new(AtomicBool::new(false));
     let started = Instant::now();
     let handles: Vec<_> = (0..o.clients)
@@ -206,7 +214,12 @@ fn drive(
         lat.extend(l);
         errors += e;
     }
-    (acked, lat, errors, started.elapsed())
+    Run {
+        acked,
+        latencies_us: lat,
+        errors,
+        took: started.elapsed(),
+    }
 }
 
 /// Every acknowledged record present once at its seq; seqs gap-free.
@@ -243,16 +256,13 @@ fn verify(store: &dyn LogStore, sessions: usize, acked: &Acked) -> Result<usize,
     Ok(records)
 }
 
-fn report(
-    name: &str,
-    mode: &str,
-    o: &Opts,
-    acked: &Acked,
-    mut lat: Vec<u32>,
-    errors: usize,
-    took: Duration,
-    verified: Result<usize, String>,
-) {
+fn report(name: &str, mode: &str, o: &Opts, run: Run, verified: Result<usize, String>) {
+    let Run {
+        acked,
+        latencies_us: mut lat,
+        errors,
+        took,
+    } = run;
     lat.sort_unstable();
     let rate = acked.len() as f64 / took.as_secs_f64();
     let check = match &verified {
@@ -304,9 +314,9 @@ fn main() {
                         .map(|a| a.first_seq)
                         .map_err(|e| e.to_string())
                 });
-                let (acked, lat, errors, took) = drive(&o, append);
-                let v = verify(b.store.as_ref(), o.sessions, &acked);
-                report(&b.name, "direct", &o, &acked, lat, errors, took, v);
+                let run = drive(&o, append);
+                let v = verify(b.store.as_ref(), o.sessions, &run.acked);
+                report(&b.name, "direct", &o, run, v);
             }
             _ => {
                 let mut cfg = ServerConfig::new(
@@ -363,11 +373,11 @@ fn main() {
                         .map(|a: wire::AppendResponse| a.first_seq)
                         .map_err(|e| e.to_string())
                 });
-                let (acked, lat, errors, took) = drive(&o, append);
+                let run = drive(&o, append);
                 let _ = stop_tx.send(());
                 let _ = server.join();
-                let v = verify(b.store.as_ref(), o.sessions, &acked);
-                report(&b.name, "server", &o, &acked, lat, errors, took, v);
+                let v = verify(b.store.as_ref(), o.sessions, &run.acked);
+                report(&b.name, "server", &o, run, v);
             }
         }
     }
