@@ -160,7 +160,17 @@ impl HashEmbedder {
             }
             acc.add(h, 1.0);
         }
-        l2_normalize(acc.out);
+        if !l2_normalize(acc.out) {
+            // Every feature cancelled out (possible at tiny widths): fall
+            // back to one signed component picked by the whole text's hash.
+            let mut h = SEED_WHOLE;
+            for b in text.bytes() {
+                h = step(h, b as u32);
+            }
+            acc.out.fill(0.0);
+            acc.add(h, 1.0);
+            l2_normalize(acc.out);
+        }
     }
 }
 
@@ -363,6 +373,33 @@ mod tests {
         let c = e.embed_sync("東京は日本の首都です");
         assert!(cosine(&a, &b) > cosine(&a, &c));
         assert!(cosine(&c, &e.embed_sync("東京")) > 0.0);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_text_gives_a_deterministic_unit_vector(text in "\\PC{0,80}", dims in 1usize..600) {
+            let e = HashEmbedder::new(dims);
+            let v = e.embed_sync(&text);
+            proptest::prop_assert_eq!(v.len(), dims);
+            let n: f32 = v.iter().map(|x| x * x).sum();
+            proptest::prop_assert!((n - 1.0).abs() < 1e-4, "norm² {}", n);
+            proptest::prop_assert_eq!(v, e.embed_sync(&text));
+        }
+    }
+
+    #[test]
+    fn cancelling_features_still_give_a_unit_vector() {
+        // At width 1 every feature lands on the same component. Two function
+        // words give two ±0.25 unigrams and nothing else, so about half of
+        // these pairs cancel exactly and take the fallback.
+        let e = HashEmbedder::new(1);
+        for a in STOPWORDS {
+            for b in STOPWORDS {
+                let t = format!("{a} {b}");
+                let v = e.embed_sync(&t);
+                assert!((v[0].abs() - 1.0).abs() < 1e-6, "{t}: {v:?}");
+            }
+        }
     }
 
     #[test]
