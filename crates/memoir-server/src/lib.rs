@@ -832,3 +832,62 @@ pub fn check_listen(addr: &SocketAddr, allow_public: bool) -> Result<(), ServeEr
         )))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_file_is_checked() {
+        let ok = parse_tokens(
+            r#"{"tokens":[{"token":"0123456789abcdef","project":"a","expires_at":"2030-01-01T00:00:00Z"}]}"#,
+        )
+        .unwrap();
+        assert_eq!(ok[0].project, "a");
+        assert!(ok[0].expires_at.is_some());
+        for bad in [
+            r#"{"tokens":[{"token":"short","project":"a"}]}"#,
+            r#"{"tokens":[{"token":"0123456789abcdef","project":"../a"}]}"#,
+            r#"{"tokens":[{"token":"0123456789abcdef","project":"a","scope":"all"}]}"#,
+            r#"{"tokens":[{"token":"0123456789abcdef","project":"a","expires_at":"soon"}]}"#,
+            "not json",
+        ] {
+            assert!(
+                matches!(parse_tokens(bad), Err(ServeError::Config(_))),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn store_specs_and_listen_addresses() {
+        let dir = std::env::temp_dir().join("memoir-server-unit");
+        let cfg = open_store(dir.to_str().unwrap(), Durability::None).unwrap();
+        assert_eq!(cfg.store.location("x"), dir.join("x.jsonl"));
+        assert!(matches!(
+            open_store("redis://127.0.0.1/0", Durability::Fsync),
+            Err(ServeError::Config(_))
+        ));
+        assert!(check_listen(&"127.0.0.1:0".parse().unwrap(), false).is_ok());
+        assert!(check_listen(&"[::1]:0".parse().unwrap(), false).is_ok());
+        assert!(check_listen(&"0.0.0.0:8080".parse().unwrap(), false).is_err());
+        assert!(check_listen(&"0.0.0.0:8080".parse().unwrap(), true).is_ok());
+    }
+
+    #[test]
+    fn openapi_document_is_valid_json_naming_every_route() {
+        let doc: serde_json::Value = serde_json::from_str(OPENAPI_JSON).unwrap();
+        for path in [
+            "/v1/sessions",
+            "/v1/sessions/{id}",
+            "/v1/sessions/{id}/meta",
+            "/v1/sessions/{id}/log",
+            "/v1/sessions/{id}/records",
+            "/v1/sessions/{id}/fork",
+            "/v1/sessions/{id}/export",
+            "/v1/sessions/{id}/search",
+        ] {
+            assert!(doc["paths"][path].is_object(), "{path} missing");
+        }
+    }
+}
