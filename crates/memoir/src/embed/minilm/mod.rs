@@ -35,7 +35,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use candle_core::{DType, Device, Tensor, D};
+use candle_core::{DType, Device, Tensor};
 
 use super::{l2_normalize, run_blocking, EmbeddingError, EmbeddingProvider};
 
@@ -452,21 +452,31 @@ impl Inner {
             ids[r * l..r * l + t.len()].copy_from_slice(t);
             mask[r * l..r * l + t.len()].fill(1.0);
         }
-        let ids = Tensor::from_vec(ids, (b, l), &Device::Cpu)?;
-        let mask_t = Tensor::from_vec(mask.clone(), (b, l), &Device::Cpu)?;
-        let hidden = self.bert.forward(&ids, &mask_t)?; // (b·l, h)
-        let h = hidden.dim(D::Minus1)?;
-        let hidden = hidden.reshape((b, l, h))?;
-        let pooled = match self.pooling {
-            Pooling::Mean => {
-                let m = mask_t.unsqueeze(2)?; // (b, l, 1)
-                let summed = hidden.broadcast_mul(&m)?.sum(1)?; // (b, h)
-                let counts = mask_t.sum_keepdim(1)?.clamp(1e-9f32, f32::MAX)?; // (b, 1)
-                summed.broadcast_div(&counts)?
+        let mask_t = Tensor::from_vec(mask, (b, l), &Device::Cpu)?;
+        let hidden = self
+            .bert
+            .forward(&ids, b, l, &mask_t)?
+            .flatten_all()?
+            .to_vec1::<f32>()?;
+        let h = self.bert.config.hidden_size;
+        let mut rows = Vec::with_capacity(b);
+        for (r, t) in batch.iter().enumerate() {
+            let mut v = vec![0f32; h];
+            let take = match self.pooling {
+                Pooling::Mean => t.len().max(1),
+                Pooling::Cls => 1,
+            };
+            for row in hidden[r * l * h..].chunks_exact(h).take(take) {
+                for (a, &x) in v.iter_mut().zip(row) {
+                    *a += x;
+                }
             }
-            Pooling::Cls => hidden.narrow(1, 0, 1)?.squeeze(1)?,
-        };
-        let mut rows = pooled.to_dtype(DType::F32)?.to_vec2::<f32>()?;
+            let inv = 1.0 / take as f32;
+            for a in v.iter_mut() {
+                *a *= inv;
+            }
+            rows.push(v);
+        }
         for r in rows.iter_mut() {
             l2_normalize(r);
         }
@@ -581,15 +591,9 @@ struct PoolingConfig {
 }
 
 struct LayerNorm {
-    gamma: Tensor,
-    beta: Tensor,
+    gamma: Vec<f32>,
+    beta: Vec<f32>,
     eps: f32,
-}
-
-impl LayerNorm {
-    fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
-        candle_nn::ops::layer_norm(x, &self.gamma, &self.beta, self.eps)
-    }
 }
 
 /// One encoder layer. Weights are stored `(in, out)` so `x · W` needs no
@@ -609,10 +613,11 @@ struct Layer {
 
 struct Bert {
     config: BertConfig,
-    word: Tensor,
-    pos: Tensor,
-    type0: Tensor,
-    emb_ln: LayerNorm,
+    /// Word embeddings, `vocab × h` row-major.
+    word: Vec<f32>,
+    /// Position embeddings plus the token-type-0 row, `max_pos × h`.
+    pos_type: Vec<f32>,
+    emb_norm: LayerNorm,
     layers: Vec<Layer>,
 }
 
@@ -650,8 +655,8 @@ impl Bert {
         let i = config.intermediate_size;
         let ln = |p: &str| -> candle_core::Result<LayerNorm> {
             Ok(LayerNorm {
-                gamma: w.get(&format!("{p}.weight"), &[h])?,
-                beta: w.get(&format!("{p}.bias"), &[h])?,
+                gamma: w.get(&format!("{p}.weight"), &[h])?.to_vec1()?,
+                beta: w.get(&format!("{p}.bias"), &[h])?.to_vec1()?,
                 eps: config.layer_norm_eps as f32,
             })
         };
@@ -668,8 +673,8 @@ impl Bert {
             let n = ln(p)?;
             Ok(BiasResidualNorm {
                 bias: bias.to_vec1()?,
-                gamma: n.gamma.to_vec1()?,
-                beta: n.beta.to_vec1()?,
+                gamma: n.gamma,
+                beta: n.beta,
                 eps: n.eps,
             })
         };
@@ -707,42 +712,45 @@ impl Bert {
                 "embeddings.token_type_embeddings.weight",
                 &[config.type_vocab_size, h],
             )?
-            .narrow(0, 0, 1)?
-            .contiguous()?;
-        let emb_ln = ln("embeddings.LayerNorm")?;
+            .narrow(0, 0, 1)?;
+        let emb_norm = ln("embeddings.LayerNorm")?;
         Ok(Self {
             config: config.clone(),
-            word,
-            pos,
-            type0,
-            emb_ln,
+            word: word.flatten_all()?.to_vec1()?,
+            pos_type: pos.broadcast_add(&type0)?.flatten_all()?.to_vec1()?,
+            emb_norm,
             layers,
         })
     }
 
-    /// `ids`: (b, l) u32; `mask`: (b, l) f32 with 1 for real tokens. Returns
-    /// the last hidden state as (b·l, h).
-    fn forward(&self, ids: &Tensor, mask: &Tensor) -> candle_core::Result<Tensor> {
-        let (b, l) = ids.dims2()?;
+    /// `ids`: a padded `(b, l)` batch of token ids, row-major; `mask`: (b, l)
+    /// f32 with 1 for real tokens (a prefix of each row). Returns the last
+    /// hidden state as (b·l, h).
+    fn forward(
+        &self,
+        ids: &[u32],
+        b: usize,
+        l: usize,
+        mask: &Tensor,
+    ) -> candle_core::Result<Tensor> {
         let h = self.config.hidden_size;
         let nh = self.config.num_attention_heads;
         let vocab = self.config.vocab_size as u32;
-        if let Some(bad) = ids
-            .flatten_all()?
-            .to_vec1::<u32>()?
-            .into_iter()
-            .find(|&t| t >= vocab)
-        {
+        if ids.len() != b * l {
+            candle_core::bail!("{} token ids for a ({b}, {l}) batch", ids.len());
+        }
+        if let Some(bad) = ids.iter().find(|&&t| t >= vocab) {
             candle_core::bail!("token id {bad} is outside the vocabulary ({vocab})");
         }
-
-        let words = self
-            .word
-            .index_select(&ids.flatten_all()?, 0)?
-            .reshape((b, l, h))?;
-        let pos = self.pos.narrow(0, 0, l)?.broadcast_add(&self.type0)?; // (l, h)
-        let x = words.broadcast_add(&pos)?.reshape((b * l, h))?;
-        let mut x = self.emb_ln.forward(&x)?;
+        if l > self.config.max_position_embeddings {
+            candle_core::bail!(
+                "{l} tokens exceed the model's {} positions",
+                self.config.max_position_embeddings
+            );
+        }
+        let n = &self.emb_norm;
+        let x = ops::embed_tokens(ids, l, &self.word, &self.pos_type, &n.gamma, &n.beta, n.eps);
+        let mut x = Tensor::from_vec(x, (b * l, h), &Device::Cpu)?;
 
         for layer in &self.layers {
             let heads = x.matmul(&layer.qkv_w)?.apply_op1_no_bwd(&SplitHeads {

@@ -113,6 +113,57 @@ fn max8(xs: &[f32]) -> f32 {
         .fold(f32::NEG_INFINITY, |m, &x| m.max(x))
 }
 
+/// Layer-normalise one row in place: `(x − mean) / √(var + eps) · gamma + beta`.
+pub(super) fn norm_row(o: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32) {
+    let inv_h = 1.0 / o.len() as f32;
+    let mean = sum8(o) * inv_h;
+    for v in o.iter_mut() {
+        *v -= mean;
+    }
+    let mut sq = [0f32; 8];
+    let chunks = o.chunks_exact(8);
+    let rest: f32 = chunks.remainder().iter().map(|v| v * v).sum();
+    for c in chunks {
+        for i in 0..8 {
+            sq[i] += c[i] * c[i];
+        }
+    }
+    let var = (sq.iter().sum::<f32>() + rest) * inv_h;
+    let inv = 1.0 / (var + eps).sqrt();
+    for ((v, &g), &b) in o.iter_mut().zip(gamma).zip(beta) {
+        *v = *v * inv * g + b;
+    }
+}
+
+/// BERT's embedding layer for a padded `(b, l)` batch of token ids:
+/// `layer_norm(word[id] + position[t] + token_type[0])`, as `(b·l, h)`.
+/// `pos_type` holds the position rows with the type-0 row already added.
+pub(super) fn embed_tokens(
+    ids: &[u32],
+    len: usize,
+    word: &[f32],
+    pos_type: &[f32],
+    gamma: &[f32],
+    beta: &[f32],
+    eps: f32,
+) -> Vec<f32> {
+    let h = gamma.len();
+    let mut out = vec![0f32; ids.len() * h];
+    out.par_chunks_mut(h)
+        .with_min_len(MIN_ROWS)
+        .zip(ids.par_iter())
+        .enumerate()
+        .for_each(|(row, (o, &id))| {
+            let w = &word[id as usize * h..][..h];
+            let p = &pos_type[(row % len) * h..][..h];
+            for ((o, &w), &p) in o.iter_mut().zip(w).zip(p) {
+                *o = w + p;
+            }
+            norm_row(o, gamma, beta, eps);
+        });
+    out
+}
+
 // ---------------------------------------------------------------------------
 // Ops
 // ---------------------------------------------------------------------------
@@ -174,7 +225,6 @@ impl CustomOp2 for BiasResidualNorm {
             bail!("residual-norm: shapes {:?} and {:?}", l1.dims(), l2.dims());
         }
         let mut out = vec![0f32; a.len()];
-        let inv_h = 1.0 / h as f32;
         out.par_chunks_mut(h)
             .with_min_len(MIN_ROWS)
             .zip(a.par_chunks(h).zip(r.par_chunks(h)))
@@ -182,23 +232,7 @@ impl CustomOp2 for BiasResidualNorm {
                 for i in 0..h {
                     o[i] = a[i] + self.bias[i] + r[i];
                 }
-                let mean = sum8(o) * inv_h;
-                for v in o.iter_mut() {
-                    *v -= mean;
-                }
-                let mut sq = [0f32; 8];
-                let chunks = o.chunks_exact(8);
-                let rest: f32 = chunks.remainder().iter().map(|v| v * v).sum();
-                for c in chunks {
-                    for i in 0..8 {
-                        sq[i] += c[i] * c[i];
-                    }
-                }
-                let var = (sq.iter().sum::<f32>() + rest) * inv_h;
-                let inv = 1.0 / (var + self.eps).sqrt();
-                for ((v, &g), &b) in o.iter_mut().zip(&self.gamma).zip(&self.beta) {
-                    *v = *v * inv * g + b;
-                }
+                norm_row(o, &self.gamma, &self.beta, self.eps);
             });
         Ok((CpuStorage::F32(out), l1.shape().clone()))
     }
