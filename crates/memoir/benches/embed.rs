@@ -141,12 +141,13 @@ fn short_texts(n: usize) -> Vec<String> {
 /// Plain f32 matmul throughput with candle (GFLOP/s), shaped like the
 /// model's largest products: (rows × 384)·(384 × 1536) and (rows ×
 /// 1536)·(1536 × 384). The best of 1,024 rows (the model's batch size) and
-/// 4,096 rows.
-fn matmul_gflops(budget: Duration) -> f64 {
+/// 4,096 rows. With `workers` > 1, that many threads each run their own
+/// products on a single-thread pool (the data-parallel bound); otherwise one
+/// caller splits each product over candle's threads.
+fn matmul_gflops(budget: Duration, workers: usize) -> f64 {
     use candle_core::{Device, Tensor};
-    let dev = Device::Cpu;
-    let mut best = 0f64;
-    for rows in [1024usize, 4096] {
+    let one = |rows: usize| -> f64 {
+        let dev = Device::Cpu;
         let a = Tensor::randn(0f32, 1.0, (rows, 384), &dev).expect("randn");
         let w1 = Tensor::randn(0f32, 1.0, (384, 1536), &dev).expect("randn");
         let b = Tensor::randn(0f32, 1.0, (rows, 1536), &dev).expect("randn");
@@ -160,14 +161,46 @@ fn matmul_gflops(budget: Duration) -> f64 {
             std::hint::black_box(b.matmul(&w2).expect("matmul"));
             iters += 1;
         }
-        let g = flops_per_iter * iters as f64 / start.elapsed().as_secs_f64() / 1e9;
-        best = best.max(g);
+        flops_per_iter * iters as f64 / 1e9
+    };
+    let mut best = 0f64;
+    for rows in [1024usize, 4096] {
+        let start = Instant::now();
+        let gflop = if workers > 1 {
+            std::thread::scope(|s| {
+                let hs: Vec<_> = (0..workers)
+                    .map(|_| {
+                        s.spawn(move || {
+                            rayon::ThreadPoolBuilder::new()
+                                .num_threads(1)
+                                .build()
+                                .expect("pool")
+                                .install(|| one(rows))
+                        })
+                    })
+                    .collect();
+                hs.into_iter()
+                    .map(|h| h.join().expect("worker"))
+                    .sum::<f64>()
+            })
+        } else {
+            one(rows)
+        };
+        best = best.max(gflop / start.elapsed().as_secs_f64());
     }
     best
 }
 
 fn bench_minilm_child(quick: bool) {
-    let threads = std::env::var("RAYON_NUM_THREADS").unwrap_or_else(|_| "default".into());
+    let n_threads = std::env::var("RAYON_NUM_THREADS").unwrap_or_else(|_| "default".into());
+    let data_parallel = std::env::var("MEMOIR_BENCH_DATA_PARALLEL").as_deref() == Ok("1");
+    let threads = if n_threads == "1" {
+        n_threads.clone()
+    } else if data_parallel {
+        format!("{n_threads}(batches)")
+    } else {
+        format!("{n_threads}(products)")
+    };
     let dir = match discover_model_dir() {
         Ok(d) => d,
         Err(e) => {
@@ -175,13 +208,22 @@ fn bench_minilm_child(quick: bool) {
             std::process::exit(3);
         }
     };
-    let m = MiniLm::load_with(&dir, &MiniLmOptions::default()).expect("load model");
+    let opts = MiniLmOptions {
+        data_parallel,
+        ..MiniLmOptions::default()
+    };
+    let m = MiniLm::load_with(&dir, &opts).expect("load model");
     let budget = if quick {
         Duration::from_millis(1500)
     } else {
         Duration::from_secs(8)
     };
-    let gflops = matmul_gflops(budget);
+    let workers = if data_parallel {
+        n_threads.parse().unwrap_or(1)
+    } else {
+        1
+    };
+    let gflops = matmul_gflops(budget, workers);
     println!("minilm threads={threads}: candle f32 matmul bound {gflops:.1} GFLOP/s");
     let mut ms_per_text_32 = 0.0;
     for tokens in [32usize, 128] {
@@ -335,11 +377,12 @@ fn main() {
     let exe = std::env::current_exe().expect("current exe");
     let mut results: Vec<(String, String, f64)> = Vec::new();
     let mut failed = false;
-    for threads in ["1", "2"] {
+    for (threads, dp) in [("1", "0"), ("2", "0"), ("2", "1")] {
         let mut cmd = std::process::Command::new(&exe);
         cmd.arg("--minilm-child")
             .env("RAYON_NUM_THREADS", threads)
-            .env("CANDLE_NUM_THREADS", threads);
+            .env("CANDLE_NUM_THREADS", threads)
+            .env("MEMOIR_BENCH_DATA_PARALLEL", dp);
         if quick {
             cmd.arg("--quick");
         }
@@ -364,11 +407,15 @@ fn main() {
                 .find(|r| r.0 == t && r.1 == tokens)
                 .map(|r| r.2)
         };
-        if let (Some(one), Some(two)) = (get("1"), get("2")) {
-            println!(
-                "minilm tokens={tokens}: 2 threads / 1 thread = {:.2}x ({one:.1} -> {two:.1} texts/s)",
-                two / one
-            );
+        if let Some(one) = get("1") {
+            for two in ["2(products)", "2(batches)"] {
+                if let Some(v) = get(two) {
+                    println!(
+                        "minilm tokens={tokens}: {two} / 1 thread = {:.2}x ({one:.1} -> {v:.1} texts/s)",
+                        v / one
+                    );
+                }
+            }
         }
     }
     if failed {

@@ -27,9 +27,11 @@
 //!
 //! Inference is CPU-bound: the async methods run it on tokio's blocking pool,
 //! one forward pass at a time per model (a mutex), so the executor's worker
-//! threads never stall. Matrix products use candle's thread settings
-//! (`RAYON_NUM_THREADS`, `CANDLE_NUM_THREADS`; all cores by default);
-//! [`MiniLmOptions::threads`] caps the threads one model uses.
+//! threads never stall. The thread count is [`MiniLmOptions::threads`], else
+//! candle's (`RAYON_NUM_THREADS`, all cores by default). With two or more
+//! threads and a call of two or more batches, whole batches run side by side,
+//! one thread each ([`MiniLmOptions::data_parallel`], on by default); a single
+//! batch (one query) splits its matrix products across the threads instead.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -62,9 +64,13 @@ pub struct MiniLmOptions {
     pub max_batch: usize,
     /// Most tokens (batch × padded length) in one forward pass; bounds memory.
     pub max_batch_tokens: usize,
-    /// Threads for this model's matrix products; `None` uses candle's default
-    /// (every core, or `RAYON_NUM_THREADS`).
+    /// Threads for this model; `None` uses candle's default (every core, or
+    /// `RAYON_NUM_THREADS`).
     pub threads: Option<usize>,
+    /// With several threads, run whole batches side by side, one thread each
+    /// (no synchronisation inside a pass), instead of splitting every matrix
+    /// product across the threads. Used when a call has at least two batches.
+    pub data_parallel: bool,
 }
 
 impl Default for MiniLmOptions {
@@ -74,6 +80,7 @@ impl Default for MiniLmOptions {
             max_batch: 32,
             max_batch_tokens: 1024,
             threads: None,
+            data_parallel: true,
         }
     }
 }
@@ -104,10 +111,16 @@ struct Inner {
     max_batch: usize,
     max_batch_tokens: usize,
     pool: Option<rayon::ThreadPool>,
+    /// Single-thread pools, one per worker, for data-parallel calls (empty
+    /// when off or with one thread).
+    workers: Vec<rayon::ThreadPool>,
     /// One forward pass at a time: concurrent passes would only fight over
     /// the same cores.
     busy: Mutex<()>,
 }
+
+/// The vectors of one batch, or why it failed.
+type BatchResult = candle_core::Result<Vec<Vec<f32>>>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Pooling {
@@ -303,15 +316,27 @@ impl MiniLm {
         let bert = Bert::from_tensors(&config, tensors)
             .map_err(|e| not_loaded(format!("{}: {e}", weights_path.display())))?;
 
+        let build_pool = |n: usize, name: &'static str| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(n)
+                .thread_name(move |i| format!("memoir-{name}-{i}"))
+                .build()
+                .map_err(|e| not_loaded(format!("cannot start inference threads: {e}")))
+        };
         let pool = match opts.threads {
-            Some(n) => Some(
-                rayon::ThreadPoolBuilder::new()
-                    .num_threads(n.max(1))
-                    .thread_name(|i| format!("memoir-minilm-{i}"))
-                    .build()
-                    .map_err(|e| not_loaded(format!("cannot start inference threads: {e}")))?,
-            ),
+            Some(n) => Some(build_pool(n.max(1), "minilm")?),
             None => None,
+        };
+        let n_workers = opts
+            .threads
+            .unwrap_or_else(rayon::current_num_threads)
+            .max(1);
+        let workers = if opts.data_parallel && n_workers > 1 {
+            (0..n_workers)
+                .map(|_| build_pool(1, "minilm-worker"))
+                .collect::<Result<Vec<_>, _>>()?
+        } else {
+            Vec::new()
         };
         let pool_tag = match pooling {
             Pooling::Mean => "mean",
@@ -333,6 +358,7 @@ impl MiniLm {
                 max_batch: opts.max_batch.max(1),
                 max_batch_tokens: opts.max_batch_tokens.max(max_seq_len),
                 pool,
+                workers,
                 busy: Mutex::new(()),
             }),
         })
@@ -419,25 +445,64 @@ impl Inner {
             .busy
             .lock()
             .map_err(|_| backend("a previous embedding pass panicked"))?;
-        let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
+        // Plan the batches: consecutive runs of `order` within the limits.
+        let mut batches: Vec<std::ops::Range<usize>> = Vec::new();
         let mut start = 0;
         while start < order.len() {
             let longest = toks[order[start]].len().max(1);
             let fit = (self.max_batch_tokens / longest).clamp(1, self.max_batch);
             let end = (start + fit).min(order.len());
-            let batch: Vec<&[u32]> = order[start..end]
+            batches.push(start..end);
+            start = end;
+        }
+        let run = |r: &std::ops::Range<usize>| -> BatchResult {
+            let batch: Vec<&[u32]> = order[r.clone()]
                 .iter()
                 .map(|&i| toks[i].as_slice())
                 .collect();
-            let vecs = match &self.pool {
-                Some(pool) => pool.install(|| self.forward_batch(&batch)),
-                None => self.forward_batch(&batch),
+            self.forward_batch(&batch)
+        };
+        let results: Vec<BatchResult> = if self.workers.len() > 1 && batches.len() > 1 {
+            // Data parallel: each worker pulls whole batches and runs them
+            // on its own single-thread pool.
+            let next = std::sync::atomic::AtomicUsize::new(0);
+            let slots: Vec<Mutex<Option<BatchResult>>> =
+                batches.iter().map(|_| Mutex::new(None)).collect();
+            std::thread::scope(|s| {
+                for pool in &self.workers {
+                    let (next, slots, batches, run) = (&next, &slots, &batches, &run);
+                    s.spawn(move || loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(r) = batches.get(i) else { break };
+                        let res = pool.install(|| run(r));
+                        if let Ok(mut slot) = slots[i].lock() {
+                            *slot = Some(res);
+                        }
+                    });
+                }
+            });
+            slots
+                .into_iter()
+                .map(|m| {
+                    m.into_inner().ok().flatten().unwrap_or_else(|| {
+                        Err(candle_core::Error::Msg("an inference worker failed".into()))
+                    })
+                })
+                .collect()
+        } else {
+            batches
+                .iter()
+                .map(|r| match &self.pool {
+                    Some(pool) => pool.install(|| run(r)),
+                    None => run(r),
+                })
+                .collect()
+        };
+        let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
+        for (r, res) in batches.iter().zip(results) {
+            for (k, v) in res.map_err(backend)?.into_iter().enumerate() {
+                out[order[r.start + k]] = v;
             }
-            .map_err(backend)?;
-            for (k, v) in vecs.into_iter().enumerate() {
-                out[order[start + k]] = v;
-            }
-            start = end;
         }
         Ok(out)
     }
