@@ -23,6 +23,7 @@
 //! model_dir = "/models/all-MiniLM-L6-v2"  # else the search (MEMOIR_MODEL_DIR)
 //! threads = 2                #                              (MEMOIR_MINILM_THREADS)
 //! max_batch = 32             #                              (MEMOIR_MINILM_MAX_BATCH)
+//! data_parallel = true       # whole batches per thread     (MEMOIR_MINILM_DATA_PARALLEL)
 //!
 //! [embed.openai]
 //! preset = "qwen3"           # openai | qwen3 | e5          (MEMOIR_OPENAI_PRESET)
@@ -135,6 +136,8 @@ pub struct MiniLmSection {
     pub threads: Option<usize>,
     /// Most texts per forward pass.
     pub max_batch: Option<usize>,
+    /// Run whole batches side by side on 2+ threads (default true).
+    pub data_parallel: Option<bool>,
 }
 
 /// `[embed.openai]`; unset fields come from the preset.
@@ -254,6 +257,7 @@ impl EmbedConfig {
         env!("MEMOIR_MODEL_DIR", c.minilm.model_dir);
         env!("MEMOIR_MINILM_THREADS", c.minilm.threads);
         env!("MEMOIR_MINILM_MAX_BATCH", c.minilm.max_batch);
+        env!("MEMOIR_MINILM_DATA_PARALLEL", c.minilm.data_parallel);
         env!("MEMOIR_OPENAI_PRESET", c.openai.preset);
         env!("MEMOIR_OPENAI_BASE_URL", c.openai.base_url);
         env!("MEMOIR_OPENAI_MODEL", c.openai.model);
@@ -287,6 +291,7 @@ impl EmbedConfig {
         over(&mut self.minilm.model_dir, &other.minilm.model_dir);
         over(&mut self.minilm.threads, &other.minilm.threads);
         over(&mut self.minilm.max_batch, &other.minilm.max_batch);
+        over(&mut self.minilm.data_parallel, &other.minilm.data_parallel);
         let (o, s) = (&other.openai, &mut self.openai);
         over(&mut s.preset, &o.preset);
         over(&mut s.base_url, &o.base_url);
@@ -386,6 +391,7 @@ impl EmbedConfig {
                 let opts = MiniLmOptions {
                     threads: self.minilm.threads,
                     max_batch: self.minilm.max_batch.unwrap_or(d.max_batch),
+                    data_parallel: self.minilm.data_parallel.unwrap_or(d.data_parallel),
                     ..d
                 };
                 Arc::new(match &self.minilm.model_dir {
