@@ -44,7 +44,11 @@ fn wchar() -> u64 {
 
 /// The i-th message of the synthetic conversation (~200 characters of text).
 fn text(i: usize) -> String {
-    let role = if i.is_multiple_of(2) { "user" } else { "assistant" };
+    let role = if i.is_multiple_of(2) {
+        "user"
+    } else {
+        "assistant"
+    };
     format!(
         "{role} turn {i}: {}",
         "the quick brown fox jumps over the lazy dog; ".repeat(4)

@@ -188,7 +188,7 @@ fn bench_rewrite() {
         let t0 = Instant::now();
         for m in &msgs {
             rw.messages.push(m.clone());
-            if rw.messages.len() % 10 == 0 {
+            if rw.messages.len().is_multiple_of(10) {
                 rw.flush();
             }
         }
