@@ -22,13 +22,12 @@
 //! noise (norm ≈ 0.75), normalised: same-cluster cosines ≈ 0.6, others ≈ 0,
 //! roughly the similarity profile of sentence embeddings.
 
-use std::future::Future;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
+use memoir::embed::block_on;
 use memoir::embed::{CacheConfig, CachedEmbedder, EmbeddingProvider, HashEmbedder};
 use memoir::message::{Block, Message, Role};
 use memoir::view::index::{IndexConfig, VectorIndex};
@@ -78,24 +77,6 @@ fn parse_args() -> Args {
         }
     }
     a
-}
-
-fn block_on<F: Future>(fut: F) -> F::Output {
-    struct Unpark(std::thread::Thread);
-    impl Wake for Unpark {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-    let mut cx = Context::from_waker(&waker);
-    let mut fut = std::pin::pin!(fut);
-    loop {
-        if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
-            return v;
-        }
-        std::thread::park();
-    }
 }
 
 // ---- deterministic data -------------------------------------------------

@@ -2,31 +2,11 @@
 //! and nothing else, Pruned terminal, and wrong widths rejected with no side
 //! effect anywhere (nothing written to a file-backed blob store).
 
-use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
-
 use async_trait::async_trait;
 use memoir::blob::ArtifactStore;
+use memoir::embed::block_on;
 use memoir::embed::{EmbeddingError, EmbeddingProvider, HashEmbedder};
 use memoir::view::{ChunkMeta, NodeState, SessionView, ViewError};
-
-fn block_on<F: std::future::Future>(fut: F) -> F::Output {
-    struct Unpark(std::thread::Thread);
-    impl Wake for Unpark {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-    let mut cx = Context::from_waker(&waker);
-    let mut fut = std::pin::pin!(fut);
-    loop {
-        if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
-            return v;
-        }
-        std::thread::park();
-    }
-}
 
 /// Says 32 wide, returns 31.
 struct Short;

@@ -3,32 +3,14 @@
 //! payloads, and the `Transcript` wrapper over a real session file.
 
 use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
 
 use memoir::blob::{externalize, ArtifactStore, ExternalizePolicy};
+use memoir::embed::block_on;
 use memoir::embed::{CacheConfig, CachedEmbedder, EmbeddingProvider, HashEmbedder};
 use memoir::message::{Block, Message, Role};
 use memoir::transcript::Session;
 use memoir::view::{GraftContent, RebuildOptions, RetrievalMode, SessionView};
 use memoir::SessionMeta;
-
-fn block_on<F: std::future::Future>(fut: F) -> F::Output {
-    struct Unpark(std::thread::Thread);
-    impl Wake for Unpark {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-    let mut cx = Context::from_waker(&waker);
-    let mut fut = std::pin::pin!(fut);
-    loop {
-        if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
-            return v;
-        }
-        std::thread::park();
-    }
-}
 
 fn conversation() -> Vec<Message> {
     vec![

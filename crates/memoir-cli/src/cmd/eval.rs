@@ -4,13 +4,12 @@
 //! recall@1/5/10/20 and query latency. The protocol lives in
 //! `memoir::view::eval`; this file parses flags and prints.
 
-use std::future::Future;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
 
 use anyhow::Context as _;
+pub use memoir::embed::block_on;
 use memoir::embed::{select, EmbedConfig, EmbedderKind};
 use memoir::view::eval::{evaluate, load_locomo, ChunkStyle, EvalOptions};
 use memoir::view::{RetrievalMode, ViewConfig};
@@ -96,26 +95,6 @@ pub struct LocomoArgs {
     /// Pseudo-relevance feedback: weight of the strongest expansion term.
     #[arg(long)]
     pub prf_weight: Option<f32>,
-}
-
-/// Drive a future to completion on this thread. The embedders run their
-/// work inline when no tokio runtime is present, so nothing else is needed.
-pub fn block_on<F: Future>(fut: F) -> F::Output {
-    struct Unpark(std::thread::Thread);
-    impl Wake for Unpark {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-    let mut cx = Context::from_waker(&waker);
-    let mut fut = std::pin::pin!(fut);
-    loop {
-        if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
-            return v;
-        }
-        std::thread::park();
-    }
 }
 
 /// Build the embedder: the configured one, with `kind` overriding the provider.

@@ -219,31 +219,17 @@ impl ArtifactStore {
 
     /// Take one more reference to a stored blob; returns the new count.
     pub fn retain(&self, hash: &str) -> Result<u64, BlobError> {
-        check_hash(hash)?;
-        match &self.backend {
-            Backend::Memory(map) => {
-                let mut map = lock_mutex(map);
-                let b = map
-                    .get_mut(hash)
-                    .ok_or_else(|| BlobError::NotFound(hash.to_string()))?;
-                b.refs = b.refs.saturating_add(1);
-                Ok(b.refs)
-            }
-            Backend::File { dir, mutex } => {
-                let _guard = Self::write_lock(dir, mutex)?;
-                if !dir.join(&hash[..2]).join(hash).is_file() {
-                    return Err(BlobError::NotFound(hash.to_string()));
-                }
-                let n = Self::read_refs(dir, hash)?.saturating_add(1);
-                Self::write_refs(dir, hash, n)?;
-                Ok(n)
-            }
-        }
+        self.adjust_refs(hash, |n| n.saturating_add(1))
     }
 
     /// Drop one reference; returns the new count (never below 0). The blob
     /// stays until [`ArtifactStore::gc`] runs.
     pub fn release(&self, hash: &str) -> Result<u64, BlobError> {
+        self.adjust_refs(hash, |n| n.saturating_sub(1))
+    }
+
+    /// Apply `change` to a stored blob's reference count under the write lock.
+    fn adjust_refs(&self, hash: &str, change: impl Fn(u64) -> u64) -> Result<u64, BlobError> {
         check_hash(hash)?;
         match &self.backend {
             Backend::Memory(map) => {
@@ -251,7 +237,7 @@ impl ArtifactStore {
                 let b = map
                     .get_mut(hash)
                     .ok_or_else(|| BlobError::NotFound(hash.to_string()))?;
-                b.refs = b.refs.saturating_sub(1);
+                b.refs = change(b.refs);
                 Ok(b.refs)
             }
             Backend::File { dir, mutex } => {
@@ -259,7 +245,7 @@ impl ArtifactStore {
                 if !dir.join(&hash[..2]).join(hash).is_file() {
                     return Err(BlobError::NotFound(hash.to_string()));
                 }
-                let n = Self::read_refs(dir, hash)?.saturating_sub(1);
+                let n = change(Self::read_refs(dir, hash)?);
                 Self::write_refs(dir, hash, n)?;
                 Ok(n)
             }
