@@ -933,34 +933,6 @@ fn global_store_is_filtered_to_the_project() {
 }
 
 #[test]
-fn global_constructor_uses_the_global_store_filtered_to_the_project() {
-    // The only test of this binary that reads the environment.
-    let home = tempfile::tempdir().unwrap();
-    let project = tempfile::tempdir().unwrap();
-    std::env::set_var("MEMOIR_SESSION_DIR", home.path().join("global"));
-    let mut g = SessionManager::global(project.path(), opts()).unwrap();
-    let mut other = SessionManager::open(&home.path().join("global"), opts()).unwrap();
-    std::env::remove_var("MEMOIR_SESSION_DIR");
-    let id = g.create_session("mine", None).unwrap();
-    other.create_session("not mine", None).unwrap();
-    assert_eq!(
-        g.sessions_dir(),
-        std::fs::canonicalize(home.path().join("global")).unwrap()
-    );
-    let listed: Vec<_> = g
-        .list_sessions()
-        .unwrap()
-        .into_iter()
-        .map(|e| e.id)
-        .collect();
-    assert_eq!(listed, vec![id]);
-    assert_eq!(
-        g.project_path(),
-        std::fs::canonicalize(project.path()).unwrap()
-    );
-}
-
-#[test]
 fn a_read_only_index_still_lists() {
     let dir = tempfile::tempdir().unwrap();
     let mut m = mgr(dir.path());

@@ -7,7 +7,7 @@
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use memoir::message::{Block, Message, Role, Usage};
@@ -134,32 +134,6 @@ fn hostile_ids_are_refused_and_nothing_is_written() {
         fs_store.read("a/../../b"),
         Err(Error::InvalidId { .. })
     ));
-}
-
-#[test]
-fn default_dir_honours_env_and_rejects_empty() {
-    // The only test that touches these variables.
-    std::env::set_var("MEMOIR_SESSION_DIR", "/x/sessions");
-    assert_eq!(
-        Session::default_dir().unwrap(),
-        PathBuf::from("/x/sessions")
-    );
-    std::env::set_var("MEMOIR_SESSION_DIR", "");
-    assert!(matches!(Session::default_dir(), Err(Error::Config(_))));
-    std::env::remove_var("MEMOIR_SESSION_DIR");
-    std::env::set_var("MEMOIR_HOME", "/y/home");
-    assert_eq!(
-        Session::default_dir().unwrap(),
-        PathBuf::from("/y/home/sessions")
-    );
-    std::env::set_var("MEMOIR_HOME", "");
-    assert!(Session::default_dir().is_err());
-    std::env::remove_var("MEMOIR_HOME");
-    let home = std::env::var("HOME").unwrap();
-    assert_eq!(
-        Session::default_dir().unwrap(),
-        PathBuf::from(home).join(".memoir/sessions")
-    );
 }
 
 #[test]

@@ -192,14 +192,7 @@ impl ArtifactStore {
                 let intact = match fs::read(&path) {
                     Ok(existing) => hash_bytes(&existing) == hash,
                     Err(e) if e.kind() == ErrorKind::NotFound => false,
-                    Err(e) => {
-                        return Err(crate::Error::Io {
-                            op: "read",
-                            path,
-                            source: e,
-                        }
-                        .into())
-                    }
+                    Err(e) => return Err(e).ctx("read", path).map_err(Into::into),
                 };
                 if !intact {
                     create_private_dir(&dir.join(&hash[..2]))?;
@@ -298,14 +291,7 @@ impl ArtifactStore {
                     Err(e) if e.kind() == ErrorKind::NotFound => {
                         return Err(BlobError::NotFound(hash.to_string()))
                     }
-                    Err(e) => {
-                        return Err(crate::Error::Io {
-                            op: "read",
-                            path,
-                            source: e,
-                        }
-                        .into())
-                    }
+                    Err(e) => return Err(e).ctx("read", path).map_err(Into::into),
                 }
             }
         };

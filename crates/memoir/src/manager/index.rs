@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
+use crate::error::{IoContext, Result};
 use crate::message::{Block, Message, Usage};
 use crate::paths;
 use crate::record::{ForkPoint, Record};
@@ -286,13 +286,7 @@ impl Index {
         let meta = match fs::metadata(&path) {
             Ok(m) => m,
             Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
-            Err(source) => {
-                return Err(Error::Io {
-                    op: "stat",
-                    path,
-                    source,
-                })
-            }
+            Err(e) => return Err(e).ctx("stat", path),
         };
         let stamp = Stamp::of(&meta);
         if last_seq_at(&path, stamp.len) != Some(entry.last_seq) {
@@ -314,35 +308,26 @@ impl Index {
         paths::create_private_dir(&self.dir)?;
         let path = self.entry_path(&entry.id)?;
         let bytes = serde_json::to_vec(entry)?;
-        let io = |op, source| Error::Io {
-            op,
-            path: path.clone(),
-            source,
-        };
         let file = OpenOptions::new()
             .write(true)
             .create(true)
             .truncate(false)
             .mode(0o600)
             .open(&path)
-            .map_err(|e| io("open", e))?;
-        file.lock().map_err(|e| io("lock", e))?;
+            .ctx("open", &path)?;
+        file.lock().ctx("lock", &path)?;
         let written = file
             .write_all_at(&bytes, 0)
             .and_then(|()| file.set_len(bytes.len() as u64));
         let _ = file.unlock();
-        written.map_err(|e| io("write", e))
+        written.ctx("write", &path)
     }
 
     /// Remove the entry of `id` (a missing one is fine).
     pub fn remove(&self, id: &str) -> Result<()> {
         let path = self.entry_path(id)?;
         match fs::remove_file(&path) {
-            Err(e) if e.kind() != ErrorKind::NotFound => Err(Error::Io {
-                op: "remove",
-                path,
-                source: e,
-            }),
+            Err(e) if e.kind() != ErrorKind::NotFound => Err(e).ctx("remove", path),
             _ => Ok(()),
         }
     }
@@ -429,19 +414,14 @@ pub fn sort_newest_first(entries: &mut [IndexEntry]) {
 
 /// The regular files of a directory with their metadata (none when it is missing).
 pub(crate) fn read_dir_files(dir: &Path) -> Result<Vec<(String, fs::Metadata)>> {
-    let io = |source| Error::Io {
-        op: "read directory",
-        path: dir.to_path_buf(),
-        source,
-    };
     let entries = match fs::read_dir(dir) {
         Ok(e) => e,
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(io(e)),
+        Err(e) => return Err(e).ctx("read directory", dir),
     };
     let mut out = Vec::new();
     for entry in entries {
-        let entry = entry.map_err(io)?;
+        let entry = entry.ctx("read directory", dir)?;
         let Ok(name) = entry.file_name().into_string() else {
             continue;
         };

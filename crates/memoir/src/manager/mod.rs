@@ -39,6 +39,7 @@ pub use export::{Export, ExportFormat, ExportOptions};
 pub use index::{IndexEntry, Listing, Status};
 pub use trash::{PurgeReport, Trashed};
 
+use crate::error::IoContext;
 use crate::message::openai::to_openai_lossy;
 use crate::message::{Message, Role};
 use crate::paths;
@@ -725,21 +726,10 @@ impl SessionManager {
         let file = match OpenOptions::new().append(true).open(&path) {
             Ok(f) => f,
             Err(e) if e.kind() == ErrorKind::NotFound => return Ok(false),
-            Err(source) => {
-                return Err(crate::Error::Io {
-                    op: "open",
-                    path,
-                    source,
-                }
-                .into())
-            }
+            Err(e) => Err(e).ctx("open", &path)?,
         };
         file.set_modified(SystemTime::now())
-            .map_err(|source| crate::Error::Io {
-                op: "set modification time of",
-                path: path.clone(),
-                source,
-            })?;
+            .ctx("set modification time of", &path)?;
         let entry = match before {
             Some(e) => self.index.commit(e).ok().flatten(),
             None => self

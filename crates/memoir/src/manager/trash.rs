@@ -22,7 +22,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 
 use super::index::{read_dir_files, IndexEntry, Status};
-use crate::error::{Error, Result};
+use crate::error::{Error, IoContext, Result};
 use crate::record::{Record, SessionMeta};
 use crate::store::file::{FileStore, EXT, TRASH_DIR};
 use crate::store::{Appended, Durability, Listed, LogStore, RawLog};
@@ -214,13 +214,9 @@ pub fn purge(
 /// it (its free ownership lock, torn-tail side files).
 fn erase(store: &TrashAware, id: &str) -> Result<()> {
     let path = store.trash.path_of(id)?;
-    fs::remove_file(&path).map_err(|source| Error::Io {
-        op: "remove",
-        path: path.clone(),
-        source,
-    })?;
+    fs::remove_file(&path).ctx("remove", &path)?;
     let live_dir = store.live.dir();
-    crate::store::lock::remove_if_free(&live_dir.join(format!("{id}.lock")));
+    crate::store::lock::remove_if_free(&store.live.lock_path_of(id)?);
     let torn = format!("{id}.{EXT}.torn-");
     for (name, _) in read_dir_files(live_dir)? {
         if name.starts_with(&torn) {

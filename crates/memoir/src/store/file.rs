@@ -17,7 +17,7 @@ use std::sync::Mutex;
 
 use std::os::unix::fs::{FileExt, MetadataExt};
 
-use super::{scan, Appended, Durability, Listed, LogStore, RawLog, TornTail};
+use super::{scan, sort_newest_first, Appended, Durability, Listed, LogStore, RawLog, TornTail};
 use crate::error::{Error, IoContext, Result};
 use crate::id;
 use crate::paths;
@@ -272,12 +272,7 @@ impl LogStore for FileStore {
                 _ => unreadable += 1,
             }
         }
-        out.sort_by(|a, b| {
-            b.meta
-                .created_at
-                .cmp(&a.meta.created_at)
-                .then_with(|| b.meta.id.cmp(&a.meta.id))
-        });
+        sort_newest_first(&mut out);
         Ok((out, unreadable))
     }
 

@@ -187,6 +187,17 @@ pub struct Listed {
     pub location: PathBuf,
 }
 
+/// The listing order every [`LogStore::list`] returns: newest `created_at`
+/// first, ties broken by id (descending), so backends list identically.
+pub fn sort_newest_first(listed: &mut [Listed]) {
+    listed.sort_by(|a, b| {
+        b.meta
+            .created_at
+            .cmp(&a.meta.created_at)
+            .then_with(|| b.meta.id.cmp(&a.meta.id))
+    });
+}
+
 /// Storage for session logs. Implementations must make `append` atomic per
 /// call (all records or none become visible), keep `seq` gap-free across
 /// concurrent writers, and never return before the configured durability.

@@ -36,7 +36,7 @@ use postgres::types::ToSql;
 use postgres::{Client, NoTls, Statement};
 
 use super::scan::Scanner;
-use super::{Appended, Durability, Listed, LogStore, RawLog};
+use super::{sort_newest_first, Appended, Durability, Listed, LogStore, RawLog};
 use crate::error::{Error, Result};
 use crate::record::{Record, SessionMeta};
 use crate::transcript::codec::{self, Hash, HASH_LEN, ZERO_HASH};
@@ -1305,12 +1305,7 @@ impl LogStore for PgStore {
                 _ => unreadable += 1,
             }
         }
-        out.sort_by(|a, b| {
-            b.meta
-                .created_at
-                .cmp(&a.meta.created_at)
-                .then_with(|| b.meta.id.cmp(&a.meta.id))
-        });
+        sort_newest_first(&mut out);
         Ok((out, unreadable))
     }
 
@@ -1391,12 +1386,7 @@ impl PgStore {
                     })
             })
             .collect();
-        out.sort_by(|a, b| {
-            b.meta
-                .created_at
-                .cmp(&a.meta.created_at)
-                .then_with(|| b.meta.id.cmp(&a.meta.id))
-        });
+        sort_newest_first(&mut out);
         Ok(out)
     }
 

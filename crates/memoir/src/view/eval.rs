@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::embed::EmbeddingProvider;
+use crate::error::IoContext;
 
 use super::chunk::Chunk;
 use super::types::ViewError;
@@ -161,11 +162,7 @@ pub fn parse_locomo(text: &str) -> Result<Vec<Conversation>, ViewError> {
 
 /// Read and parse a LoCoMo file.
 pub fn load_locomo(path: &Path) -> Result<Vec<Conversation>, ViewError> {
-    let text = std::fs::read_to_string(path).map_err(|e| crate::Error::Io {
-        op: "read",
-        path: path.to_path_buf(),
-        source: e,
-    })?;
+    let text = std::fs::read_to_string(path).ctx("read", path)?;
     parse_locomo(&text)
 }
 
