@@ -50,7 +50,7 @@ fn message(i: usize) -> Message {
                 Block::ToolUse { id: format!("toolu_{i:08}"), name: "shell".into(), input: json!({"command": format!("cargo test -p parser -- case_{i}"), "timeout": 120, "note": filler(400)}) },
             ],
         )
-        .with_usage(Usage { input_tokens: 1800 + i as u64, output_tokens: 90, cache_read_input_tokens: 1500, cache_creation_input_tokens: 0 }),
+        .with_usage(Usage { input_tokens: 1800 + i as u64, output_tokens: 90, cache_read_input_tokens: 1500, cache_creation_input_tokens: 0, ..Default::default() }),
         2 => Message::tool_result(format!("toolu_{:08}", i - 1), format!("running 27 tests\n{}\ntest result: ok", filler(850)), false),
         _ => Message::assistant(filler(950)),
     }

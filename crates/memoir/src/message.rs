@@ -13,6 +13,7 @@ pub mod anthropic;
 mod de;
 pub mod openai;
 
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -150,6 +151,44 @@ pub struct Usage {
     pub cache_read_input_tokens: u64,
     /// Prompt tokens written to the provider's cache.
     pub cache_creation_input_tokens: u64,
+    /// Reasoning tokens, a subset of `output_tokens` (OpenAI `reasoning_tokens`,
+    /// Codex `reasoning_output_tokens`); never added on top of it.
+    #[serde(skip_serializing_if = "is_zero_u64")]
+    pub reasoning_tokens: u64,
+    /// Where these counts come from (omitted when reported by the provider).
+    #[serde(skip_serializing_if = "UsageSource::is_provider")]
+    pub source: UsageSource,
+}
+
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
+}
+
+/// Provenance of a [`Usage`]: how far its counts can be trusted.
+///
+/// All counts follow one convention whatever the provider: `input_tokens`
+/// excludes cache reads and cache writes (Anthropic's convention; OpenAI's
+/// `input_tokens`, which includes cached tokens, is normalised on import).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum UsageSource {
+    /// Reported by the provider's API for this response (the default).
+    #[default]
+    Provider,
+    /// As written by the agent's transcript, known to be partial (e.g. a
+    /// Claude Code streaming placeholder line whose final counts never came).
+    Transcript,
+    /// Estimated by memoir (e.g. from text length), not reported by anyone.
+    Estimate,
+}
+
+impl UsageSource {
+    /// True for [`UsageSource::Provider`].
+    pub fn is_provider(&self) -> bool {
+        *self == UsageSource::Provider
+    }
 }
 
 impl Usage {
@@ -163,9 +202,12 @@ impl Usage {
         self.cache_creation_input_tokens = self
             .cache_creation_input_tokens
             .saturating_add(other.cache_creation_input_tokens);
+        self.reasoning_tokens = self.reasoning_tokens.saturating_add(other.reasoning_tokens);
+        // A sum is only as trustworthy as its weakest part.
+        self.source = self.source.max(other.source);
     }
 
-    /// All tokens, of every kind.
+    /// All tokens, of every kind (reasoning tokens are inside `output_tokens`).
     pub fn total(&self) -> u64 {
         self.input_tokens
             .saturating_add(self.output_tokens)
@@ -195,10 +237,21 @@ pub struct Message {
     /// The model that produced it, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
-    /// Fields this build does not know, kept verbatim.
+    /// When the message was written (by the agent that produced it, or by
+    /// the source an importer read it from), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timestamp: Option<DateTime<Utc>>,
+    /// Fields this build does not know, kept verbatim. An imported message
+    /// keeps its trace to the source under [`SOURCE_KEY`].
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
+
+/// Key in [`Message::extra`] under which an imported message keeps the
+/// source's own ids, as a JSON object: `uuid` (the source line's id),
+/// `parent_uuid`, `request_id`, `response_id`, `line` (1-based line in the
+/// source file), and whatever else the importer found (`docs/FORMAT.md`).
+pub const SOURCE_KEY: &str = "source";
 
 impl Message {
     /// A message with the given role and blocks and nothing else.
@@ -209,6 +262,7 @@ impl Message {
             usage: None,
             provider_id: None,
             model: None,
+            timestamp: None,
             extra: Map::new(),
         }
     }
@@ -293,5 +347,62 @@ impl Message {
     /// True when the message makes at least one tool call.
     pub fn has_tool_uses(&self) -> bool {
         self.tool_use_ids().next().is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamp_reasoning_and_source_round_trip_and_stay_optional() {
+        let mut m = Message::assistant("done").with_usage(Usage {
+            input_tokens: 10,
+            output_tokens: 7,
+            reasoning_tokens: 3,
+            source: UsageSource::Transcript,
+            ..Usage::default()
+        });
+        m.timestamp = Some("2026-05-01T10:00:00.123Z".parse().unwrap());
+        let line = serde_json::to_string(&m).unwrap();
+        assert!(
+            line.contains(r#""timestamp":"2026-05-01T10:00:00.123Z""#),
+            "{line}"
+        );
+        assert!(line.contains(r#""reasoning_tokens":3"#), "{line}");
+        assert!(line.contains(r#""source":"transcript""#), "{line}");
+        let back: Message = serde_json::from_str(&line).unwrap();
+        assert_eq!(back, m);
+        assert!(back.extra.is_empty());
+
+        // A message written before these fields existed reads with defaults,
+        // and a default usage writes exactly the four counters it always did.
+        let old = r#"{"role":"assistant","content":[],"usage":{"input_tokens":1,"output_tokens":2,"cache_read_input_tokens":0,"cache_creation_input_tokens":0}}"#;
+        let parsed: Message = serde_json::from_str(old).unwrap();
+        assert_eq!(parsed.timestamp, None);
+        let usage = parsed.usage.unwrap();
+        assert_eq!(
+            (usage.reasoning_tokens, usage.source),
+            (0, UsageSource::Provider)
+        );
+        assert_eq!(serde_json::to_string(&parsed).unwrap(), old);
+    }
+
+    #[test]
+    fn a_sum_is_as_trustworthy_as_its_weakest_part() {
+        let mut total = Usage {
+            output_tokens: 5,
+            reasoning_tokens: 2,
+            ..Usage::default()
+        };
+        total.add(&Usage {
+            output_tokens: 1,
+            reasoning_tokens: 1,
+            source: UsageSource::Estimate,
+            ..Usage::default()
+        });
+        assert_eq!(total.reasoning_tokens, 3);
+        assert_eq!(total.source, UsageSource::Estimate);
+        assert_eq!(total.total(), 6);
     }
 }

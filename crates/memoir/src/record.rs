@@ -54,10 +54,34 @@ pub struct SessionMeta {
     /// Set when this session is a fork of another.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<ForkPoint>,
+    /// The agent session this one was imported from, when it was imported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<SourceRef>,
     /// The record format version that wrote the header.
     #[serde(default = "default_format")]
     pub format: u32,
     /// Fields this build does not know, kept verbatim.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// Where an imported session came from: the agent that wrote it and the
+/// source's own ids, so the source can be traced from the header.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceRef {
+    /// The agent that wrote the source: `claude-code`, `codex`, `gemini-cli`,
+    /// `opencode`, or another agent's own name.
+    pub agent: String,
+    /// The agent's version, as the source states it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_version: Option<String>,
+    /// The source's session (or thread) id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// The source file (or database) the session was read from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<PathBuf>,
+    /// Anything else the importer recorded (branch, subagent, ...), verbatim.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -78,6 +102,7 @@ impl SessionMeta {
             title: None,
             kind: None,
             parent: None,
+            source: None,
             format: FORMAT_VERSION,
             extra: Map::new(),
         }

@@ -384,6 +384,7 @@ pub fn usage_from_anthropic(usage: &Value) -> Result<Usage, ConversionError> {
         output_tokens: counter(obj, "output_tokens", PROVIDER)?,
         cache_read_input_tokens: counter(obj, "cache_read_input_tokens", PROVIDER)?,
         cache_creation_input_tokens: counter(obj, "cache_creation_input_tokens", PROVIDER)?,
+        ..Usage::default()
     })
 }
 
@@ -769,6 +770,7 @@ mod tests {
                 output_tokens: 34,
                 cache_creation_input_tokens: 56,
                 cache_read_input_tokens: 78,
+                ..Default::default()
             }
         );
         assert_eq!(usage_to_anthropic(&usage), wire);

@@ -13,6 +13,7 @@
 
 use std::fmt;
 
+use chrono::{DateTime, Utc};
 use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
@@ -263,7 +264,14 @@ impl<'de> Deserialize<'de> for Block {
     }
 }
 
-const MESSAGE_KEYS: &[&str] = &["role", "content", "usage", "provider_id", "model"];
+const MESSAGE_KEYS: &[&str] = &[
+    "role",
+    "content",
+    "usage",
+    "provider_id",
+    "model",
+    "timestamp",
+];
 
 struct MessageVisitor;
 
@@ -278,6 +286,7 @@ impl<'de> Visitor<'de> for MessageVisitor {
         let mut usage: Option<Usage> = None;
         let mut provider_id: Option<String> = None;
         let mut model: Option<String> = None;
+        let mut timestamp: Option<DateTime<Utc>> = None;
         let mut extra = Map::new();
         while let Some(key) = map.next_key_seed(KeySeed(MESSAGE_KEYS))? {
             match key {
@@ -285,7 +294,8 @@ impl<'de> Visitor<'de> for MessageVisitor {
                 Key::Known(1) => content = Some(map.next_value()?),
                 Key::Known(2) => usage = map.next_value()?,
                 Key::Known(3) => provider_id = map.next_value()?,
-                Key::Known(_) => model = map.next_value()?,
+                Key::Known(4) => model = map.next_value()?,
+                Key::Known(_) => timestamp = map.next_value()?,
                 Key::Other(k) => {
                     let v: Value = map.next_value()?;
                     extra.insert(k, v);
@@ -298,6 +308,7 @@ impl<'de> Visitor<'de> for MessageVisitor {
             usage,
             provider_id,
             model,
+            timestamp,
             extra,
         })
     }

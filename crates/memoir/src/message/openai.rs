@@ -1112,6 +1112,7 @@ pub fn usage_from_openai(usage: &Value) -> Result<Usage, ConversionError> {
         output_tokens: counter(obj, "completion_tokens", PROVIDER)?,
         cache_read_input_tokens: cached,
         cache_creation_input_tokens: 0,
+        ..Usage::default()
     })
 }
 
@@ -1613,6 +1614,7 @@ pub(in crate::message) mod tests {
                 output_tokens: 20,
                 cache_read_input_tokens: 60,
                 cache_creation_input_tokens: 0,
+                ..Default::default()
             }
         );
         assert_eq!(usage_to_openai(&usage), Ok(wire));
