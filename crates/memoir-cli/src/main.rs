@@ -33,6 +33,11 @@ enum Command {
     Serve(cmd::serve::Args),
     /// Use sessions on a `memoir serve` server (--remote URL, --token).
     Remote(cmd::serve::RemoteArgs),
+    /// Token usage and cost over the store, grouped or as 5-hour billing blocks.
+    Usage(cmd::usage::Args),
+    /// The offline price table (`memoir prices update FILE` imports a LiteLLM JSON).
+    #[command(subcommand)]
+    Prices(cmd::usage::PricesCommand),
     /// Tools for crash and concurrency tests.
     #[command(subcommand, hide = true)]
     Debug(cmd::debug::Command),
@@ -49,6 +54,8 @@ fn main() -> ExitCode {
         Command::Serve(args) => cmd::serve::run(args),
         Command::Remote(args) => cmd::serve::run_remote(args),
         Command::Debug(c) => cmd::debug::run(c),
+        Command::Usage(args) => cmd::usage::run(args),
+        Command::Prices(c) => cmd::usage::run_prices(c),
     };
     match result {
         Ok(code) => code,

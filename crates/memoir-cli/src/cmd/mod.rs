@@ -7,3 +7,4 @@ pub mod eval;
 pub mod recall;
 pub mod serve;
 pub mod sessions;
+pub mod usage;

@@ -510,36 +510,33 @@ pub fn print_message(seq: u64, m: &Message) {
 }
 
 fn usage(store: &StoreArgs, id: &str, as_json: bool) -> anyhow::Result<ExitCode> {
-    let path = Session::find(&store.dir()?, id)?;
-    let t = Session::read(&path)?;
-    // Per-message usage is what providers report; run summaries are what harnesses total.
-    let mut per_message = memoir::Usage::default();
-    for m in &t.messages {
-        if let Some(u) = &m.usage {
-            per_message.add(u);
-        }
-    }
+    // One implementation for every front: memoir::usage (issue 14).
+    let prices = super::usage::price_table(None)?;
+    let files = memoir::store::file::FileStore::new(&store.dir()?, Durability::Fsync);
+    let u = memoir::usage::session_usage(&files, id, &prices)?;
     if as_json {
-        return print_json(
-            &json!({"id": t.meta.id, "summaries": t.usage, "turns": t.turns, "messages": per_message}),
+        return print_json(&serde_json::to_value(&u)?);
+    }
+    println!("session {}", u.id);
+    for (label, t) in [("own", &u.own), ("inherited", &u.inherited)] {
+        if label == "inherited" && u.parent.is_none() {
+            continue;
+        }
+        println!(
+            "{label:<9}  input {} output {} cache-read {} cache-write {} reasoning {} requests {} cost {}{}",
+            t.input_tokens,
+            t.output_tokens,
+            t.cache_read_tokens,
+            t.cache_write_tokens,
+            t.reasoning_tokens,
+            t.requests,
+            if t.cost_is_lower_bound { ">=" } else { "" },
+            format_args!("${:.4}", t.cost_usd),
         );
     }
-    println!("session {}", t.meta.id);
-    println!(
-        "run summaries: input {} output {} cache-read {} cache-write {} turns {}",
-        t.usage.input_tokens,
-        t.usage.output_tokens,
-        t.usage.cache_read_input_tokens,
-        t.usage.cache_creation_input_tokens,
-        t.turns
-    );
-    println!(
-        "per message:   input {} output {} cache-read {} cache-write {}",
-        per_message.input_tokens,
-        per_message.output_tokens,
-        per_message.cache_read_input_tokens,
-        per_message.cache_creation_input_tokens
-    );
+    if let Some(p) = &u.parent {
+        println!("(a fork of {p}: inherited usage is the parent's, not counted again)");
+    }
     Ok(ExitCode::SUCCESS)
 }
 
