@@ -36,6 +36,8 @@ use memoir::transcript::codec;
 use memoir::Error;
 use serde::Deserialize;
 
+mod usage; // GET /v1/usage (issue 14)
+
 /// The OpenAPI 3.1 description of the API (served at `/openapi.json`).
 pub const OPENAPI_JSON: &str = include_str!("openapi.json");
 
@@ -781,6 +783,7 @@ pub fn router(config: ServerConfig) -> Router {
         .route("/v1/sessions/{id}/fork", post(fork_session))
         .route("/v1/sessions/{id}/export", get(export_session))
         .route("/v1/sessions/{id}/search", post(search_session))
+        .route("/v1/usage", get(usage::get_usage))
         .fallback(fallback)
         .layer(DefaultBodyLimit::max(config.max_body))
         .with_state(state)
@@ -886,6 +889,7 @@ mod tests {
             "/v1/sessions/{id}/fork",
             "/v1/sessions/{id}/export",
             "/v1/sessions/{id}/search",
+            "/v1/usage",
         ] {
             assert!(doc["paths"][path].is_object(), "{path} missing");
         }

@@ -63,7 +63,8 @@ pub struct WalkStats {
     pub sessions: usize,
     /// Sessions (or listing entries) that could not be read: totals are lower bounds.
     pub unreadable: usize,
-    /// Responses skipped because another session already counted them.
+    /// Copies not counted again: repeated within a session (split lines)
+    /// or already counted by another session.
     pub duplicates: u64,
 }
 
@@ -128,9 +129,10 @@ pub fn walk(
             stats.unreadable += usize::from(selected);
             continue;
         };
-        let found = own_responses(store, &meta, &raw, None)?;
+        let (found, merged) = own_responses(store, &meta, &raw, None)?;
         if selected {
             stats.sessions += 1;
+            stats.duplicates += merged;
             visit(Event::Session(&meta));
         }
         for f in found {
@@ -193,7 +195,7 @@ pub fn inherited(
             .header
             .clone()
             .ok_or_else(|| Error::NoHeader(store.location(&fork.session)))?;
-        for f in own_responses(store, &parent, &raw, Some(fork.seq))? {
+        for f in own_responses(store, &parent, &raw, Some(fork.seq))?.0 {
             if let Some(identity) = f.identity {
                 if !seen.insert(identity) {
                     continue;
@@ -303,13 +305,15 @@ fn content_hash(m: &Message) -> Result<u128> {
 }
 
 /// The responses a session's own records hold (up to `upto` inclusive),
-/// de-duplicated within the session (last copy wins).
+/// de-duplicated within the session (last copy wins), and how many copies
+/// were merged.
 fn own_responses(
     store: &dyn LogStore,
     meta: &SessionMeta,
     raw: &RawLog,
     upto: Option<u64>,
-) -> Result<Vec<Found>> {
+) -> Result<(Vec<Found>, u64)> {
+    let mut merged = 0u64;
     let mut found: Vec<Found> = Vec::new();
     let mut by_identity: HashMap<u128, usize> = HashMap::new();
     // Content hashes of the usage-bearing messages present so far; built on
@@ -325,7 +329,10 @@ fn own_responses(
             requests: 1,
         };
         match f.identity.and_then(|i| by_identity.get(&i).copied()) {
-            Some(at) => found[at] = f,
+            Some(at) => {
+                found[at] = f;
+                merged += 1;
+            }
             None => {
                 if let Some(i) = f.identity {
                     by_identity.insert(i, found.len());
@@ -378,9 +385,9 @@ fn own_responses(
         }
     }
     if found.is_empty() {
-        return Ok(summaries);
+        return Ok((summaries, 0));
     }
-    Ok(found)
+    Ok((found, merged))
 }
 
 /// Content hashes of the usage-bearing messages a session held before its

@@ -290,8 +290,9 @@ pub struct UsageReport {
     pub sessions: usize,
     /// Sessions that could not be read: every total is a lower bound.
     pub unreadable_sessions: usize,
-    /// Responses not counted again because another session holds them
-    /// (copies, sidechain replays, re-imports).
+    /// Copies of responses not counted again: split lines within a session,
+    /// and copies another session already counts (sidechain replays,
+    /// subagent copies, re-imports).
     pub duplicate_responses: u64,
     /// The price table used.
     pub prices: PriceOrigin,
