@@ -514,3 +514,56 @@ fn a_corrupt_session_is_reported_not_fatal() {
     // The listing interface is all the report needs.
     let _: &dyn LogStore = store.as_ref();
 }
+
+#[test]
+fn showcase_and_rewind_fixtures_total_as_hand_computed() {
+    let (_d, store) = store();
+    // `55550000-…-0001.jsonl`: five claude-haiku-4-5 responses of 120 in / 40 out
+    // (no requestId in the file: the message id alone identifies them).
+    let showcase: Vec<Message> = (1..=5)
+        .map(|i| {
+            response(
+                Some(&format!("msg_sc-a{i}")),
+                json!({"uuid": format!("sc-a{i}")}),
+                "claude-haiku-4-5-20251001",
+                &format!("2026-06-15T10:00:0{i}Z"),
+                tokens(120, 40, 0, 0),
+            )
+        })
+        .collect();
+    write(&store, header("cc-showcase", "claude-code", "2026-06-15T10:00:01Z", json!({})), &showcase);
+    // `dag_compact_after_rewind.jsonl`: the live chain a1, b2a, b2a2, p1a and
+    // the abandoned rewind branch b1a (billed too), here a fork at a1.
+    let turn = |id: &str, when: &str| {
+        response(Some(&format!("msg_{id}")), json!({"uuid": id, "request_id": format!("req_{id}")}), "claude-sonnet-4-20250514", when, tokens(10, 5, 0, 0))
+    };
+    write(
+        &store,
+        header("cc-dag", "claude-code", "2025-07-01T10:00:00Z", json!({})),
+        &[
+            Message::user("u1"),
+            turn("a1", "2025-07-01T10:01:00Z"),
+            Message::user("b2u"),
+            turn("b2a", "2025-07-01T10:11:00Z"),
+            turn("b2a2", "2025-07-01T10:21:00Z"),
+            Message::system("compact summary"),
+            turn("p1a", "2025-07-01T10:41:00Z"),
+        ],
+    );
+    let mut branch = header("cc-dag-rewind", "claude-code", "2025-07-01T10:02:00Z", json!({}));
+    branch.parent = Some(ForkPoint { session: "cc-dag".into(), seq: 2, messages: 2 });
+    write(&store, branch, &[Message::user("b1u"), turn("b1a", "2025-07-01T10:03:00Z")]);
+
+    let r = usage::report(store.as_ref(), &by(&[GroupKey::Session]), &prices()).unwrap();
+    let show = &row(&r, "cc-showcase").totals;
+    assert_eq!((show.input_tokens, show.output_tokens, show.requests), (600, 200, 5));
+    // haiku 4.5: $1 in, $5 out per Mtok -> 600 + 1000 µ$.
+    assert!((show.cost_usd - 0.0016).abs() < 1e-12);
+    let dag = &row(&r, "cc-dag").totals;
+    let rewind = row(&r, "cc-dag-rewind");
+    assert_eq!((dag.input_tokens + rewind.totals.input_tokens, dag.output_tokens + rewind.totals.output_tokens), (50, 25));
+    assert_eq!(rewind.inherited.as_ref().unwrap().requests, 1);
+    // claude-sonnet-4 (priced from its Bedrock id): $3 in, $15 out -> 150 + 375 µ$.
+    assert!((dag.cost_usd + rewind.totals.cost_usd - 0.000525).abs() < 1e-12);
+    assert_eq!(r.total.requests, 10);
+}

@@ -3,6 +3,7 @@
 //! (import a LiteLLM price file). Glue only: counting and pricing live in
 //! [`memoir::usage`].
 
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -58,7 +59,7 @@ pub struct Args {
     /// Print CSV.
     #[arg(long)]
     csv: bool,
-    /// Terminal width for the table (default: $COLUMNS, else 120).
+    /// Terminal width for the table (default: $COLUMNS, else 120 on a terminal).
     #[arg(long)]
     width: Option<usize>,
 }
@@ -117,10 +118,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         until: args.until.as_deref().map(|s| parse_bound(s, true)).transpose()?,
         group_by,
     };
+    // Without --width or $COLUMNS: 120 on a terminal, no limit in a pipe.
     let width = args
         .width
         .or_else(|| std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok()))
-        .unwrap_or(120);
+        .unwrap_or(if std::io::stdout().is_terminal() { 120 } else { usize::MAX });
     if args.blocks {
         let blocks = usage::blocks_report(&store, &query, &prices, Utc::now())?;
         if args.json {
