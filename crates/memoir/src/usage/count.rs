@@ -228,10 +228,12 @@ fn header_model(meta: &SessionMeta) -> &str {
 
 /// True for a side session: a sidechain, subagent or `/btw` copy, whose
 /// responses a main session keeps when both hold them. Recognised from the
-/// header: `kind` `subagent` or `sidechain`, or a `source` with
-/// `sidechain`/`is_sidechain: true` or a non-null `subagent`/`parent_session`.
+/// header: `kind` (or the importer's `source.kind`) `subagent` or
+/// `sidechain`, or a `source` with `sidechain`/`is_sidechain: true` or a
+/// non-null `subagent`/`parent_session`.
 pub fn is_side_session(meta: &SessionMeta) -> bool {
-    if matches!(meta.kind.as_deref(), Some("subagent" | "sidechain")) {
+    let side_kind = |k: Option<&str>| matches!(k, Some("subagent" | "sidechain"));
+    if side_kind(meta.kind.as_deref()) {
         return true;
     }
     let Some(source) = &meta.source else {
@@ -239,7 +241,11 @@ pub fn is_side_session(meta: &SessionMeta) -> bool {
     };
     let flag = |k: &str| source.extra.get(k).and_then(Value::as_bool) == Some(true);
     let present = |k: &str| source.extra.get(k).is_some_and(|v| !v.is_null());
-    flag("sidechain") || flag("is_sidechain") || present("subagent") || present("parent_session")
+    side_kind(source.extra.get("kind").and_then(Value::as_str))
+        || flag("sidechain")
+        || flag("is_sidechain")
+        || present("subagent")
+        || present("parent_session")
 }
 
 /// The priority order: main sessions before side sessions, shallower forks

@@ -266,6 +266,13 @@ pub struct UsageRow {
     /// For rows grouped by session alone: the fork's parent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parent: Option<String>,
+    /// For rows grouped by session alone: the imported session's own id
+    /// (`source.session`), to match it with the agent's own reports.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_session: Option<String>,
+    /// For rows grouped by session alone: the agent that wrote it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
 }
 
 impl UsageRow {
@@ -393,11 +400,14 @@ pub fn report(store: &dyn LogStore, query: &UsageQuery, prices: &PriceTable) -> 
     let by_session = query.group_by == [GroupKey::Session];
     let mut rows: BTreeMap<Vec<String>, Totals> = BTreeMap::new();
     let mut forks: BTreeMap<String, SessionMeta> = BTreeMap::new();
+    let mut sources: BTreeMap<String, (Option<String>, String)> = BTreeMap::new();
     let mut total = Totals::default();
     let stats = filters.walk(store, prices, &mut |event| match event {
         count::Event::Session(meta) => {
             if by_session {
                 rows.entry(vec![meta.id.clone()]).or_default();
+                let src = meta.source.as_ref().and_then(|s| s.session.clone());
+                sources.insert(meta.id.clone(), (src, agent_of(meta).to_string()));
                 if meta.parent.is_some() {
                     forks.insert(meta.id.clone(), meta.clone());
                 }
@@ -423,8 +433,14 @@ pub fn report(store: &dyn LogStore, query: &UsageQuery, prices: &PriceTable) -> 
             totals,
             inherited: None,
             parent: None,
+            source_session: None,
+            agent: None,
         };
         if by_session {
+            if let Some((src, agent)) = sources.remove(&key[0]) {
+                row.source_session = src;
+                row.agent = Some(agent);
+            }
             if let Some(meta) = forks.get(&key[0]) {
                 row.inherited = Some(inherited_totals(store, meta, prices, &filters)?);
                 row.parent = meta.parent.as_ref().map(|p| p.session.clone());
