@@ -14,9 +14,10 @@ with HOME pointed at an empty directory so no real sessions leak in. Without
 
 memoir reads --store (a store the trees were imported into), or imports them
 into a temp store with --import-cmd, a shell template run once per tree with
-{agent} (claude-code|codex), {src} (the tree) and {store} substituted, e.g.
-  --import-cmd '{memoir} import {agent} {src} --dir {store}'
-(adjust to the `memoir import` syntax on main).
+{agent} (claude-code|codex), {short} (claude|codex), {src} (the tree) and
+{store} substituted, e.g. (the `memoir import` syntax of the import branch)
+  --import-cmd '{memoir} import {short} {src} --dir {store}'
+memoir runs with MEMOIR_HOME set to a temp dir (import cursors, prices).
 
 Prints per-session and per-day totals side by side, and both tools' times.
 Everything is UTC (`ccusage --timezone UTC`; memoir groups by UTC day).
@@ -151,25 +152,27 @@ def main():
     times["ccusage daily"] = dt
     cc_days = {r.get("period") or r.get("date"): cc_row(r) for r in json.loads(out).get("daily", [])}
 
+    memoir_env = dict(os.environ, MEMOIR_HOME=str(root / "memoir-home"))
+    memoir_env.pop("MEMOIR_SESSION_DIR", None)
     store = args.store
     if not store:
         if not args.import_cmd:
             sys.exit("give --store (an imported store) or --import-cmd (see --help)")
         store = str(root / "store")
-        for agent, src in [("claude-code", args.claude), ("codex", args.codex)]:
+        for agent, short, src in [("claude-code", "claude", args.claude), ("codex", "codex", args.codex)]:
             if src:
-                cmd = args.import_cmd.format(memoir=args.memoir, agent=agent, src=src, store=store)
+                cmd = args.import_cmd.format(memoir=args.memoir, agent=agent, short=short, src=src, store=store)
                 t0 = time.perf_counter()
-                subprocess.run(cmd, shell=True, check=True)
+                subprocess.run(cmd, shell=True, check=True, env=memoir_env, stdout=subprocess.DEVNULL)
                 times[f"memoir import {agent}"] = time.perf_counter() - t0
-    out, dt = run([args.memoir, "usage", "--dir", store, "--by", "session", "--json"])
+    out, dt = run([args.memoir, "usage", "--dir", store, "--by", "session", "--json"], memoir_env)
     times["memoir usage --by session"] = dt
     mem_sessions = {}
     for r in json.loads(out)["rows"]:
         key = r.get("source_session") or r["group"]["session"]
         agent = r.get("agent", "memoir")
         mem_sessions[f"{agent}:{Path(key).name}"] = memoir_row(r)
-    out, dt = run([args.memoir, "usage", "--dir", store, "--by", "day", "--json"])
+    out, dt = run([args.memoir, "usage", "--dir", store, "--by", "day", "--json"], memoir_env)
     times["memoir usage --by day"] = dt
     mem = json.loads(out)
     mem_days = {r["group"]["day"]: memoir_row(r) for r in mem["rows"]}
