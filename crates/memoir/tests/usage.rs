@@ -567,3 +567,21 @@ fn showcase_and_rewind_fixtures_total_as_hand_computed() {
     assert!((dag.cost_usd + rewind.totals.cost_usd - 0.000525).abs() < 1e-12);
     assert_eq!(r.total.requests, 10);
 }
+
+#[test]
+fn a_fork_whose_parent_is_gone_keeps_its_own_counts_and_says_why_inherited_is_missing() {
+    let (dir, store) = store();
+    codex_parent(&store);
+    let mut meta = header("codex-orphan", "codex", "2026-05-12T08:02:00Z", json!({}));
+    meta.parent = Some(ForkPoint { session: "codex-parent".into(), seq: 2, messages: 2 });
+    write(&store, meta, &[response(None, json!({"response_id": "resp_o"}), "gpt-5.2", "2026-05-12T08:02:00Z", branch_usage())]);
+    std::fs::remove_file(dir.path().join("codex-parent.jsonl")).unwrap();
+    let r = usage::report(store.as_ref(), &by(&[GroupKey::Session]), &prices()).unwrap();
+    assert_eq!(r.total.total_tokens, 850);
+    let orphan = row(&r, "codex-orphan");
+    assert!(orphan.inherited.is_none());
+    assert!(orphan.inherited_error.as_deref().unwrap_or("").contains("codex-parent"), "{orphan:?}");
+    let one = usage::session_usage(store.as_ref(), "codex-orphan", &prices()).unwrap();
+    assert_eq!(one.own.total_tokens, 850);
+    assert!(one.inherited_error.is_some());
+}

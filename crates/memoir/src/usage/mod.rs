@@ -273,6 +273,10 @@ pub struct UsageRow {
     /// For rows grouped by session alone: the agent that wrote it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
+    /// Why a fork's inherited usage could not be read (e.g. its parent was
+    /// deleted); its own counts are unaffected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inherited_error: Option<String>,
 }
 
 impl UsageRow {
@@ -319,6 +323,9 @@ pub struct SessionUsage {
     pub own: Totals,
     /// What it starts with by reference to its parent (not part of `own`).
     pub inherited: Totals,
+    /// Why `inherited` could not be read (then it is empty).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inherited_error: Option<String>,
     /// The price table used.
     pub prices: PriceOrigin,
 }
@@ -435,6 +442,7 @@ pub fn report(store: &dyn LogStore, query: &UsageQuery, prices: &PriceTable) -> 
             parent: None,
             source_session: None,
             agent: None,
+            inherited_error: None,
         };
         if by_session {
             if let Some((src, agent)) = sources.remove(&key[0]) {
@@ -442,11 +450,18 @@ pub fn report(store: &dyn LogStore, query: &UsageQuery, prices: &PriceTable) -> 
                 row.agent = Some(agent);
             }
             if let Some(meta) = forks.get(&key[0]) {
-                row.inherited = Some(inherited_totals(store, meta, prices, &filters)?);
+                match inherited_totals(store, meta, prices, &filters) {
+                    Ok(t) => row.inherited = Some(t),
+                    Err(e) => row.inherited_error = Some(e.to_string()),
+                }
                 row.parent = meta.parent.as_ref().map(|p| p.session.clone());
             }
         }
-        if by_session && row.totals.requests == 0 && row.inherited.is_none() {
+        if by_session
+            && row.totals.requests == 0
+            && row.inherited.is_none()
+            && row.inherited_error.is_none()
+        {
             continue; // a selected session with no usage at all
         }
         out.push(row);
@@ -474,6 +489,7 @@ pub fn session_usage(store: &dyn LogStore, id: &str, prices: &PriceTable) -> Res
     let report = report(store, &query, prices)?;
     let row = report.rows.into_iter().next();
     let parent = row.as_ref().and_then(|r| r.parent.clone());
+    let inherited_error = row.as_ref().and_then(|r| r.inherited_error.clone());
     let (own, inherited) = match row {
         Some(r) => (r.totals, r.inherited.unwrap_or_default()),
         None => (Totals::default(), Totals::default()),
@@ -484,6 +500,7 @@ pub fn session_usage(store: &dyn LogStore, id: &str, prices: &PriceTable) -> Res
         parent,
         own,
         inherited,
+        inherited_error,
         prices: report.prices,
     })
 }
