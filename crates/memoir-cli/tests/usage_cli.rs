@@ -42,8 +42,10 @@ fn response(id: &str, model: &str, when: &str, input: u64, output: u64, read: u6
     m.provider_id = Some(id.into());
     m.model = Some(model.into());
     m.timestamp = Some(when.parse().unwrap());
-    m.extra
-        .insert(SOURCE_KEY.into(), json!({"request_id": format!("req_{id}")}));
+    m.extra.insert(
+        SOURCE_KEY.into(),
+        json!({"request_id": format!("req_{id}")}),
+    );
     m
 }
 
@@ -64,12 +66,37 @@ fn meta(id: &str, agent: &str, created: &str) -> SessionMeta {
 /// it, and a Codex session on an unpriced model.
 fn fill(dir: &Path) {
     let store = Arc::new(FileStore::new(dir, Durability::None));
-    let main = Session::create_in(store.clone(), meta("cc-main", "claude-code", "2026-05-12T09:00:00Z")).unwrap();
+    let main = Session::create_in(
+        store.clone(),
+        meta("cc-main", "claude-code", "2026-05-12T09:00:00Z"),
+    )
+    .unwrap();
     main.append_messages(&[
         Message::user("hi"),
-        response("msg_1", "claude-sonnet-4-5", "2026-05-12T09:00:05Z", 1000, 100, 0),
-        response("msg_1", "claude-sonnet-4-5", "2026-05-12T09:00:06Z", 1000, 100, 0),
-        response("msg_2", "claude-sonnet-4-5", "2026-05-12T09:10:00Z", 10, 200, 1000),
+        response(
+            "msg_1",
+            "claude-sonnet-4-5",
+            "2026-05-12T09:00:05Z",
+            1000,
+            100,
+            0,
+        ),
+        response(
+            "msg_1",
+            "claude-sonnet-4-5",
+            "2026-05-12T09:00:06Z",
+            1000,
+            100,
+            0,
+        ),
+        response(
+            "msg_2",
+            "claude-sonnet-4-5",
+            "2026-05-12T09:10:00Z",
+            10,
+            200,
+            1000,
+        ),
     ])
     .unwrap();
     let mut fork = meta("cc-fork", "claude-code", "2026-05-13T09:00:00Z");
@@ -79,11 +106,26 @@ fn fill(dir: &Path) {
         messages: 4,
     });
     let fork = Session::create_in(store.clone(), fork).unwrap();
-    fork.append_messages(&[response("msg_3", "claude-sonnet-4-5", "2026-05-13T09:00:10Z", 20, 20, 0)])
-        .unwrap();
-    let codex = Session::create_in(store, meta("codex-1", "codex", "2026-05-13T10:00:00Z")).unwrap();
+    fork.append_messages(&[response(
+        "msg_3",
+        "claude-sonnet-4-5",
+        "2026-05-13T09:00:10Z",
+        20,
+        20,
+        0,
+    )])
+    .unwrap();
+    let codex =
+        Session::create_in(store, meta("codex-1", "codex", "2026-05-13T10:00:00Z")).unwrap();
     codex
-        .append_messages(&[response("resp_9", "brand-new-model", "2026-05-13T10:00:01Z", 5, 5, 0)])
+        .append_messages(&[response(
+            "resp_9",
+            "brand-new-model",
+            "2026-05-13T10:00:01Z",
+            5,
+            5,
+            0,
+        )])
         .unwrap();
 }
 
@@ -117,7 +159,10 @@ fn usage_table_json_csv_and_blocks() {
         .output()
         .unwrap());
     let lines: Vec<&str> = table.lines().collect();
-    assert!(lines[0].contains("cache-read") && lines[0].contains("reasoning"), "{table}");
+    assert!(
+        lines[0].contains("cache-read") && lines[0].contains("reasoning"),
+        "{table}"
+    );
     assert!(table.contains("2026-05-12  claude-code"), "{table}");
     assert!(table.contains("unpriced"), "{table}");
     let total = lines.iter().find(|l| l.starts_with("Total")).unwrap();
@@ -138,7 +183,10 @@ fn usage_table_json_csv_and_blocks() {
     assert!(head.contains("total") && head.contains("cost"), "{narrow}");
     assert!(!head.contains("cache-read"), "{narrow}");
     let table_lines = narrow.lines().take_while(|l| !l.starts_with("Total"));
-    assert!(table_lines.into_iter().all(|l| l.chars().count() <= 50), "{narrow}");
+    assert!(
+        table_lines.into_iter().all(|l| l.chars().count() <= 50),
+        "{narrow}"
+    );
 
     let csv = ok(memoir(home.path())
         .args(["usage", "--dir", d, "--by", "model", "--csv"])
@@ -146,7 +194,11 @@ fn usage_table_json_csv_and_blocks() {
         .unwrap());
     let rows: Vec<&str> = csv.lines().collect();
     assert!(rows[0].starts_with("model,kind,input_tokens"), "{csv}");
-    assert!(rows.iter().any(|r| r.starts_with("brand-new-model,own,5,5,")), "{csv}");
+    assert!(
+        rows.iter()
+            .any(|r| r.starts_with("brand-new-model,own,5,5,")),
+        "{csv}"
+    );
     assert!(rows.last().unwrap().starts_with(",total,1035,"), "{csv}");
 
     let blocks: Value = serde_json::from_str(&ok(memoir(home.path())
@@ -161,7 +213,16 @@ fn usage_table_json_csv_and_blocks() {
 
     // Filters.
     let since: Value = serde_json::from_str(&ok(memoir(home.path())
-        .args(["usage", "--dir", d, "--since", "2026-05-13", "--agent", "claude-code", "--json"])
+        .args([
+            "usage",
+            "--dir",
+            d,
+            "--since",
+            "2026-05-13",
+            "--agent",
+            "claude-code",
+            "--json",
+        ])
         .output()
         .unwrap()))
     .unwrap();
@@ -206,7 +267,13 @@ fn prices_update_and_overrides() {
     )
     .unwrap();
     let out = ok(memoir(home.path())
-        .args(["prices", "update", litellm.to_str().unwrap(), "--date", "2026-11-30"])
+        .args([
+            "prices",
+            "update",
+            litellm.to_str().unwrap(),
+            "--date",
+            "2026-11-30",
+        ])
         .output()
         .unwrap());
     assert!(out.contains("2 models"), "{out}");

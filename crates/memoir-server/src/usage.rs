@@ -52,8 +52,8 @@ pub(crate) async fn get_usage(
     auth: Auth,
     params: Result<Query<Params>, QueryRejection>,
 ) -> ApiResult<Json<serde_json::Value>> {
-    let Query(p) = params
-        .map_err(|r| ApiError::new(StatusCode::BAD_REQUEST, "bad_request", r.body_text()))?;
+    let Query(p) =
+        params.map_err(|r| ApiError::new(StatusCode::BAD_REQUEST, "bad_request", r.body_text()))?;
     let group_by = match p.by.as_deref() {
         None | Some("") => Vec::new(),
         Some(list) => list

@@ -27,7 +27,10 @@ fn get(url: &str, token: Option<&str>) -> (u16, serde_json::Value) {
     let mut resp = req.call().unwrap();
     let status = resp.status().as_u16();
     let text = resp.body_mut().read_to_string().unwrap();
-    (status, serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text)))
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text)),
+    )
 }
 
 fn session(store: &Arc<FileStore>, id: &str, project: &str, responses: &[(&str, u64, u64)]) {
@@ -57,9 +60,19 @@ fn usage_endpoint_is_project_scoped_and_matches_the_library() {
     std::env::set_var("MEMOIR_HOME", home.path());
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(FileStore::new(dir.path(), Durability::None));
-    session(&store, "alpha-1", "alpha", &[("msg_1", 1000, 100), ("msg_2", 2000, 200)]);
+    session(
+        &store,
+        "alpha-1",
+        "alpha",
+        &[("msg_1", 1000, 100), ("msg_2", 2000, 200)],
+    );
     // A copy of msg_2 in another alpha session is counted once.
-    session(&store, "alpha-2", "alpha", &[("msg_2", 2000, 200), ("msg_3", 5, 5)]);
+    session(
+        &store,
+        "alpha-2",
+        "alpha",
+        &[("msg_2", 2000, 200), ("msg_3", 5, 5)],
+    );
     session(&store, "beta-1", "beta", &[("msg_9", 777, 7)]);
 
     let tokens = vec![
@@ -80,7 +93,9 @@ fn usage_endpoint_is_project_scoped_and_matches_the_library() {
         .enable_all()
         .build()
         .unwrap();
-    let listener = rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let server = rt.spawn(memoir_server::serve(listener, config, async {
@@ -117,7 +132,10 @@ fn usage_endpoint_is_project_scoped_and_matches_the_library() {
     let (status, body) = get(&format!("{base}/v1/usage?session=beta-1"), Some(TOKEN_A));
     assert_eq!(status, 404, "{body}");
     let (status, body) = get(&format!("{base}/v1/usage?session=alpha-2"), Some(TOKEN_A));
-    assert_eq!((status, body["total"]["input_tokens"].clone()), (200, 5.into()));
+    assert_eq!(
+        (status, body["total"]["input_tokens"].clone()),
+        (200, 5.into())
+    );
     let (status, _) = get(&format!("{base}/v1/usage?by=fortnight"), Some(TOKEN_A));
     assert_eq!(status, 400);
     let (status, _) = get(&format!("{base}/v1/usage?since=yesterday"), Some(TOKEN_A));

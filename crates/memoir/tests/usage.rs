@@ -160,7 +160,11 @@ fn codex_branch_forked_by_reference_adds_850_to_the_parents_1200() {
     assert_eq!(all.total.total_tokens, 2050);
     assert_eq!(all.total.requests, 2);
     assert_eq!(
-        (all.total.input_tokens, all.total.cache_read_tokens, all.total.output_tokens),
+        (
+            all.total.input_tokens,
+            all.total.cache_read_tokens,
+            all.total.output_tokens
+        ),
         (1300, 300, 450)
     );
     assert_eq!(all.total.reasoning_tokens, 40);
@@ -172,13 +176,23 @@ fn codex_branch_forked_by_reference_adds_850_to_the_parents_1200() {
 
     // The single-session view says the same, own and inherited apart.
     let one = usage::session_usage(store.as_ref(), "codex-br", &prices()).unwrap();
-    assert_eq!((one.own.total_tokens, one.inherited.total_tokens), (850, 1200));
+    assert_eq!(
+        (one.own.total_tokens, one.inherited.total_tokens),
+        (850, 1200)
+    );
     let parent = usage::session_usage(store.as_ref(), "codex-parent", &prices()).unwrap();
-    assert_eq!((parent.own.total_tokens, parent.inherited.total_tokens), (1200, 0));
+    assert_eq!(
+        (parent.own.total_tokens, parent.inherited.total_tokens),
+        (1200, 0)
+    );
 
     // gpt-5.2: $1.75 in, $0.175 cached, $14 out per Mtok.
     let expected = (1300.0 * 1.75 + 300.0 * 0.175 + 450.0 * 14.0) / 1e6;
-    assert!((all.total.cost_usd - expected).abs() < 1e-12, "{}", all.total.cost_usd);
+    assert!(
+        (all.total.cost_usd - expected).abs() < 1e-12,
+        "{}",
+        all.total.cost_usd
+    );
     assert!(!all.total.cost_is_lower_bound);
 }
 
@@ -190,7 +204,12 @@ fn codex_branch_copied_with_the_replayed_response_still_totals_2050() {
     // (same response id) must not make the store total 1,200 + 1,200 + 850.
     write(
         &store,
-        header("codex-branch-copy", "codex", "2026-05-12T08:02:00Z", json!({})),
+        header(
+            "codex-branch-copy",
+            "codex",
+            "2026-05-12T08:02:00Z",
+            json!({}),
+        ),
         &[
             response(
                 None,
@@ -287,13 +306,32 @@ fn the_last_line_of_a_split_message_wins() {
     placeholder.source = UsageSource::Transcript;
     write(
         &store,
-        header("cc-stream", "claude-code", "2026-01-01T00:00:00Z", json!({})),
+        header(
+            "cc-stream",
+            "claude-code",
+            "2026-01-01T00:00:00Z",
+            json!({}),
+        ),
         &[
-            response(Some("msg_s"), json!({"request_id": "req_s"}), "claude-haiku-4-5", "2026-01-01T00:00:01Z", placeholder),
-            response(Some("msg_s"), json!({"request_id": "req_s"}), "claude-haiku-4-5", "2026-01-01T00:00:02Z", tokens(40, 300, 0, 500)),
+            response(
+                Some("msg_s"),
+                json!({"request_id": "req_s"}),
+                "claude-haiku-4-5",
+                "2026-01-01T00:00:01Z",
+                placeholder,
+            ),
+            response(
+                Some("msg_s"),
+                json!({"request_id": "req_s"}),
+                "claude-haiku-4-5",
+                "2026-01-01T00:00:02Z",
+                tokens(40, 300, 0, 500),
+            ),
         ],
     );
-    let t = usage::report(store.as_ref(), &UsageQuery::default(), &prices()).unwrap().total;
+    let t = usage::report(store.as_ref(), &UsageQuery::default(), &prices())
+        .unwrap()
+        .total;
     assert_eq!((t.requests, t.input_tokens, t.output_tokens), (1, 40, 300));
     assert_eq!(t.provenance, UsageSource::Provider);
 }
@@ -306,16 +344,39 @@ fn a_btw_sidechain_replaying_the_parent_message_under_a_new_request_id_is_not_co
     // not age, decides who keeps the replayed response.
     write(
         &store,
-        header("cc-btw", "claude-code", "2026-03-01T09:00:00Z", json!({"sidechain": true})),
+        header(
+            "cc-btw",
+            "claude-code",
+            "2026-03-01T09:00:00Z",
+            json!({"sidechain": true}),
+        ),
         &[
-            response(Some("msg_main_1"), json!({"request_id": "req_btw_replay"}), model, "2026-03-01T10:00:00Z", tokens(10, 100, 0, 1000)),
-            response(Some("msg_btw_1"), json!({"request_id": "req_btw_1"}), model, "2026-03-01T10:05:00Z", tokens(5, 50, 1000, 0)),
+            response(
+                Some("msg_main_1"),
+                json!({"request_id": "req_btw_replay"}),
+                model,
+                "2026-03-01T10:00:00Z",
+                tokens(10, 100, 0, 1000),
+            ),
+            response(
+                Some("msg_btw_1"),
+                json!({"request_id": "req_btw_1"}),
+                model,
+                "2026-03-01T10:05:00Z",
+                tokens(5, 50, 1000, 0),
+            ),
         ],
     );
     write(
         &store,
         header("cc-main", "claude-code", "2026-03-01T10:00:00Z", json!({})),
-        &[response(Some("msg_main_1"), json!({"request_id": "req_main_1"}), model, "2026-03-01T10:00:00Z", tokens(10, 100, 0, 1000))],
+        &[response(
+            Some("msg_main_1"),
+            json!({"request_id": "req_main_1"}),
+            model,
+            "2026-03-01T10:00:00Z",
+            tokens(10, 100, 0, 1000),
+        )],
     );
     let r = usage::report(store.as_ref(), &by(&[GroupKey::Session]), &prices()).unwrap();
     assert_eq!(r.total.requests, 2);
@@ -341,14 +402,40 @@ fn a_subagent_counts_its_own_responses_and_not_the_parent_entries_it_copies() {
             )
         })
         .collect();
-    write(&store, header("cc-showcase", "claude-code", "2026-06-15T10:00:00Z", json!({})), &main);
+    write(
+        &store,
+        header(
+            "cc-showcase",
+            "claude-code",
+            "2026-06-15T10:00:00Z",
+            json!({}),
+        ),
+        &main,
+    );
     // Older subagent files copy the parent's entries (same ids) before their own.
     let mut sub = main[..2].to_vec();
-    sub.push(response(Some("msg_agent_1"), json!({"uuid": "ag-1"}), model, "2026-06-15T10:00:05Z", tokens(300, 60, 0, 0)));
+    sub.push(response(
+        Some("msg_agent_1"),
+        json!({"uuid": "ag-1"}),
+        model,
+        "2026-06-15T10:00:05Z",
+        tokens(300, 60, 0, 0),
+    ));
     sub.push(Message::user("no usage here"));
     // An id-less response is counted once, where it is stored.
-    sub.push(response(None, json!({}), model, "2026-06-15T10:00:06Z", tokens(7, 3, 0, 0)));
-    let mut meta = header("cc-agent", "claude-code", "2026-06-15T10:00:04Z", json!({"subagent": {"agent_id": "showcol1"}}));
+    sub.push(response(
+        None,
+        json!({}),
+        model,
+        "2026-06-15T10:00:06Z",
+        tokens(7, 3, 0, 0),
+    ));
+    let mut meta = header(
+        "cc-agent",
+        "claude-code",
+        "2026-06-15T10:00:04Z",
+        json!({"subagent": {"agent_id": "showcol1"}}),
+    );
     meta.kind = Some("subagent".into());
     write(&store, meta, &sub);
 
@@ -376,9 +463,17 @@ fn a_re_import_after_growth_adds_only_the_new_responses() {
             tokens(100 * u64::from(i), 10, 0, 0),
         )
     };
-    write(&store, header("import-1", "claude-code", "2026-04-01T11:00:00Z", json!({})), &[turn(1), turn(2)]);
+    write(
+        &store,
+        header("import-1", "claude-code", "2026-04-01T11:00:00Z", json!({})),
+        &[turn(1), turn(2)],
+    );
     // The source grew; the re-import wrote the whole file again as a new session.
-    write(&store, header("import-2", "claude-code", "2026-04-05T11:00:00Z", json!({})), &[turn(1), turn(2), turn(3)]);
+    write(
+        &store,
+        header("import-2", "claude-code", "2026-04-05T11:00:00Z", json!({})),
+        &[turn(1), turn(2), turn(3)],
+    );
     let r = usage::report(store.as_ref(), &by(&[GroupKey::Day]), &prices()).unwrap();
     assert_eq!(r.total.requests, 3);
     assert_eq!(r.total.input_tokens, 600);
@@ -396,12 +491,18 @@ fn compaction_keeps_dropped_responses_and_does_not_recount_carried_ones() {
     // Native responses without any id: counted once where stored.
     let a = Message::assistant("first").with_usage(tokens(1000, 10, 0, 0));
     let b = Message::assistant("second").with_usage(tokens(2000, 20, 0, 0));
-    let s = write(&store, meta, &[Message::user("go"), a, Message::user("more"), b.clone()]);
+    let s = write(
+        &store,
+        meta,
+        &[Message::user("go"), a, Message::user("more"), b.clone()],
+    );
     s.append(&Record::Rewrite {
         messages: vec![Message::system("summary of earlier turns"), b],
     })
     .unwrap();
-    let t = usage::report(store.as_ref(), &UsageQuery::default(), &prices()).unwrap().total;
+    let t = usage::report(store.as_ref(), &UsageQuery::default(), &prices())
+        .unwrap()
+        .total;
     assert_eq!((t.requests, t.input_tokens, t.output_tokens), (2, 3000, 30));
     // Undated responses are dated by the session's start, and say so.
     assert_eq!(t.undated_requests, 2);
@@ -410,10 +511,26 @@ fn compaction_keeps_dropped_responses_and_does_not_recount_carried_ones() {
 #[test]
 fn run_summaries_count_only_when_messages_carry_no_usage() {
     let (_d, store) = store();
-    let s = write(&store, SessionMeta::new("summaries-only"), &[Message::user("hi"), Message::assistant("hello")]);
-    s.append(&Record::Summary(Summary { usage: tokens(50, 5, 0, 0), turns: 2 })).unwrap();
-    let both = write(&store, SessionMeta::new("both"), &[Message::assistant("x").with_usage(tokens(7, 1, 0, 0))]);
-    both.append(&Record::Summary(Summary { usage: tokens(7, 1, 0, 0), turns: 1 })).unwrap();
+    let s = write(
+        &store,
+        SessionMeta::new("summaries-only"),
+        &[Message::user("hi"), Message::assistant("hello")],
+    );
+    s.append(&Record::Summary(Summary {
+        usage: tokens(50, 5, 0, 0),
+        turns: 2,
+    }))
+    .unwrap();
+    let both = write(
+        &store,
+        SessionMeta::new("both"),
+        &[Message::assistant("x").with_usage(tokens(7, 1, 0, 0))],
+    );
+    both.append(&Record::Summary(Summary {
+        usage: tokens(7, 1, 0, 0),
+        turns: 1,
+    }))
+    .unwrap();
     let r = usage::report(store.as_ref(), &by(&[GroupKey::Session]), &prices()).unwrap();
     assert_eq!(row(&r, "summaries-only").totals.input_tokens, 50);
     assert_eq!(row(&r, "summaries-only").totals.requests, 2);
@@ -428,17 +545,36 @@ fn unknown_models_are_unpriced_and_make_the_cost_a_lower_bound() {
         &store,
         header("mixed", "codex", "2026-07-01T00:00:00Z", json!({})),
         &[
-            response(Some("r1"), json!({}), "gpt-5", "2026-07-01T00:00:01Z", tokens(1_000_000, 0, 0, 0)),
-            response(Some("r2"), json!({}), "some-future-model-x", "2026-07-01T00:00:02Z", tokens(5, 5, 0, 0)),
+            response(
+                Some("r1"),
+                json!({}),
+                "gpt-5",
+                "2026-07-01T00:00:01Z",
+                tokens(1_000_000, 0, 0, 0),
+            ),
+            response(
+                Some("r2"),
+                json!({}),
+                "some-future-model-x",
+                "2026-07-01T00:00:02Z",
+                tokens(5, 5, 0, 0),
+            ),
         ],
     );
     let r = usage::report(store.as_ref(), &by(&[GroupKey::Model]), &prices()).unwrap();
     assert!(r.total.cost_is_lower_bound);
     assert_eq!(r.total.unpriced_requests, 1);
     assert!(r.total.unpriced_models.contains("some-future-model-x"));
-    assert!((r.total.cost_usd - 1.25).abs() < 1e-9, "{}", r.total.cost_usd);
+    assert!(
+        (r.total.cost_usd - 1.25).abs() < 1e-9,
+        "{}",
+        r.total.cost_usd
+    );
     let unknown = row(&r, "some-future-model-x");
-    assert_eq!((unknown.totals.unpriced_requests, unknown.totals.requests), (1, 1));
+    assert_eq!(
+        (unknown.totals.unpriced_requests, unknown.totals.requests),
+        (1, 1)
+    );
     assert!(!row(&r, "gpt-5").totals.cost_is_lower_bound);
 }
 
@@ -450,11 +586,28 @@ fn filters_and_several_groupings() {
         &store,
         header("cc-a", "claude-code", "2026-05-12T07:00:00Z", json!({})),
         &[
-            response(Some("m1"), json!({}), "claude-sonnet-4-5", "2026-05-12T07:30:00Z", tokens(10, 1, 0, 0)),
-            response(Some("m2"), json!({}), "claude-haiku-4-5", "2026-05-13T07:30:00Z", tokens(20, 2, 0, 0)),
+            response(
+                Some("m1"),
+                json!({}),
+                "claude-sonnet-4-5",
+                "2026-05-12T07:30:00Z",
+                tokens(10, 1, 0, 0),
+            ),
+            response(
+                Some("m2"),
+                json!({}),
+                "claude-haiku-4-5",
+                "2026-05-13T07:30:00Z",
+                tokens(20, 2, 0, 0),
+            ),
         ],
     );
-    let r = usage::report(store.as_ref(), &by(&[GroupKey::Day, GroupKey::Agent]), &prices()).unwrap();
+    let r = usage::report(
+        store.as_ref(),
+        &by(&[GroupKey::Day, GroupKey::Agent]),
+        &prices(),
+    )
+    .unwrap();
     let keys: Vec<Vec<&str>> = r.rows.iter().map(|row| row.key()).collect();
     assert_eq!(
         keys,
@@ -469,19 +622,42 @@ fn filters_and_several_groupings() {
         model: Some("SONNET".into()),
         ..UsageQuery::default()
     };
-    assert_eq!(usage::report(store.as_ref(), &q, &prices()).unwrap().total.input_tokens, 10);
+    assert_eq!(
+        usage::report(store.as_ref(), &q, &prices())
+            .unwrap()
+            .total
+            .input_tokens,
+        10
+    );
     let q = UsageQuery {
         since: Some(at("2026-05-13T00:00:00Z")),
         until: Some(at("2026-05-14T00:00:00Z")),
         ..UsageQuery::default()
     };
-    assert_eq!(usage::report(store.as_ref(), &q, &prices()).unwrap().total.input_tokens, 20);
+    assert_eq!(
+        usage::report(store.as_ref(), &q, &prices())
+            .unwrap()
+            .total
+            .input_tokens,
+        20
+    );
     let q = UsageQuery {
         project: Some(ProjectFilter::Named("nope".into())),
         ..UsageQuery::default()
     };
-    assert_eq!(usage::report(store.as_ref(), &q, &prices()).unwrap().total.requests, 0);
-    let week = usage::report(store.as_ref(), &by(&[GroupKey::Week, GroupKey::Month]), &prices()).unwrap();
+    assert_eq!(
+        usage::report(store.as_ref(), &q, &prices())
+            .unwrap()
+            .total
+            .requests,
+        0
+    );
+    let week = usage::report(
+        store.as_ref(),
+        &by(&[GroupKey::Week, GroupKey::Month]),
+        &prices(),
+    )
+    .unwrap();
     assert_eq!(week.rows[0].key(), ["2026-W20", "2026-05"]);
 }
 
@@ -492,14 +668,41 @@ fn billing_blocks_over_a_store() {
         &store,
         header("blocks", "claude-code", "2026-05-12T08:00:00Z", json!({})),
         &[
-            response(Some("b1"), json!({}), "claude-sonnet-4-5", "2026-05-12T08:10:00Z", tokens(1, 1, 0, 0)),
-            response(Some("b2"), json!({}), "claude-sonnet-4-5", "2026-05-12T12:50:00Z", tokens(2, 2, 0, 0)),
-            response(Some("b3"), json!({}), "claude-sonnet-4-5", "2026-05-12T13:10:00Z", tokens(4, 4, 0, 0)),
+            response(
+                Some("b1"),
+                json!({}),
+                "claude-sonnet-4-5",
+                "2026-05-12T08:10:00Z",
+                tokens(1, 1, 0, 0),
+            ),
+            response(
+                Some("b2"),
+                json!({}),
+                "claude-sonnet-4-5",
+                "2026-05-12T12:50:00Z",
+                tokens(2, 2, 0, 0),
+            ),
+            response(
+                Some("b3"),
+                json!({}),
+                "claude-sonnet-4-5",
+                "2026-05-12T13:10:00Z",
+                tokens(4, 4, 0, 0),
+            ),
         ],
     );
-    let blocks = usage::blocks_report(store.as_ref(), &UsageQuery::default(), &prices(), at("2026-05-13T00:00:00Z")).unwrap();
+    let blocks = usage::blocks_report(
+        store.as_ref(),
+        &UsageQuery::default(),
+        &prices(),
+        at("2026-05-13T00:00:00Z"),
+    )
+    .unwrap();
     assert_eq!(blocks.len(), 2);
-    assert_eq!((blocks[0].totals.requests, blocks[0].totals.input_tokens), (2, 3));
+    assert_eq!(
+        (blocks[0].totals.requests, blocks[0].totals.input_tokens),
+        (2, 3)
+    );
     assert_eq!(blocks[1].start, at("2026-05-12T13:00:00Z"));
 }
 
@@ -531,11 +734,26 @@ fn showcase_and_rewind_fixtures_total_as_hand_computed() {
             )
         })
         .collect();
-    write(&store, header("cc-showcase", "claude-code", "2026-06-15T10:00:01Z", json!({})), &showcase);
+    write(
+        &store,
+        header(
+            "cc-showcase",
+            "claude-code",
+            "2026-06-15T10:00:01Z",
+            json!({}),
+        ),
+        &showcase,
+    );
     // `dag_compact_after_rewind.jsonl`: the live chain a1, b2a, b2a2, p1a and
     // the abandoned rewind branch b1a (billed too), here a fork at a1.
     let turn = |id: &str, when: &str| {
-        response(Some(&format!("msg_{id}")), json!({"uuid": id, "request_id": format!("req_{id}")}), "claude-sonnet-4-20250514", when, tokens(10, 5, 0, 0))
+        response(
+            Some(&format!("msg_{id}")),
+            json!({"uuid": id, "request_id": format!("req_{id}")}),
+            "claude-sonnet-4-20250514",
+            when,
+            tokens(10, 5, 0, 0),
+        )
     };
     write(
         &store,
@@ -550,18 +768,40 @@ fn showcase_and_rewind_fixtures_total_as_hand_computed() {
             turn("p1a", "2025-07-01T10:41:00Z"),
         ],
     );
-    let mut branch = header("cc-dag-rewind", "claude-code", "2025-07-01T10:02:00Z", json!({}));
-    branch.parent = Some(ForkPoint { session: "cc-dag".into(), seq: 2, messages: 2 });
-    write(&store, branch, &[Message::user("b1u"), turn("b1a", "2025-07-01T10:03:00Z")]);
+    let mut branch = header(
+        "cc-dag-rewind",
+        "claude-code",
+        "2025-07-01T10:02:00Z",
+        json!({}),
+    );
+    branch.parent = Some(ForkPoint {
+        session: "cc-dag".into(),
+        seq: 2,
+        messages: 2,
+    });
+    write(
+        &store,
+        branch,
+        &[Message::user("b1u"), turn("b1a", "2025-07-01T10:03:00Z")],
+    );
 
     let r = usage::report(store.as_ref(), &by(&[GroupKey::Session]), &prices()).unwrap();
     let show = &row(&r, "cc-showcase").totals;
-    assert_eq!((show.input_tokens, show.output_tokens, show.requests), (600, 200, 5));
+    assert_eq!(
+        (show.input_tokens, show.output_tokens, show.requests),
+        (600, 200, 5)
+    );
     // haiku 4.5: $1 in, $5 out per Mtok -> 600 + 1000 µ$.
     assert!((show.cost_usd - 0.0016).abs() < 1e-12);
     let dag = &row(&r, "cc-dag").totals;
     let rewind = row(&r, "cc-dag-rewind");
-    assert_eq!((dag.input_tokens + rewind.totals.input_tokens, dag.output_tokens + rewind.totals.output_tokens), (50, 25));
+    assert_eq!(
+        (
+            dag.input_tokens + rewind.totals.input_tokens,
+            dag.output_tokens + rewind.totals.output_tokens
+        ),
+        (50, 25)
+    );
     assert_eq!(rewind.inherited.as_ref().unwrap().requests, 1);
     // claude-sonnet-4 (priced from its Bedrock id): $3 in, $15 out -> 150 + 375 µ$.
     assert!((dag.cost_usd + rewind.totals.cost_usd - 0.000525).abs() < 1e-12);
@@ -573,14 +813,35 @@ fn a_fork_whose_parent_is_gone_keeps_its_own_counts_and_says_why_inherited_is_mi
     let (dir, store) = store();
     codex_parent(&store);
     let mut meta = header("codex-orphan", "codex", "2026-05-12T08:02:00Z", json!({}));
-    meta.parent = Some(ForkPoint { session: "codex-parent".into(), seq: 2, messages: 2 });
-    write(&store, meta, &[response(None, json!({"response_id": "resp_o"}), "gpt-5.2", "2026-05-12T08:02:00Z", branch_usage())]);
+    meta.parent = Some(ForkPoint {
+        session: "codex-parent".into(),
+        seq: 2,
+        messages: 2,
+    });
+    write(
+        &store,
+        meta,
+        &[response(
+            None,
+            json!({"response_id": "resp_o"}),
+            "gpt-5.2",
+            "2026-05-12T08:02:00Z",
+            branch_usage(),
+        )],
+    );
     std::fs::remove_file(dir.path().join("codex-parent.jsonl")).unwrap();
     let r = usage::report(store.as_ref(), &by(&[GroupKey::Session]), &prices()).unwrap();
     assert_eq!(r.total.total_tokens, 850);
     let orphan = row(&r, "codex-orphan");
     assert!(orphan.inherited.is_none());
-    assert!(orphan.inherited_error.as_deref().unwrap_or("").contains("codex-parent"), "{orphan:?}");
+    assert!(
+        orphan
+            .inherited_error
+            .as_deref()
+            .unwrap_or("")
+            .contains("codex-parent"),
+        "{orphan:?}"
+    );
     let one = usage::session_usage(store.as_ref(), "codex-orphan", &prices()).unwrap();
     assert_eq!(one.own.total_tokens, 850);
     assert!(one.inherited_error.is_some());

@@ -114,15 +114,27 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         agent: args.agent.clone(),
         session: args.session.clone(),
         model: args.model.clone(),
-        since: args.since.as_deref().map(|s| parse_bound(s, false)).transpose()?,
-        until: args.until.as_deref().map(|s| parse_bound(s, true)).transpose()?,
+        since: args
+            .since
+            .as_deref()
+            .map(|s| parse_bound(s, false))
+            .transpose()?,
+        until: args
+            .until
+            .as_deref()
+            .map(|s| parse_bound(s, true))
+            .transpose()?,
         group_by,
     };
     // Without --width or $COLUMNS: 120 on a terminal, no limit in a pipe.
     let width = args
         .width
         .or_else(|| std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok()))
-        .unwrap_or(if std::io::stdout().is_terminal() { 120 } else { usize::MAX });
+        .unwrap_or(if std::io::stdout().is_terminal() {
+            120
+        } else {
+            usize::MAX
+        });
     if args.blocks {
         let blocks = usage::blocks_report(&store, &query, &prices, Utc::now())?;
         if args.json {
@@ -162,7 +174,8 @@ pub fn run_prices(command: PricesCommand) -> anyhow::Result<ExitCode> {
             let source = source.unwrap_or_else(|| {
                 format!(
                     "LiteLLM model_prices_and_context_window.json ({})",
-                    file.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+                    file.file_name()
+                        .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
                 )
             });
             let date = date.unwrap_or_else(|| Utc::now().format("%Y-%m-%d").to_string());
@@ -206,7 +219,10 @@ pub fn run_prices(command: PricesCommand) -> anyhow::Result<ExitCode> {
                     String::new()
                 }
             );
-            println!("{:<44} {:>9} {:>9} {:>9} {:>9}  tiers (USD per Mtok)", "model", "input", "output", "c-read", "c-write");
+            println!(
+                "{:<44} {:>9} {:>9} {:>9} {:>9}  tiers (USD per Mtok)",
+                "model", "input", "output", "c-read", "c-write"
+            );
             let mtok = |v: f64| format!("{:.3}", v * 1e6);
             for (name, p) in &table.models {
                 if model.as_ref().is_some_and(|m| !name.contains(m.as_str())) {
@@ -215,7 +231,13 @@ pub fn run_prices(command: PricesCommand) -> anyhow::Result<ExitCode> {
                 let tiers: Vec<String> = p
                     .tiers
                     .iter()
-                    .map(|t| format!(">{}k in {}", t.above_tokens / 1000, t.input.map_or("-".into(), mtok)))
+                    .map(|t| {
+                        format!(
+                            ">{}k in {}",
+                            t.above_tokens / 1000,
+                            t.input.map_or("-".into(), mtok)
+                        )
+                    })
                     .collect();
                 println!(
                     "{:<44} {:>9} {:>9} {:>9} {:>9}  {}",
@@ -260,8 +282,14 @@ fn parse_bound(s: &str, upper: bool) -> anyhow::Result<DateTime<Utc>> {
     }
     let day = NaiveDate::parse_from_str(s, "%Y-%m-%d")
         .or_else(|_| NaiveDate::parse_from_str(s, "%Y%m%d"))
-        .with_context(|| format!("{s:?} is not a date (YYYY-MM-DD, YYYYMMDD) or an RFC 3339 time"))?;
-    let day = if upper { day.succ_opt().unwrap_or(day) } else { day };
+        .with_context(|| {
+            format!("{s:?} is not a date (YYYY-MM-DD, YYYYMMDD) or an RFC 3339 time")
+        })?;
+    let day = if upper {
+        day.succ_opt().unwrap_or(day)
+    } else {
+        day
+    };
     Ok(day.and_hms_opt(0, 0, 0).unwrap_or_default().and_utc())
 }
 
@@ -298,7 +326,14 @@ fn flag(t: &Totals) -> &'static str {
 }
 
 const COLUMNS: [&str; 8] = [
-    "input", "output", "cache-read", "cache-write", "reasoning", "requests", "cost", "",
+    "input",
+    "output",
+    "cache-read",
+    "cache-write",
+    "reasoning",
+    "requests",
+    "cost",
+    "",
 ];
 
 fn cells(t: &Totals) -> Vec<String> {
@@ -334,7 +369,12 @@ fn render(header: Vec<String>, rows: Vec<Vec<String>>, keys: usize, width: usize
     } else {
         // key columns, then total, requests, cost and the flag
         let mut narrow: Vec<usize> = (0..keys).collect();
-        narrow.extend([header.len() - 4, header.len() - 3, header.len() - 2, header.len() - 1]);
+        narrow.extend([
+            header.len() - 4,
+            header.len() - 3,
+            header.len() - 2,
+            header.len() - 1,
+        ]);
         narrow
     };
     let widths: Vec<usize> = chosen
@@ -387,7 +427,11 @@ fn report_table(report: &UsageReport, width: usize) -> String {
     let keys: Vec<String> = if report.group_by.is_empty() {
         vec!["".into()]
     } else {
-        report.group_by.iter().map(|k| k.as_str().to_string()).collect()
+        report
+            .group_by
+            .iter()
+            .map(|k| k.as_str().to_string())
+            .collect()
     };
     let by_session = report.group_by == [GroupKey::Session];
     let mut header = keys.clone();
@@ -444,7 +488,11 @@ fn notes(report: &UsageReport) -> String {
         out.push_str(&format!(
             ">= {} responses are unpriced ({}): the cost is a lower bound.\n",
             thousands(t.unpriced_requests),
-            t.unpriced_models.iter().cloned().collect::<Vec<_>>().join(", ")
+            t.unpriced_models
+                .iter()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
     }
     if report.unreadable_sessions > 0 {
@@ -505,13 +553,25 @@ fn report_csv(report: &UsageReport) -> String {
     out.push_str(&format!("{},{CSV_TOTALS}\n", head.join(",")));
     for row in &report.rows {
         let key: Vec<String> = row.key().into_iter().map(csv_field).collect();
-        out.push_str(&format!("{},own,{}\n", key.join(","), csv_totals(&row.totals)));
+        out.push_str(&format!(
+            "{},own,{}\n",
+            key.join(","),
+            csv_totals(&row.totals)
+        ));
         if let Some(inh) = &row.inherited {
-            out.push_str(&format!("{},inherited,{}\n", key.join(","), csv_totals(inh)));
+            out.push_str(&format!(
+                "{},inherited,{}\n",
+                key.join(","),
+                csv_totals(inh)
+            ));
         }
     }
     let blanks = vec![String::new(); keys.len()];
-    out.push_str(&format!("{},total,{}\n", blanks.join(","), csv_totals(&report.total)));
+    out.push_str(&format!(
+        "{},total,{}\n",
+        blanks.join(","),
+        csv_totals(&report.total)
+    ));
     out
 }
 

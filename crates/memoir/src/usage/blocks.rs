@@ -42,9 +42,7 @@ pub fn billing_blocks(
     let span = Duration::hours(BLOCK_HOURS);
     let mut blocks: Vec<BillingBlock> = Vec::new();
     for (at, model, totals) in entries {
-        let continues = blocks
-            .last()
-            .is_some_and(|b| at < b.end);
+        let continues = blocks.last().is_some_and(|b| at < b.end);
         if !continues {
             let start = at.duration_trunc(Duration::hours(1)).unwrap_or(at);
             blocks.push(BillingBlock {

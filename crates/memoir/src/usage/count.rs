@@ -253,7 +253,12 @@ pub fn is_side_session(meta: &SessionMeta) -> bool {
 pub fn order(mut listed: Vec<Listed>) -> Vec<Listed> {
     let parents: HashMap<String, Option<String>> = listed
         .iter()
-        .map(|l| (l.meta.id.clone(), l.meta.parent.as_ref().map(|p| p.session.clone())))
+        .map(|l| {
+            (
+                l.meta.id.clone(),
+                l.meta.parent.as_ref().map(|p| p.session.clone()),
+            )
+        })
         .collect();
     let depth = |id: &str| {
         let mut d = 0usize;
@@ -272,7 +277,12 @@ pub fn order(mut listed: Vec<Listed>) -> Vec<Listed> {
         .map(|l| (is_side_session(&l.meta), depth(&l.meta.id), l))
         .collect();
     keyed.sort_by(|a, b| {
-        (a.0, a.1, a.2.meta.created_at, &a.2.meta.id).cmp(&(b.0, b.1, b.2.meta.created_at, &b.2.meta.id))
+        (a.0, a.1, a.2.meta.created_at, &a.2.meta.id).cmp(&(
+            b.0,
+            b.1,
+            b.2.meta.created_at,
+            &b.2.meta.id,
+        ))
     });
     keyed.into_iter().map(|(_, _, l)| l).collect()
 }

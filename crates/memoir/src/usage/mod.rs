@@ -198,7 +198,9 @@ impl Totals {
         let u = &c.usage;
         self.input_tokens = self.input_tokens.saturating_add(u.input_tokens);
         self.output_tokens = self.output_tokens.saturating_add(u.output_tokens);
-        self.cache_read_tokens = self.cache_read_tokens.saturating_add(u.cache_read_input_tokens);
+        self.cache_read_tokens = self
+            .cache_read_tokens
+            .saturating_add(u.cache_read_input_tokens);
         self.cache_write_tokens = self
             .cache_write_tokens
             .saturating_add(u.cache_creation_input_tokens);
@@ -232,7 +234,8 @@ impl Totals {
         self.cost_usd += o.cost_usd;
         self.cost_is_lower_bound |= o.cost_is_lower_bound;
         self.unpriced_requests = self.unpriced_requests.saturating_add(o.unpriced_requests);
-        self.unpriced_models.extend(o.unpriced_models.iter().cloned());
+        self.unpriced_models
+            .extend(o.unpriced_models.iter().cloned());
         self.provenance = self.provenance.max(o.provenance);
         self.partial_requests = self.partial_requests.saturating_add(o.partial_requests);
         self.undated_requests = self.undated_requests.saturating_add(o.undated_requests);
@@ -282,7 +285,10 @@ pub struct UsageRow {
 impl UsageRow {
     /// The row's key values, in `group_by` order.
     pub fn key(&self) -> Vec<&str> {
-        self.group.values().map(|v| v.as_str().unwrap_or("")).collect()
+        self.group
+            .values()
+            .map(|v| v.as_str().unwrap_or(""))
+            .collect()
     }
 }
 
@@ -375,7 +381,11 @@ impl<'q> Filters<'q> {
     fn session(&self, meta: &SessionMeta) -> bool {
         self.session.as_ref().is_none_or(|s| *s == meta.id)
             && self.query.project.as_ref().is_none_or(|p| p.matches(meta))
-            && self.query.agent.as_ref().is_none_or(|a| a == agent_of(meta))
+            && self
+                .query
+                .agent
+                .as_ref()
+                .is_none_or(|a| a == agent_of(meta))
     }
 
     fn response(&self, model: &str, at: DateTime<Utc>) -> bool {
@@ -402,7 +412,11 @@ impl<'q> Filters<'q> {
 }
 
 /// Run `query` over `store`, pricing with `prices`.
-pub fn report(store: &dyn LogStore, query: &UsageQuery, prices: &PriceTable) -> Result<UsageReport> {
+pub fn report(
+    store: &dyn LogStore,
+    query: &UsageQuery,
+    prices: &PriceTable,
+) -> Result<UsageReport> {
     let filters = Filters::new(store, query)?;
     let by_session = query.group_by == [GroupKey::Session];
     let mut rows: BTreeMap<Vec<String>, Totals> = BTreeMap::new();

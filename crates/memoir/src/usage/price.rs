@@ -125,7 +125,9 @@ impl Cost {
     /// Add another cost.
     pub fn add(&mut self, other: &Cost) {
         self.usd += other.usd;
-        self.unpriced_requests = self.unpriced_requests.saturating_add(other.unpriced_requests);
+        self.unpriced_requests = self
+            .unpriced_requests
+            .saturating_add(other.unpriced_requests);
     }
 
     /// True when some responses are unpriced, so `usd` is only a lower bound.
@@ -181,7 +183,11 @@ impl PriceTable {
             table
         } else {
             let name = path.map_or_else(|| "LiteLLM JSON".to_string(), |p| p.display().to_string());
-            PriceTable::from_litellm(&value, &name, &chrono::Utc::now().format("%Y-%m-%d").to_string())?
+            PriceTable::from_litellm(
+                &value,
+                &name,
+                &chrono::Utc::now().format("%Y-%m-%d").to_string(),
+            )?
         };
         table.origin.path = path.map(Path::to_path_buf);
         Ok(table)
@@ -207,13 +213,20 @@ impl PriceTable {
         let mut models = BTreeMap::new();
         let mut bedrock = BTreeMap::new();
         for (key, entry) in entries {
-            let Some(obj) = entry.as_object() else { continue };
-            let provider = obj.get("litellm_provider").and_then(Value::as_str).unwrap_or("");
+            let Some(obj) = entry.as_object() else {
+                continue;
+            };
+            let provider = obj
+                .get("litellm_provider")
+                .and_then(Value::as_str)
+                .unwrap_or("");
             let mode = obj.get("mode").and_then(Value::as_str).unwrap_or("chat");
             if !matches!(mode, "chat" | "responses" | "completion") {
                 continue;
             }
-            let Some(price) = litellm_price(obj, provider) else { continue };
+            let Some(price) = litellm_price(obj, provider) else {
+                continue;
+            };
             if KEPT_PROVIDERS.contains(&provider) {
                 let name = key.strip_prefix("gemini/").unwrap_or(key);
                 if name.contains('/') {
@@ -356,9 +369,14 @@ struct ConfiguredPrice {
 impl ConfiguredPrice {
     fn into_price(self) -> Result<ModelPrice> {
         let per_token = |usd_per_mtok: f64| usd_per_mtok / 1_000_000.0;
-        for v in [Some(self.input), Some(self.output), self.cache_read, self.cache_write]
-            .into_iter()
-            .flatten()
+        for v in [
+            Some(self.input),
+            Some(self.output),
+            self.cache_read,
+            self.cache_write,
+        ]
+        .into_iter()
+        .flatten()
         {
             if !v.is_finite() || v < 0.0 {
                 return Err(Error::Config(format!(
@@ -397,13 +415,19 @@ impl PricesConfig {
 
 /// The LiteLLM rates of one entry, when it has token prices.
 fn litellm_price(obj: &serde_json::Map<String, Value>, provider: &str) -> Option<ModelPrice> {
-    let rate = |k: &str| obj.get(k).and_then(Value::as_f64).filter(|v| v.is_finite() && *v >= 0.0);
+    let rate = |k: &str| {
+        obj.get(k)
+            .and_then(Value::as_f64)
+            .filter(|v| v.is_finite() && *v >= 0.0)
+    };
     let input = rate("input_cost_per_token")?;
     let output = rate("output_cost_per_token")?;
     let mut tiers: BTreeMap<u64, PriceTier> = BTreeMap::new();
     for (key, value) in obj {
         let Some(v) = value.as_f64() else { continue };
-        let Some((field, above)) = tier_key(key) else { continue };
+        let Some((field, above)) = tier_key(key) else {
+            continue;
+        };
         let tier = tiers.entry(above).or_insert(PriceTier {
             above_tokens: above,
             input: None,
@@ -436,7 +460,10 @@ fn tier_key(key: &str) -> Option<(&'static str, u64)> {
         "cache_read_input_token_cost",
         "cache_creation_input_token_cost",
     ] {
-        let Some(rest) = key.strip_prefix(field).and_then(|r| r.strip_prefix("_above_")) else {
+        let Some(rest) = key
+            .strip_prefix(field)
+            .and_then(|r| r.strip_prefix("_above_"))
+        else {
             continue;
         };
         let digits = rest.strip_suffix("k_tokens")?;
@@ -502,7 +529,10 @@ mod tests {
         let t = PriceTable::shipped().unwrap();
         assert!(!t.origin.date.is_empty() && t.origin.source.contains("LiteLLM"));
         // claude-sonnet-4-5: $3 in, $15 out, $0.30 cache read, $3.75 cache write per Mtok.
-        let c = t.cost("claude-sonnet-4-5-20250929", &usage(1_000_000, 1_000_000, 1_000_000, 1_000_000));
+        let c = t.cost(
+            "claude-sonnet-4-5-20250929",
+            &usage(1_000_000, 1_000_000, 1_000_000, 1_000_000),
+        );
         assert!((c.usd - (3.0 + 15.0 + 0.3 + 3.75)).abs() < 1e-9, "{c:?}");
         // Dated and prefixed names resolve; Claude 4 comes from its Bedrock id.
         assert!(t.lookup("anthropic/claude-sonnet-4-5").is_some());
@@ -536,7 +566,10 @@ mod tests {
         assert!((at - (0.15 + 0.002 + 0.005)).abs() < 1e-12, "{at}");
         // One more token: every token at the tier rate (cache read keeps its base).
         let above = p.cost(&usage(150_001, 1000, 50_000, 0));
-        assert!((above - (150_001.0 * 2e-6 + 0.004 + 0.005)).abs() < 1e-12, "{above}");
+        assert!(
+            (above - (150_001.0 * 2e-6 + 0.004 + 0.005)).abs() < 1e-12,
+            "{above}"
+        );
         // A missing cache-write rate falls back to the input rate.
         assert!((p.cost(&usage(0, 0, 0, 10)) - 1e-5).abs() < 1e-15);
     }
@@ -567,7 +600,10 @@ mod tests {
         );
         let x = &t.models["claude-x-1"];
         assert_eq!(x.tiers.len(), 1);
-        assert_eq!((x.tiers[0].above_tokens, x.tiers[0].input), (200_000, Some(6e-6)));
+        assert_eq!(
+            (x.tiers[0].above_tokens, x.tiers[0].input),
+            (200_000, Some(6e-6))
+        );
 
         let home = tempfile::tempdir().unwrap();
         let file = home.path().join("litellm.json");
@@ -595,12 +631,21 @@ mod tests {
 
     #[test]
     fn dates_strip_only_when_they_are_dates() {
-        assert_eq!(strip_date("claude-sonnet-4-5-20250929"), "claude-sonnet-4-5");
-        assert_eq!(strip_date("claude-sonnet-4-5@20250929"), "claude-sonnet-4-5");
+        assert_eq!(
+            strip_date("claude-sonnet-4-5-20250929"),
+            "claude-sonnet-4-5"
+        );
+        assert_eq!(
+            strip_date("claude-sonnet-4-5@20250929"),
+            "claude-sonnet-4-5"
+        );
         assert_eq!(strip_date("gpt-4o-2024-08-06"), "gpt-4o");
         assert_eq!(strip_date("gpt-5.2"), "gpt-5.2");
         assert_eq!(strip_date("o1-12345"), "o1-12345");
-        assert_eq!(bedrock_claude_name("anthropic.claude-3-haiku-20240307-v1:0").as_deref(), Some("claude-3-haiku-20240307"));
+        assert_eq!(
+            bedrock_claude_name("anthropic.claude-3-haiku-20240307-v1:0").as_deref(),
+            Some("claude-3-haiku-20240307")
+        );
         assert_eq!(bedrock_claude_name("anthropic.titan-v1"), None);
     }
 }
