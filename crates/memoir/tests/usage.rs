@@ -846,3 +846,40 @@ fn a_fork_whose_parent_is_gone_keeps_its_own_counts_and_says_why_inherited_is_mi
     assert_eq!(one.own.total_tokens, 850);
     assert!(one.inherited_error.is_some());
 }
+
+#[test]
+fn a_fork_response_naming_no_model_is_priced_with_the_parents_model() {
+    // Codex states the model once (`turn_context`), in the replayed prefix a
+    // branch shares with its parent: the branch's own response names none.
+    let (_d, store) = store();
+    let parent = write(
+        &store,
+        header("cx-parent", "codex", "2026-05-12T08:00:00Z", json!({})),
+        &[response(
+            None,
+            json!({"response_id": "r1"}),
+            "gpt-5.2",
+            "2026-05-12T08:01:00Z",
+            tokens(900, 200, 100, 0),
+        )],
+    );
+    let mut meta = header("cx-branch", "codex", "2026-05-12T08:02:00Z", json!({}));
+    meta.parent = Some(ForkPoint {
+        session: parent.meta.id.clone(),
+        seq: 1,
+        messages: 1,
+    });
+    let mut own = response(
+        None,
+        json!({"response_id": "r2"}),
+        "x",
+        "2026-05-12T08:02:00Z",
+        branch_usage(),
+    );
+    own.model = None;
+    write(&store, meta, &[own]);
+    let r = usage::report(store.as_ref(), &by(&[GroupKey::Model]), &prices()).unwrap();
+    assert_eq!(r.rows.len(), 1, "{:#?}", r.rows);
+    assert_eq!(r.rows[0].key(), ["gpt-5.2"]);
+    assert!(!r.total.cost_is_lower_bound);
+}

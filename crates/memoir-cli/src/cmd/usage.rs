@@ -298,9 +298,19 @@ fn cost_cell(t: &Totals) -> String {
     if t.requests > 0 && t.unpriced_requests == t.requests {
         "unpriced".to_string()
     } else if t.cost_is_lower_bound {
-        format!(">=${:.2}", t.cost_usd)
+        format!(">={}", dollars(t.cost_usd))
     } else {
-        format!("${:.2}", t.cost_usd)
+        dollars(t.cost_usd)
+    }
+}
+
+/// `$12.34`; amounts under a cent keep four decimals (`$0.0044`), so small
+/// costs do not read as `$0.00`.
+fn dollars(usd: f64) -> String {
+    if usd > 0.0 && usd < 0.01 {
+        format!("${usd:.4}")
+    } else {
+        format!("${usd:.2}")
     }
 }
 
@@ -645,6 +655,8 @@ mod tests {
         assert_eq!(cost_cell(&t), ">=$1.50");
         t.unpriced_requests = 2;
         assert_eq!(cost_cell(&t), "unpriced");
+        assert_eq!(dollars(0.0043925), "$0.0044");
+        assert_eq!(dollars(0.0), "$0.00");
         assert_eq!(csv_field("a,b"), "\"a,b\"");
     }
 }

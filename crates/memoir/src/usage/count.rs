@@ -130,6 +130,9 @@ pub fn walk(
             continue;
         };
         let (found, merged) = own_responses(store, &meta, &raw, None)?;
+        // The model of a fork's last inherited response, for own responses
+        // that name none (read once, only when needed).
+        let mut fallback: Option<Option<String>> = None;
         if selected {
             stats.sessions += 1;
             stats.duplicates += merged;
@@ -145,7 +148,14 @@ pub fn walk(
             if !selected {
                 continue;
             }
-            let model = f.model.as_deref().unwrap_or_else(|| header_model(&meta));
+            if f.model.is_none() && meta.model.is_empty() && fallback.is_none() {
+                fallback = Some(inherited_model(store, &meta));
+            }
+            let model = f
+                .model
+                .as_deref()
+                .or(fallback.as_ref().and_then(|m| m.as_deref()))
+                .unwrap_or_else(|| header_model(&meta));
             let at = f.at.unwrap_or(meta.created_at);
             if !(selection.response)(model, at) {
                 continue;
@@ -215,6 +225,37 @@ pub fn inherited(
         next = parent.parent.clone();
     }
     Ok(())
+}
+
+/// The model a fork's parent chain last used (its last response naming one,
+/// else a header naming one), for a fork's responses that name none: an
+/// agent states its model once, and a fork inherits it by reference.
+fn inherited_model(store: &dyn LogStore, meta: &SessionMeta) -> Option<String> {
+    let mut next = meta.parent.clone();
+    for _ in 0..MAX_CHAIN {
+        let fork = next?;
+        let raw = store.read(&fork.session).ok()?;
+        let parent = raw.header.clone()?;
+        let last = raw
+            .records
+            .iter()
+            .take_while(|r| r.seq <= fork.seq)
+            .filter_map(|r| match &r.record {
+                Record::Message(m) => m.model.clone(),
+                Record::Rewrite { messages } => messages.iter().rev().find_map(|m| m.model.clone()),
+                _ => None,
+            })
+            .filter(|m| !m.is_empty())
+            .last();
+        if let Some(model) = last {
+            return Some(model);
+        }
+        if !parent.model.is_empty() {
+            return Some(parent.model);
+        }
+        next = parent.parent;
+    }
+    None
 }
 
 /// The model named by a session's header, or `unknown`.
