@@ -14,9 +14,11 @@ with HOME pointed at an empty directory so no real sessions leak in. Without
 
 memoir reads --store (a store the trees were imported into), or imports them
 into a temp store with --import-cmd, a shell template run once per tree with
-{agent} (claude-code|codex), {short} (claude|codex), {src} (the tree) and
-{store} substituted, e.g. (the `memoir import` syntax of the import branch)
-  --import-cmd '{memoir} import {short} {src} --dir {store}'
+{agent} (claude-code|codex), {short} (claude|codex), {src} (the tree),
+{files} (every *.jsonl under it, quoted) and {store} substituted, e.g. (the
+`memoir import` syntax of the import branch; naming the files also imports
+Codex files not called rollout-*, like the branch-history fixtures)
+  --import-cmd '{memoir} import {files} --dir {store}'
 memoir runs with MEMOIR_HOME set to a temp dir (import cursors, prices).
 
 Prints per-session and per-day totals side by side, and both tools' times.
@@ -27,6 +29,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -55,8 +58,10 @@ def ccusage_binary(explicit):
     return str(d / "node_modules" / ".bin" / "ccusage")
 
 
-def layout(root, claude, codex):
-    """The directory layout ccusage expects, as copies."""
+def layout(root, claude, codex, minify):
+    """The directory layout ccusage expects, as copies (Claude Code lines
+    re-serialised compactly with --minify: ccusage skips lines written with
+    spaces after the colons)."""
     home = root / "home"
     home.mkdir()
     cdir = root / "claude" / "projects"
@@ -64,7 +69,16 @@ def layout(root, claude, codex):
         for f in sorted(Path(claude).rglob("*.jsonl")):
             dest = cdir / (f.parent.name or "project") / f.name
             dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy(f, dest)
+            if minify:
+                with open(f) as src, open(dest, "w") as out:
+                    for line in src:
+                        try:
+                            out.write(json.dumps(json.loads(line), separators=(",", ":"),
+                                                 ensure_ascii=False) + "\n")
+                        except ValueError:
+                            out.write(line)
+            else:
+                shutil.copy(f, dest)
     xdir = root / "codex" / "sessions"
     if codex:
         for f in sorted(Path(codex).rglob("*.jsonl")):
@@ -87,7 +101,7 @@ def cc_row(r):
         "cache_read": r.get("cacheReadTokens", 0),
         "cache_write": r.get("cacheCreationTokens", 0),
         "total": r.get("totalTokens", 0),
-        "cost": r.get("totalCost", 0.0),
+        "cost": r.get("totalCost", r.get("costUSD", 0.0)),
     }
 
 
@@ -132,10 +146,12 @@ def main():
     ap.add_argument("--ccusage")
     ap.add_argument("--store")
     ap.add_argument("--import-cmd")
+    ap.add_argument("--minify", action="store_true",
+                    help="give ccusage compact copies of the Claude Code files")
     args = ap.parse_args()
 
     root = Path(tempfile.mkdtemp(prefix="usage-cmp-"))
-    env = layout(root, args.claude, args.codex)
+    env = layout(root, args.claude, args.codex, args.minify)
     cc = ccusage_binary(args.ccusage)
     version, _ = run([cc, "--version"], env)
     flags = ["--offline", "--json", "--timezone", "UTC"]
@@ -161,17 +177,34 @@ def main():
         store = str(root / "store")
         for agent, short, src in [("claude-code", "claude", args.claude), ("codex", "codex", args.codex)]:
             if src:
-                cmd = args.import_cmd.format(memoir=args.memoir, agent=agent, short=short, src=src, store=store)
+                files = " ".join(shlex.quote(str(f)) for f in sorted(Path(src).rglob("*.jsonl")))
+                cmd = args.import_cmd.format(memoir=args.memoir, agent=agent, short=short, src=src,
+                                             files=files, store=store)
                 t0 = time.perf_counter()
                 subprocess.run(cmd, shell=True, check=True, env=memoir_env, stdout=subprocess.DEVNULL)
                 times[f"memoir import {agent}"] = time.perf_counter() - t0
     out, dt = run([args.memoir, "usage", "--dir", store, "--by", "session", "--json"], memoir_env)
     times["memoir usage --by session"] = dt
+    # Match memoir sessions to ccusage's by the source file's name (ccusage's
+    # session key); a source split into several memoir sessions (subagents,
+    # rewind branches) gets one row per part, `name/<memoir id>`.
+    headers = {}
+    for f in Path(store).glob("*.jsonl"):
+        with open(f) as fh:
+            try:
+                h = json.loads(fh.readline())
+            except ValueError:
+                continue
+        headers[h.get("id")] = h
     mem_sessions = {}
     for r in json.loads(out)["rows"]:
-        key = r.get("source_session") or r["group"]["session"]
-        agent = r.get("agent", "memoir")
-        mem_sessions[f"{agent}:{Path(key).name}"] = memoir_row(r)
+        sid = r["group"]["session"]
+        src = (headers.get(sid) or {}).get("source") or {}
+        stem = Path(src.get("path") or sid).stem
+        key = f"{r.get('agent', 'memoir')}:{stem}"
+        if src.get("kind") or key in mem_sessions:
+            key += f"/{sid}"
+        mem_sessions[key] = memoir_row(r)
     out, dt = run([args.memoir, "usage", "--dir", store, "--by", "day", "--json"], memoir_env)
     times["memoir usage --by day"] = dt
     mem = json.loads(out)
