@@ -483,3 +483,68 @@ fn inherited_messages(store: &dyn LogStore, fork: &ForkPoint) -> Vec<Message> {
         .map(|t| t.messages)
         .unwrap_or_default()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::SourceRef;
+
+    fn with_source(source: Value) -> Message {
+        let mut m = Message::assistant("x");
+        m.extra.insert(SOURCE_KEY.into(), source);
+        m
+    }
+
+    #[test]
+    fn identity_prefers_the_response_id_and_ignores_the_request_id() {
+        let mut a = with_source(serde_json::json!({"response_id": "resp_1", "uuid": "u1"}));
+        a.provider_id = Some("msg_1".into());
+        let b = with_source(serde_json::json!({"response_id": "resp_1", "uuid": "u2"}));
+        assert_eq!(identity(&a), identity(&b));
+        // Same message id under two request ids (a /btw replay): one response.
+        let mut c = with_source(serde_json::json!({"request_id": "req_1"}));
+        c.provider_id = Some("msg_9".into());
+        let mut d = with_source(serde_json::json!({"request_id": "req_2"}));
+        d.provider_id = Some("msg_9".into());
+        assert_eq!(identity(&c), identity(&d));
+        // A message id and a response id with the same text are different keys.
+        let mut e = Message::assistant("x");
+        e.provider_id = Some("resp_1".into());
+        assert_ne!(identity(&e), identity(&b));
+        assert_eq!(identity(&Message::assistant("x")), None);
+        assert!(identity(&with_source(serde_json::json!({"uuid": "u3"}))).is_some());
+    }
+
+    #[test]
+    fn side_sessions_are_recognised_from_the_header() {
+        let mut meta = SessionMeta::new("s");
+        assert!(!is_side_session(&meta));
+        meta.source = Some(SourceRef {
+            agent: "claude-code".into(),
+            agent_version: None,
+            session: None,
+            path: None,
+            extra: serde_json::Map::new(),
+        });
+        assert!(!is_side_session(&meta));
+        for extra in [
+            serde_json::json!({"kind": "subagent"}),
+            serde_json::json!({"sidechain": true}),
+            serde_json::json!({"parent_session": "cc-main"}),
+        ] {
+            let mut m = meta.clone();
+            if let (Some(src), Value::Object(o)) = (m.source.as_mut(), extra) {
+                src.extra = o;
+            }
+            assert!(is_side_session(&m));
+        }
+        let mut branch = meta.clone();
+        if let Some(src) = branch.source.as_mut() {
+            src.extra.insert("kind".into(), "branch".into());
+        }
+        assert!(
+            !is_side_session(&branch),
+            "a rewind branch is a fork, not a side session"
+        );
+    }
+}
