@@ -174,7 +174,8 @@ pub struct Totals {
     pub total_tokens: u64,
     /// Provider requests (responses).
     pub requests: u64,
-    /// USD for the priced responses.
+    /// USD for the priced responses (JSON: rounded to 1e-10 USD).
+    #[serde(serialize_with = "round_usd")]
     pub cost_usd: f64,
     /// True when some responses are unpriced: `cost_usd` is a lower bound.
     pub cost_is_lower_bound: bool,
@@ -190,6 +191,11 @@ pub struct Totals {
     pub partial_requests: u64,
     /// Responses without a timestamp, dated by their session's start.
     pub undated_requests: u64,
+}
+
+/// Serialise a sum of float products without its last-bit noise.
+fn round_usd<S: serde::Serializer>(usd: &f64, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_f64((usd * 1e10).round() / 1e10)
 }
 
 impl Totals {
