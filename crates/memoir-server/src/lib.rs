@@ -62,6 +62,18 @@ pub enum ServeError {
     Io(#[from] std::io::Error),
 }
 
+impl ServeError {
+    /// The class of this error (a bad configuration is the caller's input).
+    pub fn class(&self) -> memoir::error_class::ErrorClass {
+        use memoir::error_class::ErrorClass;
+        match self {
+            ServeError::Config(_) => ErrorClass::InvalidInput,
+            ServeError::Store(e) => e.class(),
+            ServeError::Io(_) => ErrorClass::Internal,
+        }
+    }
+}
+
 /// One bearer token and what it may do.
 #[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]

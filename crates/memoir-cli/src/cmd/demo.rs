@@ -14,7 +14,7 @@ use serde_json::json;
 #[derive(clap::Args)]
 pub struct Args {
     #[command(flatten)]
-    store: super::sessions::StoreArgs,
+    store: super::store::StoreArgs,
 }
 
 fn usage(input: u64, output: u64, cache_read: u64) -> Usage {
@@ -69,7 +69,7 @@ pub fn conversation() -> Vec<Message> {
 
 /// Run `memoir demo`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let dir = args.store.dir()?;
+    let dir = args.store.resolve()?.dir;
     let mut meta = SessionMeta::new(Session::new_id());
     meta.provider = "anthropic".into();
     meta.model = "claude-sonnet-4-5".into();
@@ -107,15 +107,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         untrusted: false,
     }))?;
 
-    println!("recorded session {} in {}", session.meta.id, dir.display());
+    crate::outln!("recorded session {} in {}", session.meta.id, dir.display());
     super::sessions::run(super::sessions::Command::Show {
         id: session.meta.id.clone(),
         store: args.store.clone(),
         json: false,
     })?;
     let report = Session::verify(&session.path)?;
-    println!("integrity: {}", memoir::store::scan::describe(&report));
-    println!(
+    crate::outln!("integrity: {}", memoir::store::scan::describe(&report));
+    crate::outln!(
         "\ntry: memoir sessions list | memoir sessions usage {id} | memoir sessions verify {id}",
         id = session.meta.id
     );

@@ -24,6 +24,7 @@ pub mod export;
 pub mod fork;
 pub mod index;
 pub mod redact;
+mod resolve;
 pub mod trash;
 
 use std::fs::OpenOptions;
@@ -52,7 +53,7 @@ use index::Index;
 use trash::TrashAware;
 
 /// Where a project keeps its sessions, relative to its root.
-pub const PROJECT_SESSIONS_DIR: &str = ".memoir/sessions";
+pub const PROJECT_SESSIONS_DIR: &str = crate::paths::PROJECT_SESSIONS_DIR;
 
 /// Header field naming the session a fork was made from, when its
 /// `parent` reference names an ancestor instead (the cut fell inside the
