@@ -255,8 +255,15 @@ pub mod wire {
     pub struct Forked {
         /// The new session's id.
         pub id: String,
-        /// Where it forked from.
+        /// Where it forked from (`seq`: the last parent record included).
         pub parent: ForkPoint,
+        /// Messages the request asked to keep (through `at_seq`).
+        #[serde(default)]
+        pub requested: usize,
+        /// Messages kept: `requested`, moved back so no tool call is
+        /// separated from its results.
+        #[serde(default)]
+        pub effective: usize,
     }
 
     /// `GET /v1/sessions/{id}`: the session replayed (a fork's parent prefix stitched in).
@@ -264,7 +271,8 @@ pub mod wire {
     pub struct Loaded {
         /// The header.
         pub meta: SessionMeta,
-        /// The current title.
+        /// The current title (omitted when the session has none).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         pub title: Option<String>,
         /// The conversation.
         pub messages: Vec<crate::message::Message>,
@@ -304,7 +312,8 @@ pub mod wire {
         pub score: f32,
         /// Chunk kind.
         pub kind: String,
-        /// The chunk's text.
+        /// The chunk's text (omitted when the view holds only a reference).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         pub text: Option<String>,
     }
 
@@ -534,9 +543,26 @@ impl Client {
         Self::json(&text)
     }
 
-    /// The session as a standalone JSONL transcript (freshly framed).
+    /// The session as a `memoir.session-export` JSONL document (the
+    /// library's export; see [`Client::export_as`] for the other formats).
     pub fn export(&self, id: &str) -> Result<String> {
         self.ok("GET", &format!("/v1/sessions/{}/export", seg(id)), None, id)
+    }
+
+    /// Export a session in any of the library's formats (the bytes
+    /// `memoir sessions export --format ...` writes), optionally redacted.
+    pub fn export_as(
+        &self,
+        id: &str,
+        format: crate::manager::ExportFormat,
+        redact: bool,
+    ) -> Result<String> {
+        let path = format!(
+            "/v1/sessions/{}/export?format={}&redact={redact}",
+            seg(id),
+            format.as_str()
+        );
+        self.ok("GET", &path, None, id)
     }
 
     /// Delete a session (recoverably).
