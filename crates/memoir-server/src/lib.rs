@@ -476,7 +476,7 @@ async fn list_sessions(
     let resp = blocking(move || {
         #[cfg(feature = "postgres")]
         if let Some(pg) = pg {
-            let listed = pg.list_project(&project)?;
+            let (listed, _) = pg.list_project(&project)?;
             return Ok(wire::ListResponse {
                 sessions: listed
                     .into_iter()
@@ -622,11 +622,7 @@ async fn fork_session(
         meta.workspace = parent_meta.workspace.clone();
         meta.kind = parent_meta.kind.clone();
         meta.title = req.title.or_else(|| t.title.clone());
-        let parent = ForkPoint {
-            session: parent_id,
-            seq: at,
-            messages,
-        };
+        let parent = ForkPoint::new(parent_id, at, messages);
         meta.parent = Some(parent.clone());
         meta.extra.insert(
             PROJECT_FIELD.into(),

@@ -314,6 +314,7 @@ fn tokens_are_scoped(config: ServerConfig) {
         session: "secret".into(),
         seq: 1,
         messages: 1,
+        parent_created_at: None,
     });
     assert!(matches!(
         b.create(&wire::CreateSession {

@@ -346,6 +346,7 @@ fn fork_by_reference_stitches_parent(store: &Store) {
         session: "parent".into(),
         seq: 2,
         messages: 2,
+        parent_created_at: None,
     });
     let child = Session::create_in(store.clone(), child_meta).unwrap();
     parent.append_messages(&[Message::user("p3")]).unwrap();

@@ -1,0 +1,1 @@
+//! Manager conformance (filled below).
