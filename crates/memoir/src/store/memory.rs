@@ -225,6 +225,9 @@ impl LogStore for MemStore {
     fn delete(&self, id: &str) -> Result<()> {
         crate::id::validate(id)?;
         let mut state = self.state();
+        if !state.live.contains_key(id) {
+            return Err(Error::NotFound(id.to_string()));
+        }
         if state.trash.contains_key(id) {
             return Err(Error::SessionExists(id.to_string()));
         }
