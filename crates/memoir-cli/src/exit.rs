@@ -5,7 +5,7 @@
 //! |---|---|
 //! | 0 | success (also: stdout was closed early, e.g. `| head`) |
 //! | 1 | checked and found problems (`verify`), nothing matched, or another failure (I/O, corrupt data) |
-//! | 2 | usage or input error (bad flag or value, invalid or empty id, ambiguous prefix, bad configuration) |
+//! | 2 | usage or input error (bad flag or value, invalid or empty id, ambiguous prefix, bad configuration, an operation the store cannot do) |
 //! | 3 | conflict (id taken, lost `expected_seq` race, session busy or in the trash) |
 //! | 4 | not found (no such session in the store searched) |
 //! | 5 | backend unavailable (database or server down; retry later) |
@@ -36,6 +36,7 @@ pub fn code_of(class: ErrorClass) -> u8 {
         ErrorClass::NotFound => NOT_FOUND,
         ErrorClass::Conflict => CONFLICT,
         ErrorClass::Unavailable => UNAVAILABLE,
+        ErrorClass::Unsupported => USAGE,
         ErrorClass::Corrupt => PROBLEMS,
         ErrorClass::Internal => PROBLEMS,
     }

@@ -42,6 +42,7 @@ impl ApiError {
             ErrorClass::NotFound => StatusCode::NOT_FOUND,
             ErrorClass::Conflict => StatusCode::CONFLICT,
             ErrorClass::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            ErrorClass::Unsupported => StatusCode::NOT_IMPLEMENTED,
             ErrorClass::Corrupt => StatusCode::INTERNAL_SERVER_ERROR,
             ErrorClass::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }

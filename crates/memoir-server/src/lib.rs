@@ -73,6 +73,7 @@ pub fn router(config: ServerConfig) -> Router {
         .route("/v1/sessions/{id}/fork", post(fork::fork_session))
         .route("/v1/sessions/{id}/export", get(read::export_session))
         .route("/v1/sessions/{id}/restore", post(write::restore_session))
+        .route("/v1/sessions/{id}/purge", post(write::purge_session))
         .route("/v1/sessions/{id}/search", post(search::search_session))
         .fallback(handlers::fallback)
         .layer(DefaultBodyLimit::max(config.max_body))
@@ -170,6 +171,7 @@ mod tests {
             "/v1/sessions/{id}/export",
             "/v1/sessions/{id}/search",
             "/v1/sessions/{id}/restore",
+            "/v1/sessions/{id}/purge",
         ] {
             assert!(doc["paths"][path].is_object(), "{path} missing");
         }

@@ -20,7 +20,8 @@ use std::sync::Arc;
 
 use memoir::manager::FORKED_FROM;
 use memoir::record::{Record, SessionMeta};
-use memoir::store::{Appended, Durability, Listed, LogStore, RawLog};
+use chrono::{DateTime, Utc};
+use memoir::store::{Appended, DeletedListed, Durability, Lease, Listed, LogStore, RawLog};
 use memoir::{Error, Result};
 use serde_json::Value;
 
@@ -208,6 +209,73 @@ impl LogStore for ProjectStore {
         let stored = self.stored(id)?;
         self.inner
             .delete(&stored)
+            .map_err(|e| hide_id(e, &stored, id))
+    }
+
+    fn list_project(&self, project: &str) -> Result<(Vec<Listed>, usize)> {
+        if project != self.project {
+            return Ok((Vec::new(), 0));
+        }
+        let (listed, unreadable) = self.inner.list_project(project)?;
+        Ok((self.visible_listing(listed), unreadable))
+    }
+
+    fn list_deleted(&self) -> Result<Vec<DeletedListed>> {
+        Ok(self
+            .inner
+            .list_deleted()?
+            .into_iter()
+            .filter_map(|d| {
+                Some(DeletedListed {
+                    meta: self.to_visible(d.meta)?,
+                    location: d.location,
+                    deleted_at: d.deleted_at,
+                })
+            })
+            .collect())
+    }
+
+    fn read_deleted(&self, id: &str) -> Result<RawLog> {
+        let stored = self.stored(id)?;
+        let mut raw = self
+            .inner
+            .read_deleted(&stored)
+            .map_err(|e| hide_id(e, &stored, id))?;
+        raw.header = match raw.header.take() {
+            Some(meta) => Some(
+                self.to_visible(meta)
+                    .ok_or_else(|| Error::NotFound(id.to_string()))?,
+            ),
+            None => None,
+        };
+        Ok(raw)
+    }
+
+    fn purge(&self, id: &str) -> Result<()> {
+        // Only a trashed session of this project.
+        self.read_deleted(id)?;
+        let stored = self.stored(id)?;
+        self.inner.purge(&stored).map_err(|e| hide_id(e, &stored, id))
+    }
+
+    fn acquire_lease(&self, id: &str) -> Result<Lease> {
+        self.header(id)?;
+        let stored = self.stored(id)?;
+        self.inner
+            .acquire_lease(&stored)
+            .map_err(|e| hide_id(e, &stored, id))
+    }
+
+    fn touch(&self, id: &str) -> Result<()> {
+        self.header(id)?;
+        let stored = self.stored(id)?;
+        self.inner.touch(&stored).map_err(|e| hide_id(e, &stored, id))
+    }
+
+    fn last_activity(&self, id: &str) -> Result<Option<DateTime<Utc>>> {
+        let stored = self.stored(id)?;
+        self.inner
+            .last_activity(&stored)
             .map_err(|e| hide_id(e, &stored, id))
     }
 

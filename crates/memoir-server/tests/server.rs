@@ -321,6 +321,7 @@ fn tokens_are_scoped(config: ServerConfig) {
         session: "secret".into(),
         seq: 1,
         messages: 1,
+        parent_created_at: None,
     });
     assert!(matches!(
         b.create(&wire::CreateSession {
@@ -932,11 +933,7 @@ fn a_client_cannot_name_an_arbitrary_fork_parent_or_seq() {
     a.append("src", &[msg("one"), msg("two")], None).unwrap();
     let point = |seq: u64, messages: usize| {
         let mut meta = SessionMeta::new(format!("f{seq}-{messages}"));
-        meta.parent = Some(memoir::record::ForkPoint {
-            session: "src".into(),
-            seq,
-            messages,
-        });
+        meta.parent = Some(memoir::record::ForkPoint::new("src", seq, messages));
         a.create(&wire::CreateSession {
             meta: Some(meta),
             ..Default::default()

@@ -317,6 +317,13 @@ pub mod wire {
         pub text: Option<String>,
     }
 
+    /// `POST /v1/sessions/{id}/purge`: what was erased.
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    pub struct Purged {
+        /// The ids erased for good.
+        pub purged: Vec<String>,
+    }
+
     /// Search results, best first.
     #[derive(Debug, Clone, Serialize, Deserialize)]
     pub struct SearchResponse {
@@ -575,6 +582,13 @@ impl Client {
     pub fn restore(&self, id: &str) -> Result<()> {
         let path = format!("/v1/sessions/{}/restore", seg(id));
         self.ok("POST", &path, Some(b"{}".to_vec()), id).map(|_| ())
+    }
+
+    /// Erase a deleted session for good (409 while forks need its prefix).
+    pub fn purge(&self, id: &str) -> Result<wire::Purged> {
+        let path = format!("/v1/sessions/{}/purge", seg(id));
+        let text = self.ok("POST", &path, Some(b"{}".to_vec()), id)?;
+        Self::json(&text)
     }
 
     /// Search a session's chunks.

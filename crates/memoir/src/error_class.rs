@@ -8,10 +8,10 @@
 //! until it is classified here. [`ErrorClass`] itself is exhaustive, so a
 //! new class does not compile until every front maps it.
 
-use std::io::ErrorKind;
+use std::io::ErrorKind as IoKind;
 
 use crate::embed::EmbeddingError;
-use crate::error::Error;
+use crate::error::{Error, ErrorKind};
 use crate::manager::ManagerError;
 
 /// The class of a failure, as the fronts report it.
@@ -28,6 +28,8 @@ pub enum ErrorClass {
     /// The backend cannot be reached now; retrying later may work (CLI
     /// exit 5, HTTP 503).
     Unavailable,
+    /// The backend cannot do this at all (CLI exit 2, HTTP 501).
+    Unsupported,
     /// Stored data did not verify (CLI exit 1, HTTP 500 `corrupt`).
     Corrupt,
     /// Anything else: an I/O failure of the machine (CLI exit 1, HTTP 500).
@@ -43,6 +45,7 @@ impl ErrorClass {
             ErrorClass::NotFound => "not_found",
             ErrorClass::Conflict => "conflict",
             ErrorClass::Unavailable => "unavailable",
+            ErrorClass::Unsupported => "unsupported",
             ErrorClass::Corrupt => "corrupt",
             ErrorClass::Internal => "internal",
         }
@@ -50,15 +53,15 @@ impl ErrorClass {
 }
 
 /// Does this I/O error mean a backend (database, server) is gone for now?
-pub fn is_unavailable_io(kind: ErrorKind) -> bool {
+pub fn is_unavailable_io(kind: IoKind) -> bool {
     matches!(
         kind,
-        ErrorKind::ConnectionAborted
-            | ErrorKind::ConnectionRefused
-            | ErrorKind::ConnectionReset
-            | ErrorKind::NotConnected
-            | ErrorKind::BrokenPipe
-            | ErrorKind::TimedOut
+        IoKind::ConnectionAborted
+            | IoKind::ConnectionRefused
+            | IoKind::ConnectionReset
+            | IoKind::NotConnected
+            | IoKind::BrokenPipe
+            | IoKind::TimedOut
     )
 }
 
@@ -80,6 +83,24 @@ impl Error {
             Error::Invalid(_) => ErrorClass::InvalidInput,
             Error::Corrupt { .. } => ErrorClass::Corrupt,
             Error::Json(_) => ErrorClass::InvalidInput,
+            Error::Store(e) => ErrorClass::of_kind(e.kind()),
+        }
+    }
+}
+
+impl ErrorClass {
+    /// The class of a storage backend's [`ErrorKind`].
+    pub fn of_kind(kind: ErrorKind) -> ErrorClass {
+        match kind {
+            ErrorKind::NotFound => ErrorClass::NotFound,
+            ErrorKind::Exists => ErrorClass::Conflict,
+            ErrorKind::Conflict => ErrorClass::Conflict,
+            ErrorKind::Busy => ErrorClass::Conflict,
+            ErrorKind::Unavailable => ErrorClass::Unavailable,
+            ErrorKind::Unsupported => ErrorClass::Unsupported,
+            ErrorKind::Corrupt => ErrorClass::Corrupt,
+            ErrorKind::Invalid => ErrorClass::InvalidInput,
+            ErrorKind::Io => ErrorClass::Internal,
         }
     }
 }
@@ -144,11 +165,11 @@ mod tests {
             source: std::io::Error::new(kind, "x"),
         };
         assert_eq!(
-            io(ErrorKind::ConnectionRefused).class(),
+            io(IoKind::ConnectionRefused).class(),
             ErrorClass::Unavailable
         );
         assert_eq!(
-            io(ErrorKind::PermissionDenied).class(),
+            io(IoKind::PermissionDenied).class(),
             ErrorClass::Internal
         );
     }
@@ -170,7 +191,7 @@ mod tests {
         let e = Error::Io {
             op: "open",
             path: "/nope".into(),
-            source: std::io::Error::from(ErrorKind::NotFound),
+            source: std::io::Error::from(IoKind::NotFound),
         };
         let text = crate::error::report(&e);
         assert_eq!(text.matches("not found").count(), 1, "{text}");

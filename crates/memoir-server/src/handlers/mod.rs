@@ -14,6 +14,7 @@ use axum::extract::Path;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use memoir::manager::{LeasePolicy, ManagerOptions, SessionManager};
 use memoir::store::LogStore;
 use serde::de::DeserializeOwned;
 
@@ -37,6 +38,18 @@ impl AppState {
     /// The caller's project's view of the store.
     pub fn project(&self, auth: &Auth) -> ProjectStore {
         ProjectStore::new(self.store.clone(), &auth.project)
+    }
+
+    /// The session manager over the caller's project: every session
+    /// operation (fork, export, trash, restore, purge) goes through it.
+    pub fn manager(&self, auth: &Auth) -> SessionManager {
+        let options = ManagerOptions {
+            repair_on_switch: false,
+            project: Some(auth.project.clone()),
+            lease: LeasePolicy::Off,
+            ..ManagerOptions::default()
+        };
+        SessionManager::with_store(Arc::new(self.project(auth)), options)
     }
 }
 

@@ -7,7 +7,7 @@ use axum::http::{header, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use memoir::client::wire;
-use memoir::manager::export::{self, ExportFormat, ExportOptions};
+use memoir::manager::{ExportFormat, ExportOptions, ManagerError};
 use memoir::record::SessionMeta;
 use memoir::store::LogStore;
 use memoir::Error;
@@ -28,7 +28,8 @@ pub(crate) async fn list_sessions(
     let resp = blocking(move || {
         #[cfg(feature = "postgres")]
         if let Some(pg) = pg {
-            let listed = ps.visible_listing(pg.list_project(ps.project())?);
+            let (listed, _) = pg.list_project(ps.project())?;
+            let listed = ps.visible_listing(listed);
             return Ok::<_, Error>(wire::ListResponse {
                 sessions: listed
                     .into_iter()
@@ -85,11 +86,10 @@ pub(crate) async fn load_session(
     path: Result<Path<String>, PathRejection>,
 ) -> ApiResult<Json<wire::Loaded>> {
     let id = session_id(path)?;
-    let ps = st.project(&auth);
+    let m = st.manager(&auth);
     let loaded = blocking(move || {
-        ps.header(&id)?;
-        let t = memoir::transcript::read_in(&ps, &id)?;
-        Ok::<_, Error>(wire::Loaded {
+        let t = m.read_session(&id)?;
+        Ok::<_, ManagerError>(wire::Loaded {
             title: t.title.clone().or_else(|| t.meta.title.clone()),
             meta: t.meta,
             messages: t.messages,
@@ -134,14 +134,9 @@ pub(crate) async fn export_session(
         format,
         redact: query.redact.unwrap_or(false),
     };
-    let ps = st.project(&auth);
+    let mut m = st.manager(&auth);
     let name = id.clone();
-    let text = blocking(move || {
-        ps.header(&id)?;
-        let t = memoir::transcript::read_in(&ps, &id)?;
-        Ok::<_, Error>(export::render(&t, options)?.text)
-    })
-    .await?;
+    let text = blocking(move || Ok::<_, ManagerError>(m.export(&id, options)?.text)).await?;
     let (content_type, ext) = match format {
         ExportFormat::Jsonl => ("application/x-ndjson", "jsonl"),
         ExportFormat::OpenAi => ("application/json", "json"),

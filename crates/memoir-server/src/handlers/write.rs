@@ -9,6 +9,7 @@ use axum::Json;
 use memoir::client::wire;
 use memoir::manager::fork as fork_rules;
 use memoir::record::{Record, SessionMeta};
+use memoir::manager::ManagerError;
 use memoir::store::LogStore;
 use memoir::Error;
 
@@ -119,8 +120,12 @@ pub(crate) async fn delete_session(
     path: Result<Path<String>, PathRejection>,
 ) -> ApiResult<StatusCode> {
     let id = session_id(path)?;
-    let ps = st.project(&auth);
-    blocking(move || ps.delete(&id)).await?;
+    let mut m = st.manager(&auth);
+    blocking(move || match m.delete_session(&id)? {
+        true => Ok(()),
+        false => Err(ManagerError::from(Error::NotFound(id))),
+    })
+    .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -132,10 +137,40 @@ pub(crate) async fn restore_session(
 ) -> ApiResult<Json<SessionMeta>> {
     let id = session_id(path)?;
     let ps = st.project(&auth);
+    let mut m = st.manager(&auth);
     let meta = blocking(move || {
-        ps.restore(&id)?;
-        ps.header(&id)
+        m.restore_session(&id)?;
+        Ok::<_, ManagerError>(ps.header(&id)?)
     })
     .await?;
     Ok(Json(meta))
+}
+
+/// `POST /v1/sessions/{id}/purge`: erase a deleted session for good, unless
+/// a surviving fork still needs its prefix (then 409 naming the forks).
+pub(crate) async fn purge_session(
+    State(st): State<Shared>,
+    auth: Auth,
+    path: Result<Path<String>, PathRejection>,
+) -> ApiResult<Json<wire::Purged>> {
+    let id = session_id(path)?;
+    let mut m = st.manager(&auth);
+    let report = blocking(move || {
+        m.resolve_trashed(&id)?;
+        m.purge_trash(Some(std::slice::from_ref(&id)))
+    })
+    .await?;
+    if let Some((id, by)) = report.kept.first() {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "conflict",
+            format!(
+                "session {id} is kept: forks still need its prefix ({})",
+                by.join(", ")
+            ),
+        ));
+    }
+    Ok(Json(wire::Purged {
+        purged: report.purged,
+    }))
 }

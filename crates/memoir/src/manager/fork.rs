@@ -176,11 +176,7 @@ pub fn fork_point(
             rewrite: None,
         },
         None => ForkPlan {
-            point: ForkPoint {
-                session: source.to_string(),
-                seq: t.last_seq,
-                messages: t.messages.len(),
-            },
+            point: ForkPoint::new(source, t.last_seq, t.messages.len()),
             rewrite: Some(prefix.to_vec()),
         },
     })
@@ -195,11 +191,7 @@ fn own_point(id: &str, t: &Transcript, end: usize, last_seq: u64) -> ForkPoint {
         Some(next) => next.saturating_sub(1),
         None => last_seq,
     };
-    ForkPoint {
-        session: id.to_string(),
-        seq,
-        messages: end,
-    }
+    ForkPoint::new(id, seq, end)
 }
 
 /// The reference, among the ancestors of `t`, for a cut inside its

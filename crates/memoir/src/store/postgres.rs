@@ -36,8 +36,10 @@ use postgres::types::ToSql;
 use postgres::{Client, NoTls, Statement};
 
 use super::scan::Scanner;
-use super::{sort_newest_first, Appended, Durability, Listed, LogStore, RawLog};
-use crate::error::{Error, Result};
+use super::{Appended, DeletedListed, Durability, Lease as OwnerLease, Listed, LogStore, RawLog};
+use crate::error::{Error, Result, StoreError};
+
+mod lease;
 use crate::record::{Record, SessionMeta};
 use crate::transcript::codec::{self, Hash, HASH_LEN, ZERO_HASH};
 
@@ -158,15 +160,7 @@ impl Default for PgOptions {
 /// (connection refused, reset, server shutting down): the request may succeed
 /// if retried later. The HTTP server maps these to 503.
 pub fn is_unavailable(err: &Error) -> bool {
-    matches!(err, Error::Io { source, .. } if matches!(
-        source.kind(),
-        std::io::ErrorKind::ConnectionAborted
-            | std::io::ErrorKind::ConnectionRefused
-            | std::io::ErrorKind::ConnectionReset
-            | std::io::ErrorKind::NotConnected
-            | std::io::ErrorKind::BrokenPipe
-            | std::io::ErrorKind::TimedOut
-    ))
+    err.kind() == crate::error::ErrorKind::Unavailable
 }
 
 /// Does this driver error mean the connection or the server is gone?
@@ -180,6 +174,10 @@ fn pg_unavailable(e: &postgres::Error) -> bool {
     if e.is_closed() {
         return true;
     }
+    // Not a server error: a client-side failure is either I/O on the
+    // socket (the connection is gone) or a protocol/conversion error (not
+    // retryable). The driver's error kinds are private, so tell them apart
+    // by the source chain's types, never by message text.
     let mut source = std::error::Error::source(e);
     while let Some(s) = source {
         if s.is::<std::io::Error>() {
@@ -187,8 +185,7 @@ fn pg_unavailable(e: &postgres::Error) -> bool {
         }
         source = s.source();
     }
-    let text = e.to_string();
-    text.contains("error connecting") || text.contains("timeout") || text.contains("connection")
+    false
 }
 
 fn is_unique_violation(e: &postgres::Error) -> bool {
@@ -379,19 +376,22 @@ impl PgStore {
     }
 
     fn pg_error(&self, op: &'static str, e: &postgres::Error) -> Error {
-        let kind = if pg_unavailable(e) {
-            std::io::ErrorKind::ConnectionAborted
-        } else {
-            std::io::ErrorKind::Other
-        };
         let detail = match e.as_db_error() {
             Some(db) => format!("{} ({})", db.message(), db.code().code()),
             None => e.to_string(),
         };
+        if pg_unavailable(e) {
+            return StoreError::Unavailable {
+                backend: self.locator.clone(),
+                op,
+                detail,
+            }
+            .into();
+        }
         Error::Io {
             op,
             path: PathBuf::from(&self.locator),
-            source: std::io::Error::new(kind, detail),
+            source: std::io::Error::other(detail),
         }
     }
 
@@ -438,14 +438,12 @@ impl PgStore {
             }
             let now = std::time::Instant::now();
             if now >= deadline {
-                return Err(Error::Io {
+                return Err(StoreError::Unavailable {
+                    backend: self.locator.clone(),
                     op: "postgres pool checkout",
-                    path: PathBuf::from(&self.locator),
-                    source: std::io::Error::new(
-                        std::io::ErrorKind::TimedOut,
-                        "every pooled connection stayed busy",
-                    ),
-                });
+                    detail: "every pooled connection stayed busy".into(),
+                }
+                .into());
             }
             state = match self.freed.wait_timeout(state, deadline - now) {
                 Ok((s, _)) => s,
@@ -1118,6 +1116,13 @@ fn locator_of(config: &postgres::Config, schema: &str) -> String {
 }
 
 /// Decode a stored header line; `None` unless it verifies as a `seq` 0 header.
+/// A `timestamptz::text` value (`2026-12-01 07:41:35.123+00`).
+fn parse_pg_time(text: &str) -> Option<chrono::DateTime<chrono::Utc>> {
+    chrono::DateTime::parse_from_str(text, "%Y-%m-%d %H:%M:%S%.f%#z")
+        .ok()
+        .map(|t| t.with_timezone(&chrono::Utc))
+}
+
 fn header_from_line(line: &str) -> Option<SessionMeta> {
     let mut bytes = line.as_bytes().to_vec();
     match codec::decode(&mut bytes).ok()? {
@@ -1238,28 +1243,7 @@ impl LogStore for PgStore {
     }
 
     fn read(&self, id: &str) -> Result<RawLog> {
-        crate::id::validate(id)?;
-        let scanner = self.run("postgres read", true, |c| {
-            let s = c.stmt(
-                "SELECT r.line FROM memoir_records r JOIN memoir_sessions s ON s.id = r.session_id
-                 WHERE s.id = $1 AND s.deleted_at IS NULL ORDER BY r.seq",
-            )?;
-            let mut rows = c.client.query_raw(&s, [&id as &(dyn ToSql + Sync)])?;
-            let mut scanner = Scanner::new();
-            let mut offset = 0u64;
-            let mut any = false;
-            while let Some(row) = rows.next()? {
-                any = true;
-                let line: &str = row.get(0);
-                scanner.push(line.as_bytes(), offset, true);
-                offset += line.len() as u64 + 1;
-            }
-            Ok(any.then_some(scanner))
-        })?;
-        match scanner {
-            Some(s) => Ok(s.finish()),
-            None => Err(Error::NotFound(id.to_string())),
-        }
+        self.read_rows(id, false)
     }
 
     fn read_header(&self, id: &str) -> Result<Option<SessionMeta>> {
@@ -1282,31 +1266,8 @@ impl LogStore for PgStore {
     }
 
     fn list(&self) -> Result<(Vec<Listed>, usize)> {
-        let rows = self.run("postgres list", true, |c| {
-            let s = c.stmt(
-                "SELECT s.id, r.line FROM memoir_sessions s
-                 LEFT JOIN memoir_records r ON r.session_id = s.id AND r.seq = 0
-                 WHERE s.deleted_at IS NULL",
-            )?;
-            let rows = c.client.query(&s, &[])?;
-            Ok(rows
-                .iter()
-                .map(|r| (r.get::<_, String>(0), r.get::<_, Option<String>>(1)))
-                .collect::<Vec<_>>())
-        })?;
-        let mut out = Vec::with_capacity(rows.len());
-        let mut unreadable = 0;
-        for (id, line) in rows {
-            match line.as_deref().and_then(header_from_line) {
-                Some(meta) if meta.id == id => out.push(Listed {
-                    location: self.location(&id),
-                    meta,
-                }),
-                _ => unreadable += 1,
-            }
-        }
-        sort_newest_first(&mut out);
-        Ok((out, unreadable))
+        self.listing(None, false)
+            .map(|(l, n)| (l.into_iter().map(|(l, _)| l).collect(), n))
     }
 
     fn location(&self, id: &str) -> PathBuf {
@@ -1332,6 +1293,43 @@ impl LogStore for PgStore {
         Ok(())
     }
 
+    fn list_project(&self, project: &str) -> Result<(Vec<Listed>, usize)> {
+        self.listing(Some(project), false)
+            .map(|(l, n)| (l.into_iter().map(|(l, _)| l).collect(), n))
+    }
+
+    fn list_deleted(&self) -> Result<Vec<DeletedListed>> {
+        let (rows, _) = self.listing(None, true)?;
+        let mut out: Vec<DeletedListed> = rows
+            .into_iter()
+            .map(|(l, deleted_at)| DeletedListed {
+                meta: l.meta,
+                location: l.location,
+                deleted_at,
+            })
+            .collect();
+        out.sort_by(|a, b| {
+            b.deleted_at
+                .cmp(&a.deleted_at)
+                .then_with(|| a.meta.id.cmp(&b.meta.id))
+        });
+        Ok(out)
+    }
+
+    fn read_deleted(&self, id: &str) -> Result<RawLog> {
+        self.read_rows(id, true)
+    }
+
+    fn purge(&self, id: &str) -> Result<()> {
+        self.purge_deleted(id)
+    }
+
+    fn acquire_lease(&self, id: &str) -> Result<OwnerLease> {
+        crate::id::validate(id)?;
+        self.read_header(id)?;
+        lease::acquire(self, id)
+    }
+
     fn restore(&self, id: &str) -> Result<()> {
         crate::id::validate(id)?;
         let n = self.run("postgres restore", true, |c| {
@@ -1348,6 +1346,85 @@ impl LogStore for PgStore {
 }
 
 impl PgStore {
+    /// Read and verify a live (`deleted` false) or trashed session's rows.
+    fn read_rows(&self, id: &str, deleted: bool) -> Result<RawLog> {
+        crate::id::validate(id)?;
+        let scanner = self.run("postgres read", true, |c| {
+            let s = c.stmt(
+                "SELECT r.line FROM memoir_records r JOIN memoir_sessions s ON s.id = r.session_id
+                 WHERE s.id = $1 AND (s.deleted_at IS NOT NULL) = $2 ORDER BY r.seq",
+            )?;
+            let mut rows = c
+                .client
+                .query_raw(&s, [&id as &(dyn ToSql + Sync), &deleted])?;
+            let mut scanner = Scanner::new();
+            let mut offset = 0u64;
+            let mut any = false;
+            while let Some(row) = rows.next()? {
+                any = true;
+                let line: &str = row.get(0);
+                scanner.push(line.as_bytes(), offset, true);
+                offset += line.len() as u64 + 1;
+            }
+            Ok(any.then_some(scanner))
+        })?;
+        match scanner {
+            Some(s) => Ok(s.finish()),
+            None => Err(Error::NotFound(id.to_string())),
+        }
+    }
+
+    /// Headers of the live (or trashed) sessions, optionally of one project
+    /// only (the indexed `project` column), with their deletion times; plus
+    /// how many headers were unreadable.
+    #[allow(clippy::type_complexity)]
+    fn listing(
+        &self,
+        project: Option<&str>,
+        deleted: bool,
+    ) -> Result<(Vec<(Listed, Option<chrono::DateTime<chrono::Utc>>)>, usize)> {
+        let rows = self.run("postgres list", true, |c| {
+            let s = c.stmt(
+                "SELECT s.id, r.line, s.deleted_at::text FROM memoir_sessions s
+                 LEFT JOIN memoir_records r ON r.session_id = s.id AND r.seq = 0
+                 WHERE (s.deleted_at IS NOT NULL) = $1
+                   AND ($2::text IS NULL OR s.project = $2)",
+            )?;
+            let rows = c.client.query(&s, &[&deleted, &project])?;
+            Ok(rows
+                .iter()
+                .map(|r| {
+                    (
+                        r.get::<_, String>(0),
+                        r.get::<_, Option<String>>(1),
+                        r.get::<_, Option<String>>(2),
+                    )
+                })
+                .collect::<Vec<_>>())
+        })?;
+        let mut out = Vec::with_capacity(rows.len());
+        let mut unreadable = 0;
+        for (id, line, deleted_at) in rows {
+            match line.as_deref().and_then(header_from_line) {
+                Some(meta) if meta.id == id => out.push((
+                    Listed {
+                        location: self.location(&id),
+                        meta,
+                    },
+                    deleted_at.as_deref().and_then(parse_pg_time),
+                )),
+                _ => unreadable += 1,
+            }
+        }
+        out.sort_by(|a, b| {
+            b.0.meta
+                .created_at
+                .cmp(&a.0.meta.created_at)
+                .then_with(|| b.0.meta.id.cmp(&a.0.meta.id))
+        });
+        Ok((out, unreadable))
+    }
+
     /// The session's current last `seq` (for conflict reports).
     fn read_header_and_tail(&self, id: &str) -> Option<u64> {
         self.run("postgres query", true, |c| {
@@ -1360,39 +1437,9 @@ impl PgStore {
         .flatten()
     }
 
-    /// Sessions whose header names `project` (the `project` header field),
-    /// newest first. Cheaper than filtering [`LogStore::list`] on a shared server.
-    pub fn list_project(&self, project: &str) -> Result<Vec<Listed>> {
-        let rows = self.run("postgres list", true, |c| {
-            let s = c.stmt(
-                "SELECT s.id, r.line FROM memoir_sessions s
-                 JOIN memoir_records r ON r.session_id = s.id AND r.seq = 0
-                 WHERE s.deleted_at IS NULL AND s.project = $1",
-            )?;
-            let rows = c.client.query(&s, &[&project])?;
-            Ok(rows
-                .iter()
-                .map(|r| (r.get::<_, String>(0), r.get::<_, String>(1)))
-                .collect::<Vec<_>>())
-        })?;
-        let mut out: Vec<Listed> = rows
-            .into_iter()
-            .filter_map(|(id, line)| {
-                header_from_line(&line)
-                    .filter(|m| m.id == id)
-                    .map(|meta| Listed {
-                        location: self.location(&id),
-                        meta,
-                    })
-            })
-            .collect();
-        sort_newest_first(&mut out);
-        Ok(out)
-    }
-
     /// Permanently remove a deleted session, its records and its vectors.
     /// [`Error::NotFound`] unless `id` was deleted first.
-    pub fn purge(&self, id: &str) -> Result<()> {
+    fn purge_deleted(&self, id: &str) -> Result<()> {
         crate::id::validate(id)?;
         let n = self.run("postgres purge", true, |c| {
             let mut tx = c.client.transaction()?;
