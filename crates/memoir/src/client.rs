@@ -301,6 +301,9 @@ pub mod wire {
         /// How many results (default 5, at most 100).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub top_k: Option<usize>,
+        /// `hybrid` (default), `vector` or `lexical`, as `memoir recall --mode`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub mode: Option<String>,
     }
 
     /// One search result.
@@ -593,9 +596,22 @@ impl Client {
 
     /// Search a session's chunks.
     pub fn search(&self, id: &str, query: &str, top_k: usize) -> Result<wire::SearchResponse> {
+        self.search_mode(id, query, top_k, None)
+    }
+
+    /// Search a session's chunks in a retrieval mode (`hybrid`, `vector`,
+    /// `lexical`; `None`: hybrid).
+    pub fn search_mode(
+        &self,
+        id: &str,
+        query: &str,
+        top_k: usize,
+        mode: Option<&str>,
+    ) -> Result<wire::SearchResponse> {
         let body = wire::SearchRequest {
             query: query.into(),
             top_k: Some(top_k),
+            mode: mode.map(str::to_string),
         };
         let path = format!("/v1/sessions/{}/search", seg(id));
         let text = self.ok("POST", &path, Some(serde_json::to_vec(&body)?), id)?;

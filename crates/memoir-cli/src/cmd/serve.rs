@@ -208,6 +208,9 @@ pub enum RemoteCommand {
         /// How many results.
         #[arg(long, default_value_t = 5)]
         top_k: usize,
+        /// Retrieval mode.
+        #[arg(long, default_value = "hybrid", value_parser = choices::MODES)]
+        mode: String,
     },
     /// Verify a session's integrity chain as the server's store reads it.
     Verify {
@@ -324,9 +327,16 @@ pub fn run_remote(args: RemoteArgs) -> anyhow::Result<ExitCode> {
             }
             outln!("deleted {id}");
         }
-        RemoteCommand::Search { id, query, top_k } => {
+        RemoteCommand::Search {
+            id,
+            query,
+            top_k,
+            mode,
+        } => {
             let id = resolve(&id)?;
-            let r = client.search(&id, &query, top_k).map_err(on_server)?;
+            let r = client
+                .search_mode(&id, &query, top_k, Some(&mode))
+                .map_err(on_server)?;
             let any = !r.hits.is_empty();
             if json {
                 print_json(&r)?;
