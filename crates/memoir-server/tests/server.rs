@@ -729,7 +729,9 @@ fn database_restart_under_http_load() {
     );
     assert!(after.load(Ordering::Relaxed) >= 200, "no recovery");
     for s in 0..4 {
-        let id = format!("h{s}");
+        // Session `h<s>` of project alpha is stored as `alpha~h<s>`.
+        let visible = format!("h{s}");
+        let id = format!("alpha~{visible}");
         let raw = pg.read(&id).unwrap();
         assert!(raw.report.is_clean());
         assert_eq!(
@@ -742,7 +744,7 @@ fn database_restart_under_http_load() {
                 at.entry(m.text_content()).or_default().push(r.seq);
             }
         }
-        for (_, seq, text) in acked.iter().filter(|x| x.0 == id) {
+        for (_, seq, text) in acked.iter().filter(|x| x.0 == visible) {
             assert_eq!(at.get(text), Some(&vec![*seq]), "{id}: {text}");
         }
     }
