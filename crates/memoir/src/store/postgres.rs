@@ -686,6 +686,7 @@ impl PgStore {
         )?;
         let update =
             conn.stmt("UPDATE memoir_sessions SET last_seq = $2, last_hash = $3 WHERE id = $1")?;
+        let max_seq = conn.stmt("SELECT max(seq) FROM memoir_records WHERE session_id = $1")?;
         let mut tx = conn.client.transaction()?;
         let Some(row) = tx.query_opt(&lock, &[&id])? else {
             return Ok(Err(Error::NotFound(id.to_string())));
@@ -697,6 +698,18 @@ impl PgStore {
                 detail: "last_hash is not a 16-byte hash".into(),
             }));
         };
+        // The rows must end exactly at the session's last_seq: a record
+        // written after a gap or under an existing row would be one the
+        // reader skips or reports, never an acknowledged append.
+        let max = tx
+            .query_one(&max_seq, &[&id])?
+            .get::<_, Option<i64>>(0)
+            .unwrap_or(-1);
+        if max != last_seq as i64 {
+            drop(tx);
+            self.remember_tail(id, None);
+            return Ok(Err(tail_mismatch(id, last_seq, max)));
+        }
         let first_seq = last_seq + 1;
         if let Some(expected) = expected_next {
             if expected != first_seq {
@@ -1203,6 +1216,11 @@ impl LogStore for PgStore {
                     self.checkin(lease, !broken);
                     self.remember_tail(id, None);
                     if is_unique_violation(&e) {
+                        // Rows beyond the session's last_seq: the tail is
+                        // inconsistent, and no retry can fix it.
+                        if let Some(broken) = self.broken_tail(id) {
+                            return Err(broken);
+                        }
                         // Another writer took the seq between our read and write.
                         let actual = self
                             .read_header_and_tail(id)
@@ -1345,7 +1363,37 @@ impl LogStore for PgStore {
     }
 }
 
+/// The refusal of an append to a session whose rows do not end at its
+/// recorded last `seq`.
+fn tail_mismatch(id: &str, last_seq: u64, max: i64) -> Error {
+    StoreError::BrokenTail {
+        id: id.to_string(),
+        detail: format!(
+            "the session's last seq is {last_seq} but its records end at seq {max} \
+             (run `memoir doctor`)"
+        ),
+    }
+    .into()
+}
+
 impl PgStore {
+    /// `Some(refusal)` when the session's rows do not end at its last `seq`.
+    fn broken_tail(&self, id: &str) -> Option<Error> {
+        let (last, max) = self
+            .run("postgres query", true, |c| {
+                let s = c.stmt(
+                    "SELECT s.last_seq, (SELECT max(seq) FROM memoir_records r WHERE r.session_id = s.id)
+                     FROM memoir_sessions s WHERE s.id = $1",
+                )?;
+                Ok(c.client
+                    .query_opt(&s, &[&id])?
+                    .map(|r| (r.get::<_, i64>(0), r.get::<_, Option<i64>>(1).unwrap_or(-1))))
+            })
+            .ok()
+            .flatten()?;
+        (last != max).then(|| tail_mismatch(id, last as u64, max))
+    }
+
     /// Read and verify a live (`deleted` false) or trashed session's rows.
     fn read_rows(&self, id: &str, deleted: bool) -> Result<RawLog> {
         crate::id::validate(id)?;
