@@ -69,6 +69,7 @@ conformance!(
     lease_refuses_a_second_manager,
     projects_are_isolated,
     switch_repairs_dangling_tool_calls,
+    writes_never_land_in_a_reused_id,
 );
 
 /// The same scenario gives the same fork cut, listing, trash and export

@@ -901,6 +901,16 @@ impl SessionManager {
         mut records: Vec<Record>,
     ) -> Result<(Appended, Option<IndexEntry>)> {
         let id = &session.meta.id;
+        // Ownership is checked against the store on every write: the session
+        // may have been deleted (and its id taken by another session, of
+        // this project or another) since it was opened.
+        match self.live.read_header(id) {
+            Ok(Some(now)) if now.created_at == session.meta.created_at && self.owns(&now) => {}
+            Ok(_) | Err(crate::Error::NotFound(_)) => {
+                return Err(crate::Error::NotFound(id.to_string()).into())
+            }
+            Err(e) => return Err(e.into()),
+        }
         let entry = cached
             .or_else(|| self.index.as_ref().and_then(|i| i.load_fresh(id)))
             .or_else(|| self.entry_of(id).ok());

@@ -45,6 +45,10 @@ pub const CHECKS: &[(&str, fn(&Store))] = &[
         "switch_repairs_dangling_tool_calls",
         switch_repairs_dangling_tool_calls,
     ),
+    (
+        "writes_never_land_in_a_reused_id",
+        writes_never_land_in_a_reused_id,
+    ),
 ];
 
 /// Run every check, each on a fresh store from `fresh`.
@@ -400,6 +404,51 @@ pub fn switch_repairs_dangling_tool_calls(store: &Store) {
     drop(again);
     let m3 = manager(store);
     assert_eq!(m3.read_session(&id).unwrap().messages.len(), 3, "durable");
+}
+
+/// A manager driving session X keeps writing after X is deleted elsewhere,
+/// purged, and its id taken by another project's new session: the writes are
+/// refused ("not found"), and the new session never sees them (issue 9 item 2).
+pub fn writes_never_land_in_a_reused_id(store: &Store) {
+    let in_project = |p: &str| {
+        SessionManager::with_store(
+            store.clone(),
+            ManagerOptions {
+                project: Some(p.to_string()),
+                lease: LeasePolicy::Off,
+                ..options()
+            },
+        )
+    };
+    let mut a = in_project("alpha");
+    let id = a.create_session("alpha's", None).unwrap();
+    let mut elsewhere = in_project("alpha");
+    assert!(elsewhere.delete_session(&id).unwrap());
+    elsewhere.purge_trash(None).unwrap();
+    let mut b = in_project("beta");
+    assert!(b.ensure_session(&id, "beta's").unwrap());
+    a.add_message(Message::assistant("alpha's secret")).unwrap();
+    match a.flush() {
+        Err(e) => assert!(e.is_not_found(), "{e}"),
+        Ok(()) => panic!("the write landed in another project's session"),
+    }
+    assert!(b
+        .read_session(&id)
+        .unwrap()
+        .messages
+        .iter()
+        .all(|m| !m.text_content().contains("alpha")));
+    // The same within one project: a re-created id is another session.
+    let mut c = in_project("beta");
+    c.switch_session(&id).unwrap();
+    assert!(b.delete_session(&id).unwrap());
+    b.purge_trash(None).unwrap();
+    assert!(b.ensure_session(&id, "second life").unwrap());
+    let written = c
+        .add_message(Message::assistant("for the first life"))
+        .and_then(|()| c.flush());
+    assert!(written.unwrap_err().is_not_found());
+    assert_eq!(b.read_session(&id).unwrap().messages.len(), 0);
 }
 
 /// One scenario's observable results, with ids and times replaced by
