@@ -227,7 +227,14 @@ impl Front for Cli {
         library_compact(self.writer.store(), id, messages, checkpoint);
     }
     fn fork(&mut self, id: &str, at_seq: u64) -> (String, u64, usize) {
-        let f = self.json(&["sessions", "fork", id, "--at", &at_seq.to_string(), "--json"]);
+        let f = self.json(&[
+            "sessions",
+            "fork",
+            id,
+            "--at",
+            &at_seq.to_string(),
+            "--json",
+        ]);
         (
             f["id"].as_str().unwrap().to_string(),
             f["parent"]["seq"].as_u64().unwrap(),
@@ -519,7 +526,11 @@ fn scenario(front: &mut dyn Front) -> Outcome {
 fn assert_same(outcomes: &[(&str, Outcome)]) {
     let (first_name, first) = &outcomes[0];
     // The reference itself is what the scenario promises.
-    assert_eq!(first.fork_cut, (4, 4), "{first_name}: the cut keeps c2 with its result");
+    assert_eq!(
+        first.fork_cut,
+        (4, 4),
+        "{first_name}: the cut keeps c2 with its result"
+    );
     // The task (seq 1) and the answer (seq 7) both mention the deploy key.
     assert!(
         first.recall.len() == 3 && first.recall.contains(&1) && first.recall.contains(&7),
@@ -529,7 +540,10 @@ fn assert_same(outcomes: &[(&str, Outcome)]) {
     assert_eq!(first.after_compaction.1, 2);
     assert_eq!(first.restored.0.as_deref(), Some("deploy key hunt"));
     for (name, o) in &outcomes[1..] {
-        assert_eq!(o.fork_cut, first.fork_cut, "{name} vs {first_name}: fork cut");
+        assert_eq!(
+            o.fork_cut, first.fork_cut,
+            "{name} vs {first_name}: fork cut"
+        );
         for (i, f) in FORMATS.iter().enumerate() {
             assert_eq!(
                 o.exports[i],
@@ -546,8 +560,14 @@ fn assert_same(outcomes: &[(&str, Outcome)]) {
         }
         assert_eq!(o.recall, first.recall, "{name} vs {first_name}: recall");
         assert_eq!(o.after_rename, first.after_rename, "{name}: rename");
-        assert_eq!(o.after_compaction, first.after_compaction, "{name}: compaction");
-        assert_eq!(o.compacted_export, first.compacted_export, "{name}: compacted export");
+        assert_eq!(
+            o.after_compaction, first.after_compaction,
+            "{name}: compaction"
+        );
+        assert_eq!(
+            o.compacted_export, first.compacted_export,
+            "{name}: compacted export"
+        );
         assert_eq!(o.restored, first.restored, "{name}: restore");
     }
 }

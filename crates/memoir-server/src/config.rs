@@ -91,11 +91,9 @@ fn check_grant(g: &TokenGrant) -> Result<(), ServeError> {
 /// What the server serves and how.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
-    /// Where sessions live.
+    /// Where sessions live (listings use its `LogStore::list_project`,
+    /// which PostgreSQL answers from an index).
     pub store: Arc<dyn LogStore>,
-    /// The same store as PostgreSQL, when it is one (for indexed listings).
-    #[cfg(feature = "postgres")]
-    pub pg: Option<Arc<memoir::store::postgres::PgStore>>,
     /// Accepted tokens.
     pub tokens: Vec<TokenGrant>,
     /// Largest accepted request body, in bytes.
@@ -107,8 +105,6 @@ impl ServerConfig {
     pub fn new(store: Arc<dyn LogStore>, tokens: Vec<TokenGrant>) -> Self {
         ServerConfig {
             store,
-            #[cfg(feature = "postgres")]
-            pg: None,
             tokens,
             max_body: DEFAULT_MAX_BODY,
         }
@@ -132,9 +128,7 @@ pub fn open_store(spec: &str, durability: Durability) -> Result<ServerConfig, Se
                 ..Default::default()
             };
             let pg = Arc::new(memoir::store::postgres::PgStore::connect(url, options)?);
-            let mut cfg = ServerConfig::new(pg.clone(), Vec::new());
-            cfg.pg = Some(pg);
-            return Ok(cfg);
+            return Ok(ServerConfig::new(pg, Vec::new()));
         }
         #[cfg(not(feature = "postgres"))]
         return Err(ServeError::Config(

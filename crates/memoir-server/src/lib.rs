@@ -52,8 +52,6 @@ pub const PROJECT_FIELD: &str = "project";
 pub fn router(config: ServerConfig) -> Router {
     let state = Arc::new(AppState {
         store: config.store,
-        #[cfg(feature = "postgres")]
-        pg: config.pg,
         tokens: auth::index(config.tokens),
     });
     Router::new()

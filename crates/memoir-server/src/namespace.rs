@@ -18,9 +18,9 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use chrono::{DateTime, Utc};
 use memoir::manager::FORKED_FROM;
 use memoir::record::{Record, SessionMeta};
-use chrono::{DateTime, Utc};
 use memoir::store::{Appended, DeletedListed, Durability, Lease, Listed, LogStore, RawLog};
 use memoir::{Error, Result};
 use serde_json::Value;
@@ -255,7 +255,9 @@ impl LogStore for ProjectStore {
         // Only a trashed session of this project.
         self.read_deleted(id)?;
         let stored = self.stored(id)?;
-        self.inner.purge(&stored).map_err(|e| hide_id(e, &stored, id))
+        self.inner
+            .purge(&stored)
+            .map_err(|e| hide_id(e, &stored, id))
     }
 
     fn acquire_lease(&self, id: &str) -> Result<Lease> {
@@ -269,7 +271,9 @@ impl LogStore for ProjectStore {
     fn touch(&self, id: &str) -> Result<()> {
         self.header(id)?;
         let stored = self.stored(id)?;
-        self.inner.touch(&stored).map_err(|e| hide_id(e, &stored, id))
+        self.inner
+            .touch(&stored)
+            .map_err(|e| hide_id(e, &stored, id))
     }
 
     fn last_activity(&self, id: &str) -> Result<Option<DateTime<Utc>>> {

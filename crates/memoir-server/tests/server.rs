@@ -142,9 +142,7 @@ fn file_config(dir: &std::path::Path) -> ServerConfig {
 
 fn pg_config(var: &str) -> Option<(ServerConfig, TempSchema)> {
     let (pg, schema) = pg_store(var, VectorMode::Auto)?;
-    let mut cfg = ServerConfig::new(pg.clone(), grants());
-    cfg.pg = Some(pg);
-    Some((cfg, schema))
+    Some((ServerConfig::new(pg, grants()), schema))
 }
 
 fn msg(text: &str) -> Record {
@@ -1038,4 +1036,37 @@ fn bodies_must_be_objects_and_absent_titles_are_omitted() {
         assert_eq!(s, 200);
         assert!(!t.contains("\"title\":null"), "{path}: {t}");
     }
+}
+
+#[test]
+fn delete_restore_and_purge_go_through_the_trash() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Running::start(file_config(dir.path()));
+    let a = server.client(TOKEN_A);
+    let b = server.client(TOKEN_B);
+    a.create(&wire::CreateSession {
+        id: Some("t".into()),
+        ..Default::default()
+    })
+    .unwrap();
+    a.append("t", &[msg("keep me")], None).unwrap();
+    let fork = a.fork("t", &wire::ForkRequest::default()).unwrap();
+    // A live session cannot be purged; a trashed one needed by a fork is kept.
+    assert!(matches!(a.purge("t"), Err(Error::NotFound(_))));
+    a.delete("t").unwrap();
+    assert!(matches!(b.restore("t"), Err(Error::NotFound(_))), "not B's");
+    assert!(matches!(
+        a.purge("t"),
+        Err(Error::SessionExists(_) | Error::Conflict { .. })
+    ));
+    assert_eq!(text_of(&a.load(&fork.id).unwrap()), ["keep me"]);
+    a.restore("t").unwrap();
+    assert_eq!(text_of(&a.load("t").unwrap()), ["keep me"]);
+    // Once the fork is purged (a trashed fork still pins its parent), purge
+    // erases it for good.
+    a.delete(&fork.id).unwrap();
+    a.delete("t").unwrap();
+    assert_eq!(a.purge(&fork.id).unwrap().purged, [fork.id.clone()]);
+    assert_eq!(a.purge("t").unwrap().purged, ["t"]);
+    assert!(matches!(a.restore("t"), Err(Error::NotFound(_))));
 }

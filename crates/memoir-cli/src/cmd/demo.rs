@@ -15,6 +15,9 @@ use serde_json::json;
 pub struct Args {
     #[command(flatten)]
     store: super::store::StoreArgs,
+    /// Print JSON (the session's id, path and integrity) instead of the conversation.
+    #[arg(long)]
+    json: bool,
 }
 
 fn usage(input: u64, output: u64, cache_read: u64) -> Usage {
@@ -107,21 +110,31 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         untrusted: false,
     }))?;
 
+    let report = Session::verify(&session.path)?;
+    let code = if report.is_clean() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(crate::exit::PROBLEMS)
+    };
+    if args.json {
+        crate::output::print_json(&json!({
+            "id": session.meta.id,
+            "path": session.path,
+            "clean": report.is_clean(),
+            "summary": memoir::store::scan::describe(&report),
+        }))?;
+        return Ok(code);
+    }
     crate::outln!("recorded session {} in {}", session.meta.id, dir.display());
     super::sessions::run(super::sessions::Command::Show {
         id: session.meta.id.clone(),
         store: args.store.clone(),
         json: false,
     })?;
-    let report = Session::verify(&session.path)?;
     crate::outln!("integrity: {}", memoir::store::scan::describe(&report));
     crate::outln!(
         "\ntry: memoir sessions list | memoir sessions usage {id} | memoir sessions verify {id}",
         id = session.meta.id
     );
-    Ok(if report.is_clean() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(code)
 }

@@ -27,9 +27,6 @@ use crate::OPENAPI_JSON;
 pub(crate) struct AppState {
     /// The shared store (all projects).
     pub store: Arc<dyn LogStore>,
-    /// The same store as PostgreSQL, when it is one (indexed listings).
-    #[cfg(feature = "postgres")]
-    pub pg: Option<Arc<memoir::store::postgres::PgStore>>,
     /// Accepted tokens.
     pub tokens: Tokens,
 }

@@ -23,23 +23,9 @@ pub(crate) async fn list_sessions(
     auth: Auth,
 ) -> ApiResult<Json<wire::ListResponse>> {
     let ps = st.project(&auth);
-    #[cfg(feature = "postgres")]
-    let pg = st.pg.clone();
     let resp = blocking(move || {
-        #[cfg(feature = "postgres")]
-        if let Some(pg) = pg {
-            let (listed, _) = pg.list_project(ps.project())?;
-            let listed = ps.visible_listing(listed);
-            return Ok::<_, Error>(wire::ListResponse {
-                sessions: listed
-                    .into_iter()
-                    .map(|l| wire::ListedSession { meta: l.meta })
-                    .collect(),
-                unreadable: 0,
-            });
-        }
-        let (listed, unreadable) = ps.list()?;
-        Ok(wire::ListResponse {
+        let (listed, unreadable) = ps.list_project(&auth.project)?;
+        Ok::<_, Error>(wire::ListResponse {
             sessions: listed
                 .into_iter()
                 .map(|l| wire::ListedSession { meta: l.meta })

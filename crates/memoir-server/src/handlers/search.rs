@@ -64,7 +64,8 @@ fn search_transcript(
         let (view, _) = SessionView::rebuild_with(t, &embedder, None, &options).await?;
         view.query_text_mode(&embedder, query, top_k, mode).await
     };
-    let hits = memoir::embed::block_on(search).map_err(|e| Error::Invalid(format!("search: {e}")))?;
+    let hits =
+        memoir::embed::block_on(search).map_err(|e| Error::Invalid(format!("search: {e}")))?;
     Ok(hits
         .into_iter()
         .map(|h| wire::SearchHit {

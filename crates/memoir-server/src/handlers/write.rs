@@ -8,8 +8,8 @@ use axum::http::StatusCode;
 use axum::Json;
 use memoir::client::wire;
 use memoir::manager::fork as fork_rules;
-use memoir::record::{Record, SessionMeta};
 use memoir::manager::ManagerError;
+use memoir::record::{Record, SessionMeta};
 use memoir::store::LogStore;
 use memoir::Error;
 
