@@ -199,6 +199,14 @@ fn remote_commands_take_json_and_map_conflicts_and_not_found() {
         let out = ok(remote(&args));
         serde_json::from_str::<Value>(&out).unwrap_or_else(|e| panic!("{args:?}: {e}: {out}"));
     }
+    // Delete, restore and purge through the server.
+    ok(remote(&["delete", &id]));
+    let restored: Value = serde_json::from_str(&ok(remote(&["restore", &id, "--json"]))).unwrap();
+    assert_eq!(restored["restored"], true);
+    ok(remote(&["delete", &id]));
+    let purged: Value = serde_json::from_str(&ok(remote(&["purge", &id, "--json"]))).unwrap();
+    assert_eq!(purged["purged"][0], id.as_str());
+    assert_eq!(remote(&["restore", &id]).status.code(), Some(4));
     let _ = server.kill();
     let _ = server.wait();
 }

@@ -199,6 +199,16 @@ pub enum RemoteCommand {
         /// Full id (no prefixes for deletion).
         id: String,
     },
+    /// Bring a deleted session back.
+    Restore {
+        /// Full id.
+        id: String,
+    },
+    /// Erase a deleted session for good (kept while forks need it: exit 3).
+    Purge {
+        /// Full id.
+        id: String,
+    },
     /// Search a session's earlier context (exit 1 when nothing matched).
     Search {
         /// Full id or unique prefix.
@@ -326,6 +336,22 @@ pub fn run_remote(args: RemoteArgs) -> anyhow::Result<ExitCode> {
                 return print_json(&json!({"id": id, "deleted": true}));
             }
             outln!("deleted {id}");
+        }
+        RemoteCommand::Restore { id } => {
+            memoir::id::validate(&id)?;
+            client.restore(&id).map_err(on_server)?;
+            if json {
+                return print_json(&json!({"id": id, "restored": true}));
+            }
+            outln!("restored {id}");
+        }
+        RemoteCommand::Purge { id } => {
+            memoir::id::validate(&id)?;
+            let purged = client.purge(&id).map_err(on_server)?;
+            if json {
+                return print_json(&purged);
+            }
+            outln!("purged {id}");
         }
         RemoteCommand::Search {
             id,
