@@ -227,6 +227,9 @@ pub struct Summary {
 
 /// The payload of one transcript line.
 #[derive(Debug, Clone, PartialEq)]
+// A header is written once per log and records are short-lived on the
+// write path: boxing `Meta` would cost every reader a pointer chase.
+#[allow(clippy::large_enum_variant)]
 pub enum Record {
     /// Session header (always `seq` 0).
     Meta(SessionMeta),
@@ -265,6 +268,9 @@ pub enum Record {
 /// The serde shape of the known kinds.
 #[derive(Serialize, Deserialize)]
 #[serde(tag = "record", rename_all = "snake_case")]
+// A header is written once per log and records are short-lived on the
+// write path: boxing `Meta` would cost every reader a pointer chase.
+#[allow(clippy::large_enum_variant)]
 enum KnownRecord {
     Meta(SessionMeta),
     Message(Message),

@@ -22,8 +22,11 @@ use crate::store::LogStore;
 /// A shared store under test.
 pub type Store = Arc<dyn LogStore>;
 
+/// One check: panics when `store` breaks the contract.
+pub type Check = fn(&Store);
+
 /// Every check, by name.
-pub const CHECKS: &[(&str, fn(&Store))] = &[
+pub const CHECKS: &[(&str, Check)] = &[
     ("create_append_and_reload", create_append_and_reload),
     (
         "fork_inside_a_tool_group_moves_back",
@@ -222,7 +225,7 @@ pub fn delete_restore_and_purge(store: &Store) {
         .into_iter()
         .map(|t| t.entry.id)
         .collect();
-    assert_eq!(trash, [parent.clone()]);
+    assert_eq!(trash, std::slice::from_ref(&parent));
     assert!(matches!(m.read_session(&parent), Err(e) if e.is_not_found()));
     match m.append_session_messages(&parent, vec![Message::user("x")]) {
         Err(ManagerError::InTrash(id)) => assert_eq!(id, parent),

@@ -16,8 +16,11 @@ use crate::Error;
 /// A shared store under test.
 pub type Store = Arc<dyn LogStore>;
 
+/// One check: panics when `store` breaks the contract.
+pub type Check = fn(&Store);
+
 /// Every check, by name.
-pub const CHECKS: &[(&str, fn(&Store))] = &[
+pub const CHECKS: &[(&str, Check)] = &[
     ("create_then_read_header", create_then_read_header),
     (
         "create_refuses_taken_and_bad_ids",
