@@ -1066,7 +1066,7 @@ fn delete_restore_and_purge_go_through_the_trash() {
     // erases it for good.
     a.delete(&fork.id).unwrap();
     a.delete("t").unwrap();
-    assert_eq!(a.purge(&fork.id).unwrap().purged, [fork.id.clone()]);
+    assert_eq!(a.purge(&fork.id).unwrap().purged, std::slice::from_ref(&fork.id));
     assert_eq!(a.purge("t").unwrap().purged, ["t"]);
     assert!(matches!(a.restore("t"), Err(Error::NotFound(_))));
 }
