@@ -104,6 +104,7 @@ fn fill(dir: &Path) {
         session: "cc-main".into(),
         seq: 4,
         messages: 4,
+        parent_created_at: None,
     });
     let fork = Session::create_in(store.clone(), fork).unwrap();
     fork.append_messages(&[response(

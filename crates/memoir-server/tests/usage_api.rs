@@ -9,7 +9,8 @@ use memoir::record::SessionMeta;
 use memoir::store::file::FileStore;
 use memoir::store::{Durability, LogStore};
 use memoir::transcript::Session;
-use memoir::usage::{self, PriceTable, ProjectFilter, UsageQuery};
+use memoir::usage::{self, PriceTable, UsageQuery};
+use memoir_server::namespace::ProjectStore;
 use memoir_server::{ServerConfig, TokenGrant};
 
 const TOKEN_A: &str = "token-for-project-a-0123456789";
@@ -33,10 +34,16 @@ fn get(url: &str, token: Option<&str>) -> (u16, serde_json::Value) {
     )
 }
 
+/// A session of `project`, written through the server's namespace adapter
+/// (stored as `project~id`).
 fn session(store: &Arc<FileStore>, id: &str, project: &str, responses: &[(&str, u64, u64)]) {
     let mut meta = SessionMeta::new(id);
     meta.extra.insert("project".into(), project.into());
-    let s = Session::create_in(store.clone(), meta).unwrap();
+    let ns = Arc::new(ProjectStore::new(
+        store.clone() as Arc<dyn LogStore>,
+        project,
+    ));
+    let s = Session::create_in(ns, meta).unwrap();
     let messages: Vec<Message> = responses
         .iter()
         .map(|(pid, input, output)| {
@@ -109,10 +116,10 @@ fn usage_endpoint_is_project_scoped_and_matches_the_library() {
     assert_eq!(body["duplicate_responses"], 1);
     assert_eq!(body["rows"].as_array().unwrap().len(), 2);
     // The same numbers as the library's report for the same selection.
+    let alpha = ProjectStore::new(store.clone() as Arc<dyn LogStore>, "alpha");
     let direct = usage::report(
-        store.as_ref(),
+        &alpha,
         &UsageQuery {
-            project: Some(ProjectFilter::Named("alpha".into())),
             group_by: vec![usage::GroupKey::Session],
             ..UsageQuery::default()
         },

@@ -140,6 +140,7 @@ fn codex_branch_forked_by_reference_adds_850_to_the_parents_1200() {
         session: "codex-parent".into(),
         seq: 2,
         messages: 2,
+        parent_created_at: None,
     });
     write(
         &store,
@@ -778,6 +779,7 @@ fn showcase_and_rewind_fixtures_total_as_hand_computed() {
         session: "cc-dag".into(),
         seq: 2,
         messages: 2,
+        parent_created_at: None,
     });
     write(
         &store,
@@ -817,6 +819,7 @@ fn a_fork_whose_parent_is_gone_keeps_its_own_counts_and_says_why_inherited_is_mi
         session: "codex-parent".into(),
         seq: 2,
         messages: 2,
+        parent_created_at: None,
     });
     write(
         &store,
@@ -868,6 +871,7 @@ fn a_fork_response_naming_no_model_is_priced_with_the_parents_model() {
         session: parent.meta.id.clone(),
         seq: 1,
         messages: 1,
+        parent_created_at: None,
     });
     let mut own = response(
         None,

@@ -16,7 +16,7 @@ use memoir::usage::{
     self, BillingBlock, GroupKey, PriceTable, ProjectFilter, Totals, UsageQuery, UsageReport,
 };
 
-use super::sessions::StoreArgs;
+use super::store::StoreArgs;
 
 /// Arguments of `memoir usage`.
 #[derive(clap::Args)]
@@ -268,7 +268,7 @@ fn store_and_project(args: &Args) -> anyhow::Result<(PathBuf, Option<ProjectFilt
         let dir = memoir::transcript::Session::default_dir()?;
         return Ok((dir, Some(workspace_filter(p))));
     }
-    Ok((StoreArgs::default().dir()?, None))
+    Ok((StoreArgs::default().resolve()?.dir, None))
 }
 
 fn workspace_filter(p: &Path) -> ProjectFilter {

@@ -8,6 +8,8 @@
 //! inclusive, `until` exclusive), `blocks=true` for 5-hour billing blocks.
 //! The body is a [`memoir::usage::UsageReport`], or `{format, blocks, prices}`.
 //! Prices: the server's configured table (`$MEMOIR_HOME`), loaded once.
+//! The report runs on the caller's [`crate::namespace::ProjectStore`], so
+//! another project's sessions are neither counted nor read.
 
 use std::sync::OnceLock;
 
@@ -16,10 +18,13 @@ use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::Json;
 use chrono::{DateTime, Utc};
-use memoir::usage::{self, GroupKey, PriceTable, ProjectFilter, UsageQuery};
+use memoir::store::LogStore;
+use memoir::usage::{self, GroupKey, PriceTable, UsageQuery};
 use serde::Deserialize;
 
-use super::{blocking, header_in_project, ApiError, ApiResult, Auth, Shared};
+use super::Shared;
+use crate::auth::Auth;
+use crate::error::{blocking, ApiError, ApiResult};
 
 /// The query string of `GET /v1/usage`.
 #[derive(Debug, Default, Deserialize)]
@@ -62,16 +67,17 @@ pub(crate) async fn get_usage(
             .collect::<Result<Vec<_>, _>>()
             .map_err(ApiError::from)?,
     };
-    let store = st.store.clone();
-    let project = auth.project;
+    let store = st.project(&auth);
     let value = blocking(move || {
         if let Some(id) = &p.session {
-            // Only the caller's own sessions, by full id (a prefix could
-            // name another project's session).
-            header_in_project(store.as_ref(), &project, id)?;
+            // A full id of the caller's project (not a prefix).
+            memoir::id::validate(id)?;
+            if store.read_header(id)?.is_none() {
+                return Err(memoir::Error::NotFound(id.clone()));
+            }
         }
         let query = UsageQuery {
-            project: Some(ProjectFilter::Named(project)),
+            project: None,
             agent: p.agent,
             session: p.session,
             model: p.model,
@@ -81,14 +87,14 @@ pub(crate) async fn get_usage(
         };
         let prices = prices()?;
         if p.blocks {
-            let blocks = usage::blocks_report(store.as_ref(), &query, prices, Utc::now())?;
+            let blocks = usage::blocks_report(&store, &query, prices, Utc::now())?;
             return Ok(serde_json::json!({
                 "format": usage::USAGE_FORMAT,
                 "blocks": blocks,
                 "prices": prices.origin,
             }));
         }
-        let report = usage::report(store.as_ref(), &query, prices)?;
+        let report = usage::report(&store, &query, prices)?;
         Ok(serde_json::to_value(report)?)
     })
     .await?;
