@@ -77,6 +77,11 @@ impl LogStore for TrashAware {
         self.live.read_header(id)
     }
 
+    fn blobs(&self) -> Option<crate::blob::PayloadStore> {
+        // Trashed sessions' payloads live beside the live ones.
+        self.live.blobs()
+    }
+
     fn list(&self) -> Result<(Vec<Listed>, usize)> {
         self.live.list()
     }
