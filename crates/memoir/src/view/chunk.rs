@@ -176,7 +176,7 @@ pub fn chunk_messages(
 /// in order. Each chunk comes with the index of the turn it came from;
 /// parts are numbered per `(session, seq)`.
 pub fn chunk_turns(
-    turns: &[super::history::Turn],
+    turns: &[&super::history::Turn],
     cfg: &ChunkerConfig,
     store: Option<&ArtifactStore>,
 ) -> Result<Vec<(usize, Chunk)>, ViewError> {

@@ -80,8 +80,7 @@ impl History {
         })
     }
 
-    /// The current conversation: the messages of the current turns, in
-    /// conversation order.
+    /// How many turns the conversation holds now.
     pub fn current_len(&self) -> usize {
         self.turns.iter().filter(|t| t.current).count()
     }
