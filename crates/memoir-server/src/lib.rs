@@ -519,7 +519,8 @@ async fn get_log(
     let store = st.store.clone();
     let resp = blocking(move || {
         header_in_project(store.as_ref(), &auth.project, &id)?;
-        let raw = store.read(&id)?;
+        // Payloads in the server's blob store travel resolved.
+        let raw = memoir::transcript::blobs::resolve_raw(store.as_ref(), store.read(&id)?);
         Ok(wire::LogResponse::from_raw(&raw)?)
     })
     .await?;
@@ -580,6 +581,8 @@ async fn append_records(
     let expected = req.expected_seq;
     let a = blocking(move || {
         st.check_project(&auth.project, &id)?;
+        // Large payloads go to the server store's blob store.
+        let records = memoir::transcript::blobs::externalize_records(st.store.as_ref(), &records)?;
         st.store.append(&id, &records, expected)
     })
     .await?;
@@ -649,7 +652,7 @@ async fn export_session(
     let name = id.clone();
     let bytes = blocking(move || {
         header_in_project(store.as_ref(), &auth.project, &id)?;
-        let raw = store.read(&id)?;
+        let raw = memoir::transcript::blobs::resolve_raw(store.as_ref(), store.read(&id)?);
         let header = raw
             .header
             .ok_or_else(|| Error::NoHeader(store.location(&id)))?;

@@ -737,3 +737,35 @@ fn database_restart_under_http_load() {
         }
     }
 }
+
+/// A large payload appended through `memoir serve` goes to the server's blob
+/// store once, and reading it back through the API gives the original bytes.
+#[test]
+fn large_payloads_go_to_the_servers_blob_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Running::start(file_config(dir.path()));
+    let store: Arc<dyn LogStore> = Arc::new(RemoteStore::new(server.client(TOKEN_A)));
+    let s = Session::create_in(store.clone(), SessionMeta::new("big-remote")).unwrap();
+    let output = "a long tool output line\n".repeat(20_000); // 480 KB
+    let turn = vec![
+        Message::user("run it"),
+        Message::tool_result("call_1", output.as_str(), false),
+    ];
+    s.append_messages(&turn).unwrap();
+    s.append(&Record::Rewrite {
+        messages: turn.clone(),
+    })
+    .unwrap();
+    let file = dir.path().join("big-remote.jsonl");
+    let len = std::fs::metadata(&file).unwrap().len();
+    assert!(len < 16 * 1024, "the server's transcript is {len} bytes");
+    let blobs = memoir::blob::ArtifactStore::at(dir.path()).list().unwrap();
+    assert_eq!(blobs.len(), 1, "one blob for the message and the rewrite");
+    assert_eq!(blobs[0].size, output.len() as u64);
+    let t = Session::open_in(store, "big-remote")
+        .unwrap()
+        .transcript()
+        .unwrap();
+    assert!(t.report.is_clean(), "{:?}", t.report);
+    assert_eq!(t.messages, turn);
+}

@@ -68,7 +68,10 @@ fn a_20_mb_tool_output_is_written_once_and_read_back_verbatim() {
     s.append_messages(&tool_turn("call_1", &output)).unwrap();
 
     let transcript_len = file_len(&s.path);
-    assert!(transcript_len < 16 * 1024, "transcript is {transcript_len} bytes");
+    assert!(
+        transcript_len < 16 * 1024,
+        "transcript is {transcript_len} bytes"
+    );
     let blobs = blob_files(tmp.path());
     assert_eq!(blobs.len(), 1);
     assert_eq!(blobs[0].1, output.len() as u64);
@@ -78,7 +81,10 @@ fn a_20_mb_tool_output_is_written_once_and_read_back_verbatim() {
     let line = text.lines().find(|l| l.contains("\"blob\"")).unwrap();
     let v: serde_json::Value = serde_json::from_str(line).unwrap();
     let found = v.to_string();
-    assert!(found.contains(&format!("\"blob\":\"{}\"", blobs[0].0)), "{found:.400}");
+    assert!(
+        found.contains(&format!("\"blob\":\"{}\"", blobs[0].0)),
+        "{found:.400}"
+    );
     assert!(found.contains(&format!("\"size\":{}", output.len())));
     assert!(found.contains("\"media_type\":\"text/plain\""));
     assert!(found.contains("\"preview\":\"a line 00000000 of a very long build log"));
@@ -92,7 +98,10 @@ fn a_20_mb_tool_output_is_written_once_and_read_back_verbatim() {
     // payload bytes: the record references the same blob.
     let mut kept = vec![Message::assistant("Summary: built it.")];
     kept.extend(tool_turn("call_1", &output));
-    s.append(&Record::Rewrite { messages: kept.clone() }).unwrap();
+    s.append(&Record::Rewrite {
+        messages: kept.clone(),
+    })
+    .unwrap();
     let grown = file_len(&s.path) - transcript_len;
     assert!(grown < 8 * 1024, "the rewrite added {grown} bytes");
     assert_eq!(blob_files(tmp.path()), blobs, "no new blob");
@@ -109,12 +118,21 @@ fn a_20_mb_tool_output_is_written_once_and_read_back_verbatim() {
     fork.append_messages(&[Message::tool_result("call_1", output.as_str(), false)])
         .unwrap();
     let other = Session::create_in(store.clone(), SessionMeta::new("other")).unwrap();
-    other.append_messages(&tool_turn("call_9", &output)).unwrap();
-    assert_eq!(blob_files(tmp.path()), blobs, "content addressing: one blob");
+    other
+        .append_messages(&tool_turn("call_9", &output))
+        .unwrap();
+    assert_eq!(
+        blob_files(tmp.path()),
+        blobs,
+        "content addressing: one blob"
+    );
     assert!(file_len(&other.path) < 16 * 1024);
     let ft = fork.transcript().unwrap();
     assert_eq!(ft.messages.len(), 4);
-    assert_eq!(ft.messages[2], ft.messages[3], "inherited and own payload both resolve");
+    assert_eq!(
+        ft.messages[2], ft.messages[3],
+        "inherited and own payload both resolve"
+    );
     assert!(ft.report.is_clean());
 }
 
@@ -126,7 +144,10 @@ fn small_payloads_stay_inline_and_the_threshold_is_configurable() {
     let s = Session::create_in(default, SessionMeta::new("small")).unwrap();
     s.append_messages(&[Message::tool_result("c", payload.as_str(), false)])
         .unwrap();
-    assert!(blob_files(tmp.path()).is_empty(), "2 KB is below the 64 KiB default");
+    assert!(
+        blob_files(tmp.path()).is_empty(),
+        "2 KB is below the 64 KiB default"
+    );
     assert!(fs::read_to_string(&s.path).unwrap().contains(&payload));
 
     let low: Arc<dyn LogStore> = Arc::new(
@@ -140,7 +161,11 @@ fn small_payloads_stay_inline_and_the_threshold_is_configurable() {
         Message::assistant(text.as_str()),
     ])
     .unwrap();
-    assert_eq!(blob_files(tmp.path()).len(), 2, "a tool result and a long text");
+    assert_eq!(
+        blob_files(tmp.path()).len(),
+        2,
+        "a tool result and a long text"
+    );
     let raw = fs::read_to_string(&s.path).unwrap();
     assert!(!raw.contains(&payload) && !raw.contains(&text));
     let t = Session::open_in(low, "low").unwrap().transcript().unwrap();
@@ -234,7 +259,9 @@ fn gc_keeps_blobs_of_live_and_trashed_sessions_and_removes_the_rest() {
         .unwrap();
     let blobs = ArtifactStore::at(tmp.path());
     let orphan = blobs.put_unreferenced(b"nobody references me").unwrap();
-    let counted = blobs.put(b"a view's chunk text, reference counted").unwrap();
+    let counted = blobs
+        .put(b"a view's chunk text, reference counted")
+        .unwrap();
     assert_eq!(blobs.list().unwrap().len(), 4);
 
     // b goes to the trash: still restorable, so its blob stays.
@@ -250,7 +277,10 @@ fn gc_keeps_blobs_of_live_and_trashed_sessions_and_removes_the_rest() {
     let r = collect_garbage(&stores, &blobs, Duration::ZERO).unwrap();
     assert_eq!(r.removed_blobs, 1, "only the orphan");
     assert!(!blobs.contains(&orphan));
-    assert!(blobs.contains(&counted), "a counted blob is the view's: kept");
+    assert!(
+        blobs.contains(&counted),
+        "a counted blob is the view's: kept"
+    );
     assert_eq!(blobs.list().unwrap().len(), 3);
 
     // Purging b (its file gone from the trash) lets its blob go.

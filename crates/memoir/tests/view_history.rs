@@ -63,7 +63,11 @@ fn a_turn_a_compaction_dropped_is_recalled_with_its_provenance() {
     let store = store(tmp.path());
     let s = compacted(&store);
     let t = s.transcript().unwrap();
-    assert_eq!(t.messages.len(), 3, "the conversation holds the compacted list");
+    assert_eq!(
+        t.messages.len(),
+        3,
+        "the conversation holds the compacted list"
+    );
 
     let history = History::read(store.as_ref(), "compacted").unwrap();
     let current: Vec<&Message> = history
@@ -74,28 +78,55 @@ fn a_turn_a_compaction_dropped_is_recalled_with_its_provenance() {
         .collect();
     assert_eq!(current.len(), t.messages.len());
     for m in &t.messages {
-        assert!(current.contains(&m), "history's current turns are the transcript's");
+        assert!(
+            current.contains(&m),
+            "history's current turns are the transcript's"
+        );
     }
     assert_eq!(history.dropped().count(), 4);
-    let kept = history.turns.iter().find(|t| t.message == Message::user("Run the tests.")).unwrap();
-    assert_eq!(kept.seq, 5, "a message the rewrite carried keeps its first seq");
+    let kept = history
+        .turns
+        .iter()
+        .find(|t| t.message == Message::user("Run the tests."))
+        .unwrap();
+    assert_eq!(
+        kept.seq, 5,
+        "a message the rewrite carried keeps its first seq"
+    );
     let summary = history.turns.iter().find(|t| t.seq == 7).unwrap();
     assert!(summary.current);
 
     let e = HashEmbedder::new(64);
-    let (view, report, read) =
-        block_on(SessionView::rebuild_session(store.as_ref(), "compacted", &e, None, &lexical()))
-            .unwrap();
+    let (view, report, read) = block_on(SessionView::rebuild_session(
+        store.as_ref(),
+        "compacted",
+        &e,
+        None,
+        &lexical(),
+    ))
+    .unwrap();
     assert!(read.is_clean());
     assert_eq!(report.dropped, 4);
     let hits = block_on(view.query_text(&e, "launch code probe", 3)).unwrap();
     let top = &hits[0];
-    assert_eq!((top.session.as_str(), top.chain_seq), ("compacted", 1), "{hits:?}");
-    assert_eq!(top.meta.state, NodeState::Stale, "dropped turns are out of the live window");
+    assert_eq!(
+        (top.session.as_str(), top.chain_seq),
+        ("compacted", 1),
+        "{hits:?}"
+    );
+    assert_eq!(
+        top.meta.state,
+        NodeState::Stale,
+        "dropped turns are out of the live window"
+    );
     assert!(top.meta.inline.as_deref().unwrap().contains("PELICAN-42"));
     // Grafting finds it too, and a dropped turn can be re-grafted into the window.
     let block = block_on(view.graft_budget(&e, "launch code probe", 200, None)).unwrap();
-    assert!(block.text.contains("[chain_seq 1] The launch code"), "{}", block.text);
+    assert!(
+        block.text.contains("[chain_seq 1] The launch code"),
+        "{}",
+        block.text
+    );
     view.regraft(1).unwrap();
     assert_eq!(view.state(1), Some(NodeState::Frontier));
     // The current turns are live.
@@ -141,17 +172,34 @@ fn a_fork_keeps_its_parents_seqs_and_its_own_apart() {
         .append_messages(&[Message::user("Child turn one mentions pelicans.")])
         .unwrap();
     let t = child.transcript().unwrap();
-    assert_eq!(t.message_seqs, vec![1, 2, 1], "the fork's own seq 1 collides with the parent's");
+    assert_eq!(
+        t.message_seqs,
+        vec![1, 2, 1],
+        "the fork's own seq 1 collides with the parent's"
+    );
     let _ = appended;
 
     let e = HashEmbedder::new(64);
-    let (view, _, _) =
-        block_on(SessionView::rebuild_session(store.as_ref(), "child", &e, None, &lexical()))
-            .unwrap();
-    let keys: Vec<(String, u64)> = view.records().into_iter().map(|r| (r.session, r.seq)).collect();
+    let (view, _, _) = block_on(SessionView::rebuild_session(
+        store.as_ref(),
+        "child",
+        &e,
+        None,
+        &lexical(),
+    ))
+    .unwrap();
+    let keys: Vec<(String, u64)> = view
+        .records()
+        .into_iter()
+        .map(|r| (r.session, r.seq))
+        .collect();
     assert_eq!(
         keys,
-        vec![("parent".into(), 1), ("parent".into(), 2), ("child".into(), 1)],
+        vec![
+            ("parent".into(), 1),
+            ("parent".into(), 2),
+            ("child".into(), 1)
+        ],
         "chain order, one key per record"
     );
     assert_eq!(view.len(), 3, "no chunk overwrote another");
@@ -167,7 +215,10 @@ fn a_fork_keeps_its_parents_seqs_and_its_own_apart() {
     assert_eq!(view.state(1), Some(NodeState::Frontier));
     let req = SearchRequest::lexical("zebras", 1);
     let grafted = view.graft_with(&req);
-    assert_eq!((grafted[0].session.as_str(), grafted[0].chain_seq), ("parent", 1));
+    assert_eq!(
+        (grafted[0].session.as_str(), grafted[0].chain_seq),
+        ("parent", 1)
+    );
     assert_eq!(view.ref_count(("parent", 1)), 1);
     assert_eq!(view.ref_count(1), 0);
 
@@ -175,8 +226,18 @@ fn a_fork_keeps_its_parents_seqs_and_its_own_apart() {
     let hits = block_on(view.query_text(&e, "pelicans", 1)).unwrap();
     assert_eq!((hits[0].session.as_str(), hits[0].chain_seq), ("child", 1));
     let block = block_on(view.graft_budget(&e, "zebras pelicans", 300, None)).unwrap();
-    assert!(block.text.contains("- [chain_seq 1 of parent] Parent turn one"), "{}", block.text);
-    assert!(block.text.contains("- [chain_seq 1] Child turn one"), "{}", block.text);
+    assert!(
+        block
+            .text
+            .contains("- [chain_seq 1 of parent] Parent turn one"),
+        "{}",
+        block.text
+    );
+    assert!(
+        block.text.contains("- [chain_seq 1] Child turn one"),
+        "{}",
+        block.text
+    );
     assert_eq!(
         view.transition(("nobody", 1), NodeState::Stale),
         Err(TransitionError::Unknown {
@@ -191,21 +252,37 @@ fn reinserting_a_chunk_never_rewinds_its_record() {
     let v = SessionView::new("s", 4);
     let vector = vec![1.0, 0.0, 0.0, 0.0];
     for seq in [1, 2] {
-        assert!(v.insert_vector(vector.clone(), ChunkMeta::inline(seq, "k", format!("t{seq}"))));
+        assert!(v.insert_vector(
+            vector.clone(),
+            ChunkMeta::inline(seq, "k", format!("t{seq}"))
+        ));
     }
     v.transition(1, NodeState::Pruned).unwrap();
     v.commit(2).unwrap();
     // The same chunks again (a re-index), entering Frontier as inserts do.
     for seq in [1, 2] {
-        assert!(v.insert_vector(vector.clone(), ChunkMeta::inline(seq, "k", format!("t{seq}"))));
+        assert!(v.insert_vector(
+            vector.clone(),
+            ChunkMeta::inline(seq, "k", format!("t{seq}"))
+        ));
     }
     assert_eq!(v.state(1), Some(NodeState::Pruned), "Pruned is terminal");
-    assert_eq!(v.state(2), Some(NodeState::Committed), "not rewound to Frontier");
+    assert_eq!(
+        v.state(2),
+        Some(NodeState::Committed),
+        "not rewound to Frontier"
+    );
     // New content under the same key keeps the state too, and a second part
     // joins the record's state.
     assert!(v.insert_vector(vector.clone(), ChunkMeta::inline(2, "k", "other")));
-    assert!(v.insert_vector(vector.clone(), ChunkMeta::inline(2, "k", "part 1").with_part(1)));
-    assert!(v.chunks_of(2).iter().all(|c| c.state == NodeState::Committed));
+    assert!(v.insert_vector(
+        vector.clone(),
+        ChunkMeta::inline(2, "k", "part 1").with_part(1)
+    ));
+    assert!(v
+        .chunks_of(2)
+        .iter()
+        .all(|c| c.state == NodeState::Committed));
     // The lifecycle reports why a move is refused.
     assert_eq!(
         v.regraft(1),
@@ -216,7 +293,8 @@ fn reinserting_a_chunk_never_rewinds_its_record() {
     );
     // A search over live chunks skips them.
     let live = v.search(
-        &SearchRequest::vector(&vector, 5).states(memoir::view::StateSet::NONE.with(NodeState::Frontier)),
+        &SearchRequest::vector(&vector, 5)
+            .states(memoir::view::StateSet::NONE.with(NodeState::Frontier)),
     );
     assert!(live.is_empty(), "{live:?}");
 }

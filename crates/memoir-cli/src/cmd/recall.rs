@@ -8,6 +8,9 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use memoir::blob::ArtifactStore;
 use memoir::embed::{EmbedderKind, EmbeddingProvider, HashEmbedder};
+use memoir::manager::trash::TrashAware;
+use memoir::store::file::FileStore;
+use memoir::store::Durability;
 use memoir::transcript::Session;
 use memoir::view::{GraftContent, RebuildOptions, RetrievalMode, SessionView, ViewConfig};
 
@@ -41,7 +44,8 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let dir = Session::default_dir()?;
     let path = Session::find(&dir, &args.session)?;
-    let transcript = Session::read(&path).with_context(|| format!("reading {}", path.display()))?;
+    let (log, id) = FileStore::for_path(&path, Durability::Fsync)?;
+    let log = TrashAware::new(std::sync::Arc::new(log));
     // Lexical recall needs no embedding: skip loading a model.
     let embedder: std::sync::Arc<dyn EmbeddingProvider> = if args.mode.needs_vector() {
         embedder(args.embedder)?
@@ -61,12 +65,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         },
         ..RebuildOptions::default()
     };
-    let (view, report) = block_on(SessionView::rebuild_with(
-        &transcript,
+    // Every turn the log ever held, compacted-away ones included.
+    let (view, report, _) = block_on(SessionView::rebuild_session(
+        &log,
+        &id,
         embedder.as_ref(),
         store.as_ref(),
         &options,
-    ))?;
+    ))
+    .with_context(|| format!("reading {}", path.display()))?;
     if let Some(budget) = args.budget {
         let block =
             block_on(view.graft_budget(embedder.as_ref(), &args.query, budget, store.as_ref()))?;
@@ -96,6 +103,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .iter()
             .map(|h| {
                 serde_json::json!({
+                    "session": h.session,
                     "chain_seq": h.chain_seq,
                     "part": h.meta.part,
                     "kind": h.meta.kind,
@@ -107,7 +115,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             })
             .collect();
         let out = serde_json::json!({
-            "session": transcript.meta.id,
+            "session": id,
             "query": args.query,
             "mode": args.mode,
             "embedder": embedder.model_id(),
@@ -119,7 +127,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     println!(
         "session {} ({} messages, {} chunks), mode {}, embedder {}",
-        transcript.meta.id,
+        id,
         report.messages,
         report.chunks,
         args.mode,
@@ -138,10 +146,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             ""
         };
         println!(
-            "[chain_seq {}{}] {:.3} {}: {preview}{more}",
+            "[chain_seq {}{}{}] {:.3} {}: {preview}{more}",
             h.chain_seq,
             if h.meta.part > 0 {
                 format!(".{}", h.meta.part)
+            } else {
+                String::new()
+            },
+            if h.session != id {
+                format!(" of {}", h.session)
             } else {
                 String::new()
             },

@@ -130,7 +130,10 @@ mod tests {
         let img = BlobRef::new(h.clone(), "QUJD", "image/png");
         assert_eq!(img.preview, "", "no preview of base64");
         assert!(BlobRef::from_value(&serde_json::json!({"blob": "xyz", "size": 1})).is_none());
-        assert!(BlobRef::from_value(&serde_json::json!({"blob": h})).is_none(), "no size");
+        assert!(
+            BlobRef::from_value(&serde_json::json!({"blob": h})).is_none(),
+            "no size"
+        );
         assert!(BlobRef::from_value(&serde_json::json!("text")).is_none());
     }
 }

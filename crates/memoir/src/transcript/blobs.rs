@@ -30,7 +30,7 @@ use crate::blob::{
 use crate::error::{Error, Result};
 use crate::message::{Block, Message};
 use crate::record::Record;
-use crate::store::{LoadReport, LogStore, SeqRecord};
+use crate::store::{LoadReport, LogStore, RawLog, SeqRecord};
 
 /// The block types whose payload string can be a reference, and its field.
 const PAYLOAD_FIELDS: [(&str, &str); 4] = [
@@ -174,7 +174,10 @@ impl Resolver {
         for block in &mut m.content {
             let (hash, value) = match block {
                 Block::Unknown(v) => {
-                    let Some(field) = v.get("type").and_then(Value::as_str).and_then(payload_field)
+                    let Some(field) = v
+                        .get("type")
+                        .and_then(Value::as_str)
+                        .and_then(payload_field)
                     else {
                         continue;
                     };
@@ -206,11 +209,7 @@ impl Resolver {
                     };
                     match self.load(&hash) {
                         Ok(text) => *payload = text,
-                        Err(problem) => report.blobs.push(BlobIssue {
-                            seq,
-                            hash,
-                            problem,
-                        }),
+                        Err(problem) => report.blobs.push(BlobIssue { seq, hash, problem }),
                     }
                     continue;
                 }
@@ -240,6 +239,19 @@ impl Resolver {
         }
         rec
     }
+}
+
+/// A raw log with every payload reference resolved (for fronts that hand
+/// records to a client without a blob store, e.g. `memoir serve`); the
+/// references that do not resolve are added to `raw.report.blobs`.
+pub fn resolve_raw(store: &dyn LogStore, mut raw: RawLog) -> RawLog {
+    let mut resolver = Resolver::new(store);
+    let records = std::mem::take(&mut raw.records);
+    raw.records = records
+        .into_iter()
+        .map(|r| resolver.resolve_record(r, &mut raw.report))
+        .collect();
+    raw
 }
 
 /// The blob hashes a message references (on-disk objects and legacy

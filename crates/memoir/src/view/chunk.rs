@@ -181,7 +181,9 @@ pub fn chunk_turns(
     store: Option<&ArtifactStore>,
 ) -> Result<Vec<(usize, Chunk)>, ViewError> {
     chunk_sources(
-        turns.iter().map(|t| (t.session.as_str(), t.seq, &t.message)),
+        turns
+            .iter()
+            .map(|t| (t.session.as_str(), t.seq, &t.message)),
         cfg,
         store,
     )

@@ -186,12 +186,9 @@ fn read_log(
         read_log(store, session, Some(*seq), depth + 1, b)?;
     }
     let within = |seq: u64| cut.is_none_or(|c| seq <= c);
-    b.report.issues.extend(
-        raw.report
-            .issues
-            .into_iter()
-            .filter(|i| within(i.seq)),
-    );
+    b.report
+        .issues
+        .extend(raw.report.issues.into_iter().filter(|i| within(i.seq)));
     let mut payloads = crate::transcript::blobs::Resolver::new(store);
     for rec in raw.records.into_iter().take_while(|r| within(r.seq)) {
         let seq = rec.seq;

@@ -116,10 +116,11 @@ impl SessionView {
     ) -> Result<(SessionView, RebuildReport), ViewError> {
         let started = Instant::now();
         let view = SessionView::with_config(session_id, embedder.dimensions(), options.view);
-        let chunks: Vec<(&str, NodeState, Chunk)> = chunk_messages(messages, seqs, &options.chunker, store)?
-            .into_iter()
-            .map(|c| ("", NodeState::Frontier, c))
-            .collect();
+        let chunks: Vec<(&str, NodeState, Chunk)> =
+            chunk_messages(messages, seqs, &options.chunker, store)?
+                .into_iter()
+                .map(|c| ("", NodeState::Frontier, c))
+                .collect();
         let embed_time = view.index_all(&chunks, embedder, store, options).await?;
         let report = RebuildReport {
             messages: messages.len(),
@@ -156,11 +157,8 @@ impl SessionView {
         options: &RebuildOptions,
     ) -> Result<(SessionView, RebuildReport), ViewError> {
         let started = Instant::now();
-        let view = SessionView::with_config(
-            history.session.clone(),
-            embedder.dimensions(),
-            options.view,
-        );
+        let view =
+            SessionView::with_config(history.session.clone(), embedder.dimensions(), options.view);
         let kept: Vec<&Turn> = history
             .turns
             .iter()
@@ -201,7 +199,10 @@ impl SessionView {
     ) -> Result<Duration, ViewError> {
         let mut embed_time = Duration::ZERO;
         for batch in chunks.chunks(options.batch.max(1)) {
-            let inputs: Vec<&str> = batch.iter().map(|(_, _, c)| c.embed_input.as_str()).collect();
+            let inputs: Vec<&str> = batch
+                .iter()
+                .map(|(_, _, c)| c.embed_input.as_str())
+                .collect();
             let t = Instant::now();
             let vectors = embedder.embed_batch(&inputs).await?;
             embed_time += t.elapsed();

@@ -373,11 +373,17 @@ fn speculative_walks() {
     assert!(v.set_speculative(1).is_ok());
     assert!(v.set_speculative(1).is_ok(), "already speculative");
     assert!(!v.live_seqs().contains(&1));
-    assert!(v.commit(1).is_err(), "no skip from Speculative to Committed");
+    assert!(
+        v.commit(1).is_err(),
+        "no skip from Speculative to Committed"
+    );
     assert_eq!(v.state(1), Some(NodeState::Speculative));
     assert!(v.transition(1, NodeState::Frontier).is_ok());
     assert!(v.commit(1).is_ok());
-    assert!(v.set_speculative(1).is_err(), "a committed record is not rewound");
+    assert!(
+        v.set_speculative(1).is_err(),
+        "a committed record is not rewound"
+    );
     assert!(v.set_speculative(2).is_ok());
     assert!(v.transition(2, NodeState::Pruned).is_ok());
     assert!(v.transition(2, NodeState::Frontier).is_err());
@@ -493,7 +499,10 @@ async fn budgeted_graft_resolves_blobs_and_respects_the_budget() {
     assert!(p3 < p7, "rendered in chain order");
     // Without the store the blob item is reported, not silently dropped.
     let block = v.graft_budget(&e, "deploy key", 1000, None).await.unwrap();
-    assert!(block.unresolved.iter().any(|r| r.seq == 7 && r.session == v.session_id()));
+    assert!(block
+        .unresolved
+        .iter()
+        .any(|r| r.seq == 7 && r.session == v.session_id()));
     // A tight budget truncates or skips, never overflows.
     for budget in [0, 10, 30, 60, 100] {
         let b = v
