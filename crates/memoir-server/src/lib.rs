@@ -711,27 +711,36 @@ async fn search_session(
     let handle = tokio::runtime::Handle::current();
     let hits = blocking(move || {
         header_in_project(store.as_ref(), &auth.project, &id)?;
-        let t = memoir::transcript::read_in(store.as_ref(), &id)?;
-        search_transcript(&handle, &t, &req.query, top_k)
+        search_transcript(&handle, store.as_ref(), &id, &req.query, top_k)
     })
     .await?;
     Ok(Json(wire::SearchResponse { hits }))
 }
 
-/// Hybrid (BM25 + hashed-feature vectors) search over a transcript's chunks,
-/// through the semantic view, rebuilt per request (no model needed).
+/// Hybrid (BM25 + hashed-feature vectors) search over every turn a session's
+/// log held, through the semantic view, rebuilt per request (no model needed).
 fn search_transcript(
     handle: &tokio::runtime::Handle,
-    t: &memoir::transcript::Transcript,
+    store: &dyn LogStore,
+    id: &str,
     query: &str,
     top_k: usize,
 ) -> Result<Vec<wire::SearchHit>, Error> {
     use memoir::embed::hash::HashEmbedder;
-    use memoir::view::{RetrievalMode, SearchRequest, SessionView, StateSet};
+    use memoir::view::{RebuildOptions, RetrievalMode, SearchRequest, SessionView, StateSet};
     let embedder = HashEmbedder::new(256);
-    let (view, _) = handle
-        .block_on(SessionView::rebuild(t, &embedder, None))
-        .map_err(|e| Error::Invalid(format!("search: {e}")))?;
+    let (view, _, _) = handle
+        .block_on(SessionView::rebuild_session(
+            store,
+            id,
+            &embedder,
+            None,
+            &RebuildOptions::default(),
+        ))
+        .map_err(|e| match e {
+            memoir::view::ViewError::Storage(e) => e,
+            other => Error::Invalid(format!("search: {other}")),
+        })?;
     let qv = embedder.embed_sync(query);
     let req = SearchRequest {
         vector: Some(&qv),

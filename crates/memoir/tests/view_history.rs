@@ -317,3 +317,27 @@ fn token_estimates_count_tool_call_ids() {
     );
     assert_eq!(estimate_tokens(&call), 9);
 }
+
+#[test]
+fn a_fork_whose_parent_is_gone_still_indexes_its_own_turns() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = store(tmp.path());
+    let mut meta = SessionMeta::new("orphan");
+    meta.parent = Some(ForkPoint {
+        session: "vanished".into(),
+        seq: 4,
+        messages: 4,
+    });
+    let s = Session::create_in(store.clone(), meta).unwrap();
+    s.append_messages(&[Message::user("orphaned turn about otters")])
+        .unwrap();
+    let history = History::read(store.as_ref(), "orphan").unwrap();
+    assert_eq!(history.turns.len(), 1);
+    assert_eq!(
+        history.report.issues.len(),
+        1,
+        "the missing parent is reported"
+    );
+    let t = s.transcript().unwrap();
+    assert_eq!(t.report.issues.len(), history.report.issues.len());
+}

@@ -8,7 +8,7 @@
 //!   garbage collector for blobs nobody references any more.
 //! - The blob reference string ([`blob_ref`], [`parse_blob_ref`]): the text
 //!   `memoir-blob:blake3:<64 lowercase hex>` that stands in for a payload.
-//! - [`externalize`] / [`resolve`] ([`mod@externalize`]): swapping large
+//! - [`externalize()`] / [`resolve`] ([`mod@externalize`]): swapping large
 //!   [`Block::ToolResult`](crate::Block::ToolResult) contents and
 //!   [`Block::Image`](crate::Block::Image) data for reference strings and back,
 //!   so one payload is stored once however many sessions or forks carry it.

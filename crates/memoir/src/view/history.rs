@@ -24,7 +24,7 @@ use std::collections::HashMap;
 use crate::error::{Error, Result};
 use crate::message::Message;
 use crate::record::{ForkPoint, Record};
-use crate::store::{LoadReport, LogStore};
+use crate::store::{Issue, IssueKind, LoadReport, LogStore};
 
 /// How deep fork chains may go before the reader refuses (cycle guard).
 const MAX_FORK_DEPTH: usize = 256;
@@ -183,7 +183,16 @@ fn read_log(
         .clone()
         .ok_or_else(|| Error::NoHeader(store.location(id)))?;
     if let Some(ForkPoint { session, seq, .. }) = &meta.parent {
-        read_log(store, session, Some(*seq), depth + 1, b)?;
+        // As the transcript reader does: an unreadable ancestor is reported,
+        // and the fork's own turns are still read.
+        if let Err(e) = read_log(store, session, Some(*seq), depth + 1, b) {
+            b.report.issues.push(Issue {
+                line: 1,
+                offset: 0,
+                seq: 0,
+                kind: IssueKind::SkippedCorrupt(format!("fork parent {session} unreadable: {e}")),
+            });
+        }
     }
     let within = |seq: u64| cut.is_none_or(|c| seq <= c);
     b.report

@@ -83,8 +83,11 @@ impl SessionView {
         Self::rebuild_with(transcript, embedder, store, &RebuildOptions::default()).await
     }
 
-    /// Build the view of a transcript: its messages keyed by
-    /// `transcript.message_seqs`, scoped to `transcript.meta.id`.
+    /// Build the view of a transcript's current messages, keyed by
+    /// `transcript.message_seqs`, all in `transcript.meta.id`'s session. For
+    /// a stored session prefer [`SessionView::rebuild_session`], which also
+    /// indexes the turns a rewrite dropped and keys a fork's inherited
+    /// turns by the ancestor's session.
     pub async fn rebuild_with(
         transcript: &Transcript,
         embedder: &dyn EmbeddingProvider,
