@@ -113,6 +113,7 @@ fn a_20_mb_tool_output_is_written_once_and_read_back_verbatim() {
         session: "big".into(),
         seq: 3,
         messages: 3,
+        parent_created_at: None,
     });
     let fork = Session::create_in(store.clone(), meta).unwrap();
     fork.append_messages(&[Message::tool_result("call_1", output.as_str(), false)])

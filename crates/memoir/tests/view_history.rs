@@ -166,6 +166,7 @@ fn a_fork_keeps_its_parents_seqs_and_its_own_apart() {
         session: "parent".into(),
         seq: 2,
         messages: 2,
+        parent_created_at: None,
     });
     let child = Session::create_in(store.clone(), meta).unwrap();
     let appended = child
@@ -322,15 +323,22 @@ fn token_estimates_count_tool_call_ids() {
 fn a_fork_whose_parent_is_gone_still_indexes_its_own_turns() {
     let tmp = tempfile::tempdir().unwrap();
     let store = store(tmp.path());
+    let parent = Session::create_in(store.clone(), SessionMeta::new("vanished")).unwrap();
+    parent
+        .append_messages(&[Message::user("a"), Message::assistant("b")])
+        .unwrap();
     let mut meta = SessionMeta::new("orphan");
     meta.parent = Some(ForkPoint {
         session: "vanished".into(),
-        seq: 4,
-        messages: 4,
+        seq: 2,
+        messages: 2,
+        parent_created_at: None,
     });
     let s = Session::create_in(store.clone(), meta).unwrap();
     s.append_messages(&[Message::user("orphaned turn about otters")])
         .unwrap();
+    // The parent's log is lost (outside memoir's control).
+    std::fs::remove_file(&parent.path).unwrap();
     let history = History::read(store.as_ref(), "orphan").unwrap();
     assert_eq!(history.turns.len(), 1);
     assert_eq!(
