@@ -283,13 +283,24 @@ fn message_refs(m: &Message, out: &mut HashSet<String>) {
     }
 }
 
-/// Every blob hash referenced by any session of `stores` (pass the live
-/// store and its trash: a trashed session can still be restored). Reads
-/// each log once; loads no blob. A session that cannot be read fails the
-/// whole computation (collecting on a partial view could delete a blob it
-/// still needs).
+/// Every blob hash referenced by any session of `stores`, live or in their
+/// trash ([`LogStore::list_deleted`], where a store has one: a trashed
+/// session can still be restored). Reads each log once; loads no blob. A
+/// session that cannot be read fails the whole computation (collecting on a
+/// partial view could delete a blob it still needs).
 pub fn referenced_blobs(stores: &[&dyn LogStore]) -> Result<HashSet<String>> {
     let mut out = HashSet::new();
+    let mut scan = |raw: RawLog| {
+        for rec in raw.records {
+            match &rec.record {
+                Record::Message(m) => message_refs(m, &mut out),
+                Record::Rewrite { messages } => {
+                    messages.iter().for_each(|m| message_refs(m, &mut out))
+                }
+                _ => {}
+            }
+        }
+    };
     for store in stores {
         let (listed, unreadable) = store.list()?;
         if unreadable > 0 {
@@ -299,25 +310,26 @@ pub fn referenced_blobs(stores: &[&dyn LogStore]) -> Result<HashSet<String>> {
             )));
         }
         for l in listed {
-            for rec in store.read(&l.meta.id)?.records {
-                match &rec.record {
-                    Record::Message(m) => message_refs(m, &mut out),
-                    Record::Rewrite { messages } => {
-                        messages.iter().for_each(|m| message_refs(m, &mut out))
-                    }
-                    _ => {}
+            scan(store.read(&l.meta.id)?);
+        }
+        match store.list_deleted() {
+            Ok(deleted) => {
+                for d in deleted {
+                    scan(store.read_deleted(&d.meta.id)?);
                 }
             }
+            Err(e) if e.kind() == crate::error::ErrorKind::Unsupported => {}
+            Err(e) => return Err(e),
         }
     }
     Ok(out)
 }
 
-/// Delete the blobs of `blobs` that no session of `stores` references (see
-/// [`referenced_blobs`]), that hold no reference count (the view's chunk
-/// texts) and that were stored more than `grace` ago (a writer between
-/// storing a payload and appending its record keeps it). Call it after a
-/// purge, with the live store and its trash.
+/// Delete the blobs of `blobs` that no session of `stores` (live or
+/// trashed) references (see [`referenced_blobs`]), that hold no reference
+/// count (the view's chunk texts) and that were stored more than `grace` ago
+/// (a writer between storing a payload and appending its record keeps it).
+/// Call it after a purge.
 pub fn collect_garbage(
     stores: &[&dyn LogStore],
     blobs: &ArtifactStore,
