@@ -1,0 +1,373 @@
+//! Running a search: the FTS5 query, the filters, the semantic side and the
+//! fusion.
+//!
+//! Query text: words are OR'ed and ranked by BM25 (FTS5's `bm25()`, k1 1.2,
+//! b 0.75, as the view's index); each `"double quoted"` part must match as a
+//! phrase (of stems, so `"ran tests"` matches "running the test"), and when a
+//! query has both, at least one of its other words must match too. Hybrid
+//! mode reads [`HybridParams::depth`] lexical candidates, scores each by
+//! cosine similarity to the query embedding (stored vectors for the
+//! embedder's model when [`super::SearchIndex::embed_missing`] made them,
+//! computed otherwise) and fuses the two rankings with the view's
+//! [`fuse`]. Semantic mode scans every message the filters allow, keeping
+//! only the best `k` (memory bounded by `k`, time by the store). Ties are
+//! broken by recency.
+
+use std::collections::HashSet;
+
+use chrono::{TimeZone, Utc};
+use rusqlite::types::ToSql;
+use rusqlite::OptionalExtension;
+
+use super::engine::{decode_vector, Db, SqlContext};
+use super::snippet::{self, DEFAULT_WIDTH};
+use super::{Result, SearchError, SearchFilter, SearchHit, SearchMode, SearchQuery};
+use crate::embed::EmbeddingProvider;
+use crate::message::Role;
+use crate::view::lexical::Tokenizer;
+use crate::view::retrieve::{fuse, HybridParams};
+
+/// Queries longer than this are refused (they would only be slow).
+pub const MAX_QUERY_BYTES: usize = 4096;
+/// At most this many hits per search.
+pub const MAX_K: usize = 1000;
+
+/// A query split into FTS5 syntax and the terms to highlight.
+struct Parsed {
+    /// The FTS5 MATCH expression, `None` when the query has no terms.
+    fts: Option<String>,
+    /// Every term, for snippets.
+    terms: HashSet<String>,
+}
+
+fn quote(tokens: &[String]) -> String {
+    // Tokens are letters and digits only: no quote can occur inside.
+    format!("\"{}\"", tokens.join(" "))
+}
+
+fn parse(text: &str, tk: &Tokenizer) -> Parsed {
+    let mut phrases = Vec::new();
+    let mut words = Vec::new();
+    for (i, part) in text.split('"').enumerate() {
+        let tokens = tk.tokens(part);
+        if i % 2 == 1 {
+            if !tokens.is_empty() {
+                phrases.push(quote(&tokens));
+            }
+        } else {
+            words.extend(tokens);
+        }
+    }
+    let mut terms: HashSet<String> = words.iter().cloned().collect();
+    for part in text.split('"').skip(1).step_by(2) {
+        terms.extend(tk.tokens(part));
+    }
+    let mut distinct = Vec::new();
+    for w in words {
+        if !distinct.contains(&w) {
+            distinct.push(w);
+        }
+    }
+    let any_word = (!distinct.is_empty()).then(|| {
+        distinct
+            .iter()
+            .map(|w| quote(std::slice::from_ref(w)))
+            .collect::<Vec<_>>()
+            .join(" OR ")
+    });
+    let fts = match (phrases.is_empty(), any_word) {
+        (true, None) => None,
+        (true, Some(w)) => Some(w),
+        (false, None) => Some(phrases.join(" AND ")),
+        (false, Some(w)) => Some(format!("{} AND ({w})", phrases.join(" AND "))),
+    };
+    Parsed { fts, terms }
+}
+
+/// One candidate row.
+struct Candidate {
+    score: f32,
+    seq: u64,
+    role: String,
+    ts_ms: i64,
+    tools: String,
+    text: String,
+    chash: Vec<u8>,
+    session: String,
+    title: Option<String>,
+    agent: String,
+    project: String,
+}
+
+const COLUMNS: &str =
+    "d.seq, d.role, d.ts_ms, d.tools, d.text, d.chash, s.id, s.title, s.agent, s.project";
+
+fn candidate(r: &rusqlite::Row<'_>, score: f32) -> rusqlite::Result<Candidate> {
+    Ok(Candidate {
+        score,
+        seq: r.get::<_, i64>(0)?.max(0) as u64,
+        role: r.get(1)?,
+        ts_ms: r.get(2)?,
+        tools: r.get(3)?,
+        text: r.get(4)?,
+        chash: r.get(5)?,
+        session: r.get(6)?,
+        title: r.get(7)?,
+        agent: r.get(8)?,
+        project: r.get(9)?,
+    })
+}
+
+/// The filters as SQL conditions, with their parameters (numbered from `first`).
+fn filter_sql(f: &SearchFilter, first: usize) -> (String, Vec<Box<dyn ToSql>>) {
+    let mut sql = String::new();
+    let mut args: Vec<Box<dyn ToSql>> = Vec::new();
+    let mut add = |cond: &str, arg: Box<dyn ToSql>, args: &mut Vec<Box<dyn ToSql>>| {
+        let n = first + args.len();
+        sql.push_str(" AND ");
+        sql.push_str(&cond.replace("?N", &format!("?{n}")));
+        args.push(arg);
+    };
+    if let Some(p) = &f.project {
+        let p = p.trim_end_matches('/').to_string();
+        add(
+            "(s.project = ?N OR substr(s.project, 1, length(?N) + 1) = ?N || '/')",
+            Box::new(p),
+            &mut args,
+        );
+    }
+    if let Some(a) = &f.agent {
+        add("s.agent = ?N", Box::new(a.clone()), &mut args);
+    }
+    if let Some(id) = &f.session {
+        add(
+            "substr(s.id, 1, length(?N)) = ?N",
+            Box::new(id.clone()),
+            &mut args,
+        );
+    }
+    if let Some(t) = f.since {
+        add("d.ts_ms >= ?N", Box::new(t.timestamp_millis()), &mut args);
+    }
+    if let Some(t) = f.until {
+        add("d.ts_ms < ?N", Box::new(t.timestamp_millis()), &mut args);
+    }
+    if let Some(r) = f.role {
+        add("d.role = ?N", Box::new(r.as_str()), &mut args);
+    }
+    if let Some(t) = &f.tool {
+        add(
+            "instr(d.tools, ' ' || ?N || ' ') > 0",
+            Box::new(t.clone()),
+            &mut args,
+        );
+    }
+    (sql, args)
+}
+
+fn run_query(
+    db: &Db,
+    sql: &str,
+    args: &[Box<dyn ToSql>],
+    score: &dyn Fn(&rusqlite::Row<'_>) -> rusqlite::Result<f32>,
+) -> Result<Vec<Candidate>> {
+    let mut st = db.conn.prepare_cached(sql).at(db.path())?;
+    let params: Vec<&dyn ToSql> = args.iter().map(|b| b.as_ref()).collect();
+    let rows = st
+        .query_map(params.as_slice(), |r| candidate(r, score(r)?))
+        .at(db.path())?;
+    rows.collect::<rusqlite::Result<_>>().at(db.path())
+}
+
+/// The best `limit` lexical candidates, BM25 then recency.
+fn lexical(db: &Db, fts: &str, f: &SearchFilter, limit: usize) -> Result<Vec<Candidate>> {
+    let (cond, mut args) = filter_sql(f, 3);
+    let sql = format!(
+        "SELECT {COLUMNS}, -bm25(terms) FROM terms JOIN docs d ON d.rowid = terms.rowid \
+         JOIN sessions s ON s.sid = d.sid WHERE terms MATCH ?1{cond} \
+         ORDER BY bm25(terms), d.ts_ms DESC LIMIT ?2"
+    );
+    let mut all: Vec<Box<dyn ToSql>> = vec![Box::new(fts.to_string()), Box::new(limit as i64)];
+    all.append(&mut args);
+    run_query(db, &sql, &all, &|r| r.get::<_, f64>(10).map(|s| s as f32))
+}
+
+/// The newest `limit` messages the filters allow (a query without terms).
+fn newest(db: &Db, f: &SearchFilter, limit: usize) -> Result<Vec<Candidate>> {
+    let (cond, mut args) = filter_sql(f, 2);
+    let sql = format!(
+        "SELECT {COLUMNS} FROM docs d JOIN sessions s ON s.sid = d.sid WHERE 1{cond} \
+         ORDER BY d.ts_ms DESC, d.rowid DESC LIMIT ?1"
+    );
+    let mut all: Vec<Box<dyn ToSql>> = vec![Box::new(limit as i64)];
+    all.append(&mut args);
+    run_query(db, &sql, &all, &|_| Ok(0.0))
+}
+
+/// The embedding of a candidate: the stored one for this model, else computed.
+fn vector_of(db: &Db, embedder: &dyn EmbeddingProvider, model: &str, c: &Candidate) -> Result<Vec<f32>> {
+    let stored: Option<Vec<u8>> = db
+        .conn
+        .prepare_cached("SELECT vec FROM vectors WHERE model = ?1 AND chash = ?2")
+        .at(db.path())?
+        .query_row(rusqlite::params![model, c.chash], |r| r.get(0))
+        .optional()
+        .at(db.path())?;
+    if let Some(v) = stored.and_then(|b| decode_vector(&b, embedder.dimensions())) {
+        return Ok(v);
+    }
+    Ok(crate::embed::block_on(embedder.embed(&c.text))?)
+}
+
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// Sort best first: score, then recency.
+fn rank(list: &mut [Candidate]) {
+    list.sort_by(|a, b| b.score.total_cmp(&a.score).then(b.ts_ms.cmp(&a.ts_ms)));
+}
+
+/// Every filtered message scored by similarity; the best `k` kept.
+fn semantic(
+    db: &Db,
+    embedder: &dyn EmbeddingProvider,
+    query_vec: &[f32],
+    f: &SearchFilter,
+    k: usize,
+) -> Result<Vec<Candidate>> {
+    let (cond, args) = filter_sql(f, 1);
+    let sql = format!("SELECT {COLUMNS} FROM docs d JOIN sessions s ON s.sid = d.sid WHERE 1{cond}");
+    let model = embedder.model_id();
+    let mut st = db.conn.prepare(&sql).at(db.path())?;
+    let params: Vec<&dyn ToSql> = args.iter().map(|b| b.as_ref()).collect();
+    let mut rows = st.query(params.as_slice()).at(db.path())?;
+    let mut best: Vec<Candidate> = Vec::with_capacity(2 * k + 1);
+    while let Some(r) = rows.next().at(db.path())? {
+        let mut c = candidate(r, 0.0).at(db.path())?;
+        c.score = dot(query_vec, &vector_of(db, embedder, &model, &c)?);
+        best.push(c);
+        if best.len() > 2 * k {
+            rank(&mut best);
+            best.truncate(k);
+        }
+    }
+    rank(&mut best);
+    best.truncate(k);
+    Ok(best)
+}
+
+fn role_of(s: &str) -> Role {
+    match s {
+        "system" => Role::System,
+        "user" => Role::User,
+        "tool" => Role::Tool,
+        _ => Role::Assistant,
+    }
+}
+
+fn hit(c: Candidate, terms: &HashSet<String>, tk: &Tokenizer) -> SearchHit {
+    SearchHit {
+        snippet: snippet::cut(&c.text, terms, tk, DEFAULT_WIDTH),
+        session: c.session,
+        title: c.title,
+        agent: c.agent,
+        project: c.project,
+        time: Utc
+            .timestamp_millis_opt(c.ts_ms)
+            .single()
+            .unwrap_or_default(),
+        seq: c.seq,
+        role: role_of(&c.role),
+        tools: c.tools.split_whitespace().map(str::to_string).collect(),
+        score: c.score,
+    }
+}
+
+/// Run `q` against the index.
+pub(super) fn search(
+    db: &Db,
+    tk: &Tokenizer,
+    embedder: &dyn EmbeddingProvider,
+    hybrid: &HybridParams,
+    q: &SearchQuery,
+) -> Result<Vec<SearchHit>> {
+    if q.text.len() > MAX_QUERY_BYTES {
+        return Err(SearchError::Invalid(format!(
+            "query of {} bytes; at most {MAX_QUERY_BYTES}",
+            q.text.len()
+        )));
+    }
+    let k = q.k.min(MAX_K);
+    if k == 0 {
+        return Ok(Vec::new());
+    }
+    let parsed = parse(&q.text, tk);
+    let Some(fts) = parsed.fts.as_deref() else {
+        if !q.text.trim().is_empty() {
+            // Only stop words or punctuation: nothing can match.
+            return Ok(Vec::new());
+        }
+        let list = newest(db, &q.filter, k)?;
+        return Ok(list.into_iter().map(|c| hit(c, &parsed.terms, tk)).collect());
+    };
+    let list = match q.mode {
+        SearchMode::Lexical => lexical(db, fts, &q.filter, k)?,
+        SearchMode::Semantic => {
+            let qv = crate::embed::block_on(embedder.embed_query(&q.text))?;
+            semantic(db, embedder, &qv, &q.filter, k)?
+        }
+        SearchMode::Hybrid => {
+            let mut cands = lexical(db, fts, &q.filter, hybrid.depth.max(k))?;
+            if cands.is_empty() {
+                return Ok(Vec::new());
+            }
+            let qv = crate::embed::block_on(embedder.embed_query(&q.text))?;
+            let model = embedder.model_id();
+            let lex: Vec<(u32, f32)> = cands
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (i as u32, c.score))
+                .collect();
+            let mut vec_list = Vec::with_capacity(cands.len());
+            for (i, c) in cands.iter().enumerate() {
+                vec_list.push((i as u32, dot(&qv, &vector_of(db, embedder, &model, c)?)));
+            }
+            vec_list.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            let fused = fuse(&vec_list, &lex, hybrid);
+            for (slot, score) in &fused {
+                cands[*slot as usize].score = *score;
+            }
+            rank(&mut cands);
+            cands.truncate(k);
+            cands
+        }
+    };
+    Ok(list.into_iter().map(|c| hit(c, &parsed.terms, tk)).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::view::lexical::TokenizerConfig;
+
+    #[test]
+    fn words_are_ored_and_quoted_parts_are_phrases_of_stems() {
+        let tk = Tokenizer::new(TokenizerConfig::default());
+        assert_eq!(
+            parse("Running the tests", &tk).fts.as_deref(),
+            Some("\"run\" OR \"test\"")
+        );
+        assert_eq!(
+            parse("\"cargo tests\" failed", &tk).fts.as_deref(),
+            Some("\"cargo test\" AND (\"fail\")")
+        );
+        assert_eq!(parse("\"the\"", &tk).fts, None);
+        assert_eq!(parse("the of", &tk).fts, None);
+        // FTS5 syntax in the input is only words to us.
+        assert_eq!(
+            parse("cargo* NEAR(build)", &tk).fts.as_deref(),
+            Some("\"cargo\" OR \"near\" OR \"build\"")
+        );
+    }
+}
