@@ -267,7 +267,7 @@ impl SessionWriter<'_> {
         let rowid = db.conn.last_insert_rowid();
         let terms = self.tk.tokens(&t.text).join(" ");
         db.conn
-            .prepare_cached("INSERT INTO terms(rowid, terms) VALUES (?1, ?2)")
+            .prepare_cached("INSERT INTO terms(rowid, body) VALUES (?1, ?2)")
             .at(p)?
             .execute(params![rowid, terms])
             .at(p)?;

@@ -3,7 +3,7 @@
 //! Tables: `meta` (the stamp), `sessions` (one row per indexed session, with
 //! its listing fields and [`super::cursor::Cursor`]), `docs` (one row per
 //! indexed message: session, `seq`, role, time, tools, content hash, text),
-//! `terms` (a contentless FTS5 table over the tokenizer's terms, `rowid` =
+//! `terms` (a contentless FTS5 table whose `body` is the tokenizer's terms, `rowid` =
 //! `docs.rowid`), `calls` (tool call id → name, so a result can be found by
 //! its tool), `vectors` (embeddings by model and content hash).
 //!
@@ -50,7 +50,7 @@ CREATE TABLE calls(
     PRIMARY KEY(sid, call_id)
 ) WITHOUT ROWID;
 CREATE VIRTUAL TABLE terms USING fts5(
-    terms, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 0'
+    body, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 0'
 );
 CREATE TABLE vectors(
     model TEXT NOT NULL,

@@ -103,19 +103,22 @@ fn floor_boundary(text: &str, mut i: usize) -> usize {
 /// tokenizer produces them), about `width` bytes wide.
 pub fn cut(text: &str, terms: &HashSet<String>, tokenizer: &Tokenizer, width: usize) -> Snippet {
     let found = matches(text, terms, tokenizer);
-    // The window starting at the match that covers the most distinct terms.
-    let mut best = (0usize, 0usize); // (distinct terms, match index)
+    // The window starting at the match that covers the most distinct terms,
+    // the tightest such cluster on a tie.
+    let mut best = (0usize, usize::MAX, 0usize); // (distinct terms, span, match index)
     for (i, &(s, _, _)) in found.iter().enumerate() {
         let mut seen: HashSet<&str> = HashSet::new();
-        for &(s2, _, t) in found[i..].iter().take_while(|m| m.0 < s + width) {
-            let _ = s2;
-            seen.insert(t);
+        let mut span = 0;
+        for &(_, e2, t) in found[i..].iter().take_while(|m| m.1 <= s + width) {
+            if seen.insert(t) {
+                span = e2 - s;
+            }
         }
-        if seen.len() > best.0 {
-            best = (seen.len(), i);
+        if seen.len() > best.0 || (seen.len() == best.0 && span < best.1) {
+            best = (seen.len(), span, i);
         }
     }
-    let (start, end) = match found.get(best.1) {
+    let (start, end) = match found.get(best.2) {
         Some(&(s, _, _)) => {
             let lead = width / 5;
             let mut start = floor_boundary(text, s.saturating_sub(lead));
