@@ -33,6 +33,12 @@ enum Command {
     Serve(cmd::serve::Args),
     /// Use sessions on a `memoir serve` server (--remote URL, --token).
     Remote(cmd::serve::RemoteArgs),
+    /// Search every session of the store (persistent index, caught up first).
+    Search(cmd::search::Args),
+    /// Bring the search index up to date (--rebuild, --embed).
+    Index(cmd::index::Args),
+    /// Print (or --exec) the command that resumes a session in its agent.
+    Resume(cmd::resume::Args),
     /// Tools for crash and concurrency tests.
     #[command(subcommand, hide = true)]
     Debug(cmd::debug::Command),
@@ -49,6 +55,9 @@ fn main() -> ExitCode {
         Command::Serve(args) => cmd::serve::run(args),
         Command::Remote(args) => cmd::serve::run_remote(args),
         Command::Debug(c) => cmd::debug::run(c),
+        Command::Search(args) => cmd::search::run(args),
+        Command::Index(args) => cmd::index::run(args),
+        Command::Resume(args) => cmd::resume::run(args),
     };
     match result {
         Ok(code) => code,

@@ -112,6 +112,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         id: session.meta.id.clone(),
         store: args.store.clone(),
         json: false,
+        around: None,
+        context: 3,
     })?;
     let report = Session::verify(&session.path)?;
     println!("integrity: {}", memoir::store::scan::describe(&report));

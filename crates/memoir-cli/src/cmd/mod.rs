@@ -7,3 +7,6 @@ pub mod eval;
 pub mod recall;
 pub mod serve;
 pub mod sessions;
+pub mod index;
+pub mod resume;
+pub mod search;

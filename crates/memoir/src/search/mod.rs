@@ -28,11 +28,13 @@
 //! recency breaks ties. Bounds: indexing holds one session's log plus one
 //! batch of documents; a search holds its candidate list (`depth`) only.
 
+pub mod context;
 pub mod cursor;
 mod engine;
 mod error;
 mod indexer;
 mod query;
+pub mod resume;
 pub mod schema;
 pub mod snippet;
 mod text;
@@ -43,7 +45,9 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+pub use context::around;
 pub use error::SearchError;
+pub use resume::{resume_command, ResumeCommand};
 pub use snippet::Snippet;
 
 use crate::embed::{EmbeddingProvider, HashEmbedder};

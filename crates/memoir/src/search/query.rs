@@ -38,6 +38,9 @@ struct Parsed {
     fts: Option<String>,
     /// Every term, for snippets.
     terms: HashSet<String>,
+    /// The distinct words when the query has no phrase (the OR-only case the
+    /// rare-term path can answer).
+    words: Option<Vec<String>>,
 }
 
 fn quote(tokens: &[String]) -> String {
@@ -81,7 +84,8 @@ fn parse(text: &str, tk: &Tokenizer) -> Parsed {
         (false, None) => Some(phrases.join(" AND ")),
         (false, Some(w)) => Some(format!("{} AND ({w})", phrases.join(" AND "))),
     };
-    Parsed { fts, terms }
+    let words = (phrases.is_empty() && !distinct.is_empty()).then_some(distinct);
+    Parsed { fts, terms, words }
 }
 
 /// One candidate row.
@@ -179,12 +183,104 @@ fn run_query(
     rows.collect::<rusqlite::Result<_>>().at(db.path())
 }
 
+/// BM25 term-frequency saturation FTS5's `bm25()` uses (k1 + 1).
+const BM25_TF_BOUND: f64 = 2.2;
+/// The rare-term path reads at most this many candidate documents.
+const RARE_CANDIDATES: i64 = 2000;
+
 /// The best `limit` lexical candidates, BM25 then recency.
-fn lexical(db: &Db, fts: &str, f: &SearchFilter, limit: usize) -> Result<Vec<Candidate>> {
+///
+/// FTS5 scores every document that matches any word, so a query with one
+/// common word costs time in proportion to the store. When some words are
+/// rare (together in at most [`RARE_CANDIDATES`] documents), only documents
+/// holding one of them are scored first (the full query's BM25, restricted by
+/// `rowid`); the answer is kept when its `limit`-th score beats the best any
+/// other document could reach (the sum of the common words' `idf × (k1 + 1)`,
+/// the MaxScore bound) — then it equals the full query's. Otherwise, or when
+/// the filters leave fewer than `limit`, the full query runs.
+fn lexical(db: &Db, parsed: &Parsed, fts: &str, f: &SearchFilter, limit: usize) -> Result<Vec<Candidate>> {
+    if let Some(words) = &parsed.words {
+        if let Some(found) = rare_first(db, words, fts, f, limit)? {
+            return Ok(found);
+        }
+    }
+    lexical_where(db, fts, "", f, limit)
+}
+
+fn rare_first(
+    db: &Db,
+    words: &[String],
+    fts: &str,
+    f: &SearchFilter,
+    limit: usize,
+) -> Result<Option<Vec<Candidate>>> {
+    let p = db.path();
+    // An upper bound of the live document count keeps the bound conservative.
+    let n: i64 = db
+        .conn
+        .query_row("SELECT coalesce(max(rowid), 0) FROM docs", [], |r| r.get(0))
+        .at(p)?;
+    let mut rare = Vec::new();
+    let mut rare_docs = 0i64;
+    let mut bound = 0f64;
+    for w in words {
+        let df: i64 = db
+            .conn
+            .prepare_cached("SELECT doc FROM terms_vocab WHERE term = ?1")
+            .at(p)?
+            .query_row([w], |r| r.get(0))
+            .optional()
+            .at(p)?
+            .unwrap_or(0);
+        if df > 0 && rare_docs + df <= RARE_CANDIDATES {
+            rare.push(w.clone());
+            rare_docs += df;
+        } else if df > 0 {
+            let idf = (((n - df) as f64 + 0.5) / (df as f64 + 0.5)).ln().max(1e-6);
+            bound += idf * BM25_TF_BOUND;
+        }
+    }
+    if rare.is_empty() {
+        return Ok(None);
+    }
+    let rare_fts = rare
+        .iter()
+        .map(|w| quote(std::slice::from_ref(w)))
+        .collect::<Vec<_>>()
+        .join(" OR ");
+    let rowids: Vec<i64> = {
+        let mut st = db
+            .conn
+            .prepare_cached("SELECT rowid FROM terms WHERE terms MATCH ?1")
+            .at(p)?;
+        let rows = st.query_map([rare_fts], |r| r.get(0)).at(p)?;
+        rows.collect::<rusqlite::Result<_>>().at(p)?
+    };
+    if rowids.is_empty() {
+        return Ok(None);
+    }
+    let list = rowids
+        .iter()
+        .map(i64::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
+    let found = lexical_where(db, fts, &format!(" AND terms.rowid IN ({list})"), f, limit)?;
+    // Without common words every matching document was a candidate.
+    let exact = bound == 0.0 || (found.len() >= limit && found[limit - 1].score as f64 > bound);
+    Ok(exact.then_some(found))
+}
+
+fn lexical_where(
+    db: &Db,
+    fts: &str,
+    extra: &str,
+    f: &SearchFilter,
+    limit: usize,
+) -> Result<Vec<Candidate>> {
     let (cond, mut args) = filter_sql(f, 3);
     let sql = format!(
         "SELECT {COLUMNS}, -bm25(terms) FROM terms JOIN docs d ON d.rowid = terms.rowid \
-         JOIN sessions s ON s.sid = d.sid WHERE terms MATCH ?1{cond} \
+         JOIN sessions s ON s.sid = d.sid WHERE terms MATCH ?1{extra}{cond} \
          ORDER BY bm25(terms), d.ts_ms DESC LIMIT ?2"
     );
     let mut all: Vec<Box<dyn ToSql>> = vec![Box::new(fts.to_string()), Box::new(limit as i64)];
@@ -312,13 +408,13 @@ pub(super) fn search(
         return Ok(list.into_iter().map(|c| hit(c, &parsed.terms, tk)).collect());
     };
     let list = match q.mode {
-        SearchMode::Lexical => lexical(db, fts, &q.filter, k)?,
+        SearchMode::Lexical => lexical(db, &parsed, fts, &q.filter, k)?,
         SearchMode::Semantic => {
             let qv = crate::embed::block_on(embedder.embed_query(&q.text))?;
             semantic(db, embedder, &qv, &q.filter, k)?
         }
         SearchMode::Hybrid => {
-            let mut cands = lexical(db, fts, &q.filter, hybrid.depth.max(k))?;
+            let mut cands = lexical(db, &parsed, fts, &q.filter, hybrid.depth.max(k))?;
             if cands.is_empty() {
                 return Ok(Vec::new());
             }

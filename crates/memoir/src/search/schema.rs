@@ -4,7 +4,7 @@
 //! its listing fields and [`super::cursor::Cursor`]), `docs` (one row per
 //! indexed message: session, `seq`, role, time, tools, content hash, text),
 //! `terms` (a contentless FTS5 table whose `body` is the tokenizer's terms, `rowid` =
-//! `docs.rowid`), `calls` (tool call id → name, so a result can be found by
+//! `docs.rowid`; `terms_vocab` its document frequencies), `calls` (tool call id → name, so a result can be found by
 //! its tool), `vectors` (embeddings by model and content hash).
 //!
 //! The stamp is [`SCHEMA_VERSION`] plus [`TOKENIZER`]; any other stamp (an
@@ -12,7 +12,7 @@
 //! and rebuilt.
 
 /// Version of the index layout written by this build.
-pub const SCHEMA_VERSION: &str = "1";
+pub const SCHEMA_VERSION: &str = "2";
 
 /// Name of the term pipeline the `terms` table was filled with.
 pub const TOKENIZER: &str = "memoir-view-stem-stop-v1";
@@ -52,6 +52,7 @@ CREATE TABLE calls(
 CREATE VIRTUAL TABLE terms USING fts5(
     body, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 0'
 );
+CREATE VIRTUAL TABLE terms_vocab USING fts5vocab(terms, 'row');
 CREATE TABLE vectors(
     model TEXT NOT NULL,
     chash BLOB NOT NULL,
