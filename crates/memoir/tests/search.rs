@@ -448,3 +448,36 @@ fn the_index_survives_sigkill_mid_update_and_catches_up() {
         assert!(first_is(&hits, &a.session, a.seq), "{a:?}");
     }
 }
+
+#[test]
+fn rare_words_answer_fast_but_never_hide_better_or_further_common_matches() {
+    let tmp = tempfile::tempdir().unwrap();
+    let st = store(tmp.path());
+    st.create(&SessionMeta::new("mix")).unwrap();
+    let mut records = vec![Record::Message(Message::user("the quetzal saw one lemur"))];
+    // More documents than the rare-term path reads (2,000): "lemur" is common.
+    for i in 0..2100 {
+        records.push(Record::Message(Message::user(format!(
+            "lemur note {i} lemur lemur"
+        ))));
+    }
+    append(st.as_ref(), "mix", records);
+    let mut ix = SearchIndex::open_store(st.clone(), &tmp.path().join("search")).unwrap();
+    ix.update().unwrap();
+    let q = |text: &str, k: usize| {
+        ix.search(&SearchQuery {
+            text: text.into(),
+            k,
+            mode: SearchMode::Lexical,
+            filter: SearchFilter::default(),
+        })
+        .unwrap()
+    };
+    // One rare word and one common one: the rare document ranks first, and
+    // the common word's documents still fill the rest of the list.
+    let hits = q("quetzal lemur", 5);
+    assert_eq!(hits.len(), 5, "{hits:?}");
+    assert_eq!(hits[0].seq, 1);
+    // Only rare words: every match is found.
+    assert_eq!(q("quetzal", 5).len(), 1);
+}

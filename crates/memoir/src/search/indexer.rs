@@ -78,6 +78,9 @@ fn forget_docs(db: &Db, sid: i64) -> Result<()> {
         .at(p)?;
     db.conn.execute("DELETE FROM docs WHERE sid = ?1", [sid]).at(p)?;
     db.conn.execute("DELETE FROM calls WHERE sid = ?1", [sid]).at(p)?;
+    db.conn
+        .execute("UPDATE sessions SET docs = 0, tokens = 0 WHERE sid = ?1", [sid])
+        .at(p)?;
     Ok(())
 }
 
@@ -220,7 +223,8 @@ fn content_hash(text: &str) -> RecordHash {
 }
 
 impl SessionWriter<'_> {
-    fn add(&self, db: &Db, seq: u64, m: &Message, t: &MessageText, hash: &RecordHash) -> Result<()> {
+    /// Add one document; returns its number of terms.
+    fn add(&self, db: &Db, seq: u64, m: &Message, t: &MessageText, hash: &RecordHash) -> Result<u64> {
         let p = db.path();
         for (call, name) in &t.calls {
             db.conn
@@ -265,13 +269,13 @@ impl SessionWriter<'_> {
             ])
             .at(p)?;
         let rowid = db.conn.last_insert_rowid();
-        let terms = self.tk.tokens(&t.text).join(" ");
+        let tokens = self.tk.tokens(&t.text);
         db.conn
             .prepare_cached("INSERT INTO terms(rowid, body) VALUES (?1, ?2)")
             .at(p)?
-            .execute(params![rowid, terms])
+            .execute(params![rowid, tokens.join(" ")])
             .at(p)?;
-        Ok(())
+        Ok(tokens.len() as u64)
     }
 
     fn already_indexed(&self, db: &Db, hash: &RecordHash) -> Result<bool> {
@@ -384,13 +388,25 @@ fn index_session(
             .at(p)?;
         Ok(())
     };
+    // (documents, terms) added since the counters were last saved.
+    let mut counts = (0u64, 0u64);
+    let save_counts = |(docs, tokens): (u64, u64)| -> Result<()> {
+        db.conn
+            .execute(
+                "UPDATE sessions SET docs = docs + ?2, tokens = tokens + ?3 WHERE sid = ?1",
+                params![sid, docs as i64, tokens as i64],
+            )
+            .at(p)?;
+        Ok(())
+    };
     let records = &raw.records[from.min(raw.records.len())..];
     for rec in records {
         match &rec.record {
             Record::Message(m) => {
                 let t = text::of_message(m);
                 if !t.text.is_empty() {
-                    writer.add(db, rec.seq, m, &t, &content_hash(&t.text))?;
+                    counts.1 += writer.add(db, rec.seq, m, &t, &content_hash(&t.text))?;
+                    counts.0 += 1;
                     report.messages += 1;
                     batch.pending += 1;
                 }
@@ -407,7 +423,8 @@ fn index_session(
                     {
                         continue;
                     }
-                    writer.add(db, rec.seq, m, &t, &hash)?;
+                    counts.1 += writer.add(db, rec.seq, m, &t, &hash)?;
+                    counts.0 += 1;
                     report.messages += 1;
                     batch.pending += 1;
                 }
@@ -418,9 +435,11 @@ fn index_session(
             // Commit with the cursor at this record, file fingerprint unknown
             // (so the next update reads on from here).
             save_cursor(rec.seq, &record_hash(&rec.record), None)?;
+            save_counts(std::mem::take(&mut counts))?;
             batch.maybe_rotate()?;
         }
     }
+    save_counts(counts)?;
     match raw.records.last() {
         Some(last) => save_cursor(last.seq, &record_hash(&last.record), fp)?,
         None => save_cursor(0, &header_hash, fp)?,

@@ -183,46 +183,66 @@ fn run_query(
     rows.collect::<rusqlite::Result<_>>().at(db.path())
 }
 
-/// BM25 term-frequency saturation FTS5's `bm25()` uses (k1 + 1).
-const BM25_TF_BOUND: f64 = 2.2;
+/// BM25 parameters of the rare-term path (the view's and FTS5's defaults).
+const K1: f64 = 1.2;
+const B: f64 = 0.75;
 /// The rare-term path reads at most this many candidate documents.
 const RARE_CANDIDATES: i64 = 2000;
 
 /// The best `limit` lexical candidates, BM25 then recency.
 ///
-/// FTS5 scores every document that matches any word, so a query with one
-/// common word costs time in proportion to the store. When some words are
-/// rare (together in at most [`RARE_CANDIDATES`] documents), only documents
-/// holding one of them are scored first (the full query's BM25, restricted by
-/// `rowid`); the answer is kept when its `limit`-th score beats the best any
-/// other document could reach (the sum of the common words' `idf × (k1 + 1)`,
-/// the MaxScore bound) — then it equals the full query's. Otherwise, or when
-/// the filters leave fewer than `limit`, the full query runs.
-fn lexical(db: &Db, parsed: &Parsed, fts: &str, f: &SearchFilter, limit: usize) -> Result<Vec<Candidate>> {
+/// FTS5 scores every document that matches any word, and its `bm25()` walks
+/// every word's whole posting list, so a query with one common word costs
+/// time in proportion to the store. When some words are rare (together in at
+/// most [`RARE_CANDIDATES`] documents), only the documents holding one of
+/// them are scored, in Rust, with BM25 over all the words (the view's
+/// non-negative IDF; document frequencies from `terms_vocab`, lengths and
+/// counts from `sessions`). The answer is kept when its `limit`-th score
+/// beats the most any other document could reach (the sum of the common
+/// words' `idf × (k1 + 1)`: the MaxScore bound), so it is the exact top
+/// `limit` under that BM25; otherwise the full FTS5 query runs.
+fn lexical(
+    db: &Db,
+    tk: &Tokenizer,
+    parsed: &Parsed,
+    fts: &str,
+    f: &SearchFilter,
+    limit: usize,
+) -> Result<Vec<Candidate>> {
     if let Some(words) = &parsed.words {
-        if let Some(found) = rare_first(db, words, fts, f, limit)? {
+        if let Some(found) = rare_first(db, tk, words, f, limit)? {
             return Ok(found);
         }
     }
-    lexical_where(db, fts, "", f, limit)
+    lexical_where(db, fts, f, limit)
 }
 
 fn rare_first(
     db: &Db,
+    tk: &Tokenizer,
     words: &[String],
-    fts: &str,
     f: &SearchFilter,
     limit: usize,
 ) -> Result<Option<Vec<Candidate>>> {
     let p = db.path();
-    // An upper bound of the live document count keeps the bound conservative.
-    let n: i64 = db
+    let (n, total): (i64, i64) = db
         .conn
-        .query_row("SELECT coalesce(max(rowid), 0) FROM docs", [], |r| r.get(0))
+        .query_row(
+            "SELECT coalesce(sum(docs), 0), coalesce(sum(tokens), 0) FROM sessions",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
         .at(p)?;
+    if n == 0 {
+        return Ok(None);
+    }
+    let avgdl = (total as f64 / n as f64).max(1.0);
+    let idf = |df: i64| (1.0 + (n - df) as f64 / (df as f64 + 0.5)).ln().max(0.0);
     let mut rare = Vec::new();
+    let mut weights: Vec<(String, f64)> = Vec::new();
     let mut rare_docs = 0i64;
     let mut bound = 0f64;
+    let mut common = false;
     for w in words {
         let df: i64 = db
             .conn
@@ -232,12 +252,16 @@ fn rare_first(
             .optional()
             .at(p)?
             .unwrap_or(0);
-        if df > 0 && rare_docs + df <= RARE_CANDIDATES {
+        if df == 0 {
+            continue;
+        }
+        weights.push((w.clone(), idf(df)));
+        if rare_docs + df <= RARE_CANDIDATES {
             rare.push(w.clone());
             rare_docs += df;
-        } else if df > 0 {
-            let idf = (((n - df) as f64 + 0.5) / (df as f64 + 0.5)).ln().max(1e-6);
-            bound += idf * BM25_TF_BOUND;
+        } else {
+            bound += idf(df) * (K1 + 1.0);
+            common = true;
         }
     }
     if rare.is_empty() {
@@ -256,31 +280,41 @@ fn rare_first(
         let rows = st.query_map([rare_fts], |r| r.get(0)).at(p)?;
         rows.collect::<rusqlite::Result<_>>().at(p)?
     };
-    if rowids.is_empty() {
-        return Ok(None);
-    }
     let list = rowids
         .iter()
         .map(i64::to_string)
         .collect::<Vec<_>>()
         .join(",");
-    let found = lexical_where(db, fts, &format!(" AND terms.rowid IN ({list})"), f, limit)?;
+    let (cond, args) = filter_sql(f, 1);
+    let sql = format!(
+        "SELECT {COLUMNS} FROM docs d JOIN sessions s ON s.sid = d.sid \
+         WHERE d.rowid IN ({list}){cond}"
+    );
+    let mut found = run_query(db, &sql, &args, &|_| Ok(0.0))?;
+    for c in &mut found {
+        let tokens = tk.tokens(&c.text);
+        let norm = K1 * (1.0 - B + B * tokens.len() as f64 / avgdl);
+        let mut score = 0.0;
+        for (w, weight) in &weights {
+            let tf = tokens.iter().filter(|t| *t == w).count() as f64;
+            if tf > 0.0 {
+                score += weight * tf * (K1 + 1.0) / (tf + norm);
+            }
+        }
+        c.score = score as f32;
+    }
+    rank(&mut found);
+    found.truncate(limit);
     // Without common words every matching document was a candidate.
-    let exact = bound == 0.0 || (found.len() >= limit && found[limit - 1].score as f64 > bound);
+    let exact = !common || (found.len() >= limit && found[limit - 1].score as f64 > bound);
     Ok(exact.then_some(found))
 }
 
-fn lexical_where(
-    db: &Db,
-    fts: &str,
-    extra: &str,
-    f: &SearchFilter,
-    limit: usize,
-) -> Result<Vec<Candidate>> {
+fn lexical_where(db: &Db, fts: &str, f: &SearchFilter, limit: usize) -> Result<Vec<Candidate>> {
     let (cond, mut args) = filter_sql(f, 3);
     let sql = format!(
         "SELECT {COLUMNS}, -bm25(terms) FROM terms JOIN docs d ON d.rowid = terms.rowid \
-         JOIN sessions s ON s.sid = d.sid WHERE terms MATCH ?1{extra}{cond} \
+         JOIN sessions s ON s.sid = d.sid WHERE terms MATCH ?1{cond} \
          ORDER BY bm25(terms), d.ts_ms DESC LIMIT ?2"
     );
     let mut all: Vec<Box<dyn ToSql>> = vec![Box::new(fts.to_string()), Box::new(limit as i64)];
@@ -408,13 +442,13 @@ pub(super) fn search(
         return Ok(list.into_iter().map(|c| hit(c, &parsed.terms, tk)).collect());
     };
     let list = match q.mode {
-        SearchMode::Lexical => lexical(db, &parsed, fts, &q.filter, k)?,
+        SearchMode::Lexical => lexical(db, tk, &parsed, fts, &q.filter, k)?,
         SearchMode::Semantic => {
             let qv = crate::embed::block_on(embedder.embed_query(&q.text))?;
             semantic(db, embedder, &qv, &q.filter, k)?
         }
         SearchMode::Hybrid => {
-            let mut cands = lexical(db, &parsed, fts, &q.filter, hybrid.depth.max(k))?;
+            let mut cands = lexical(db, tk, &parsed, fts, &q.filter, hybrid.depth.max(k))?;
             if cands.is_empty() {
                 return Ok(Vec::new());
             }

@@ -1,7 +1,7 @@
 //! The index database's schema and version stamp.
 //!
 //! Tables: `meta` (the stamp), `sessions` (one row per indexed session, with
-//! its listing fields and [`super::cursor::Cursor`]), `docs` (one row per
+//! its listing fields, document and term counts, and [`super::cursor::Cursor`]), `docs` (one row per
 //! indexed message: session, `seq`, role, time, tools, content hash, text),
 //! `terms` (a contentless FTS5 table whose `body` is the tokenizer's terms, `rowid` =
 //! `docs.rowid`; `terms_vocab` its document frequencies), `calls` (tool call id → name, so a result can be found by
@@ -12,7 +12,7 @@
 //! and rebuilt.
 
 /// Version of the index layout written by this build.
-pub const SCHEMA_VERSION: &str = "2";
+pub const SCHEMA_VERSION: &str = "3";
 
 /// Name of the term pipeline the `terms` table was filled with.
 pub const TOKENIZER: &str = "memoir-view-stem-stop-v1";
@@ -30,7 +30,9 @@ CREATE TABLE sessions(
     last_seq INTEGER NOT NULL,
     last_hash BLOB NOT NULL,
     fp_len INTEGER,
-    fp_mtime INTEGER
+    fp_mtime INTEGER,
+    docs INTEGER NOT NULL DEFAULT 0,
+    tokens INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE docs(
     rowid INTEGER PRIMARY KEY,
