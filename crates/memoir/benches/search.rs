@@ -185,13 +185,21 @@ fn child_memoir(dir: &Path) {
     for i in 0..20 {
         let id = format!("s{:06}", (i * 37) % spec.sessions);
         store
-            .append(&id, &[Record::Message(Message::user(format!("appended note {i}")))], None)
+            .append(
+                &id,
+                &[Record::Message(Message::user(format!("appended note {i}")))],
+                None,
+            )
             .expect("append");
         let t = Instant::now();
         ix.note_append(&id).expect("note");
         note.push(t.elapsed().as_secs_f64() * 1e3);
         store
-            .append(&id, &[Record::Message(Message::user(format!("second note {i}")))], None)
+            .append(
+                &id,
+                &[Record::Message(Message::user(format!("second note {i}")))],
+                None,
+            )
             .expect("append");
         let t = Instant::now();
         ix.update().expect("update");
@@ -210,7 +218,9 @@ fn child_memoir(dir: &Path) {
             let t = Instant::now();
             let hits = ix.search(&q).expect("search");
             v.push(t.elapsed().as_secs_f64() * 1e3);
-            hit += hits.iter().any(|h| h.session == a.session && h.seq == a.seq) as usize;
+            hit += hits
+                .iter()
+                .any(|h| h.session == a.session && h.seq == a.seq) as usize;
         }
         let recall = hit as f64 / answers.len().max(1) as f64;
         (percentile(&mut v, 0.5), percentile(&mut v, 0.99), recall)
@@ -257,7 +267,8 @@ fn child_fts5(dir: &Path) {
             .prepare("INSERT INTO m(session, seq, body) VALUES (?1, ?2, ?3)")
             .expect("prepare");
         for_each_message(&store, |s, seq, text| {
-            ins.execute(rusqlite::params![s, seq as i64, text]).expect("insert");
+            ins.execute(rusqlite::params![s, seq as i64, text])
+                .expect("insert");
         })
     };
     tx.commit().expect("commit");
@@ -370,7 +381,11 @@ fn main() {
         }
     };
     let have = std::fs::read_dir(&dir)
-        .map(|rd| rd.flatten().filter(|e| e.path().extension().is_some_and(|x| x == "jsonl")).count())
+        .map(|rd| {
+            rd.flatten()
+                .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
+                .count()
+        })
         .unwrap_or(0);
     if have != spec.sessions {
         let t = Instant::now();

@@ -29,7 +29,8 @@ fn query(text: &str, mode: SearchMode, filter: SearchFilter) -> SearchQuery {
 }
 
 fn found(hits: &[SearchHit], a: &KnownAnswer) -> bool {
-    hits.iter().any(|h| h.session == a.session && h.seq == a.seq)
+    hits.iter()
+        .any(|h| h.session == a.session && h.seq == a.seq)
 }
 
 fn first_is(hits: &[SearchHit], session: &str, seq: u64) -> bool {
@@ -105,7 +106,9 @@ fn every_filter_finds_the_known_message_in_a_1000_session_store() {
                 assert_eq!(h.role, a.role);
                 assert_eq!(h.time, a.time);
                 assert!(
-                    h.snippet.marked("[[", "]]").contains("[[migration]] was never applied"),
+                    h.snippet
+                        .marked("[[", "]]")
+                        .contains("[[migration]] was never applied"),
                     "{:?}",
                     h.snippet
                 );
@@ -126,7 +129,14 @@ fn every_filter_finds_the_known_message_in_a_1000_session_store() {
                 ..Default::default()
             },
             SearchFilter {
-                agent: Some(if a.agent == "codex" { "memoir" } else { "codex" }.into()),
+                agent: Some(
+                    if a.agent == "codex" {
+                        "memoir"
+                    } else {
+                        "codex"
+                    }
+                    .into(),
+                ),
                 ..Default::default()
             },
             SearchFilter {
@@ -142,7 +152,11 @@ fn every_filter_finds_the_known_message_in_a_1000_session_store() {
                 ..Default::default()
             },
             SearchFilter {
-                role: Some(if a.role == Role::User { Role::Tool } else { Role::User }),
+                role: Some(if a.role == Role::User {
+                    Role::Tool
+                } else {
+                    Role::User
+                }),
                 ..Default::default()
             },
             SearchFilter {
@@ -151,7 +165,9 @@ fn every_filter_finds_the_known_message_in_a_1000_session_store() {
             },
         ];
         for f in excluding {
-            let hits = ix.search(&query(&a.query, SearchMode::Lexical, f.clone())).unwrap();
+            let hits = ix
+                .search(&query(&a.query, SearchMode::Lexical, f.clone()))
+                .unwrap();
             assert!(!found(&hits, a), "{f:?} should exclude {a:?}");
         }
     }
@@ -277,7 +293,9 @@ fn deleting_a_session_hides_it_and_restoring_brings_it_back() {
         append(
             st.as_ref(),
             id,
-            vec![Record::Message(Message::user(format!("narwhal note from {id}")))],
+            vec![Record::Message(Message::user(format!(
+                "narwhal note from {id}"
+            )))],
         );
     }
     let mut ix = SearchIndex::open_store(st.clone(), &tmp.path().join("search")).unwrap();
@@ -320,7 +338,9 @@ fn a_fork_indexes_only_its_own_messages_and_appends_are_cheap_to_catch_up() {
     append(
         st.as_ref(),
         "child",
-        vec![Record::Message(Message::user("the fork's own okapi follow-up"))],
+        vec![Record::Message(Message::user(
+            "the fork's own okapi follow-up",
+        ))],
     );
     let mut ix = SearchIndex::open_store(st.clone(), &tmp.path().join("search")).unwrap();
     ix.update().unwrap();
@@ -328,7 +348,11 @@ fn a_fork_indexes_only_its_own_messages_and_appends_are_cheap_to_catch_up() {
     hits.sort();
     assert_eq!(
         hits,
-        vec![("child".into(), 1), ("parent".into(), 1), ("parent".into(), 2)]
+        vec![
+            ("child".into(), 1),
+            ("parent".into(), 1),
+            ("parent".into(), 2)
+        ]
     );
     // A compaction in the fork repeats the inherited messages: still not the fork's.
     append(
@@ -354,7 +378,11 @@ fn a_stale_or_corrupt_index_is_rebuilt_never_trusted() {
     let tmp = tempfile::tempdir().unwrap();
     let st = store(tmp.path());
     st.create(&SessionMeta::new("one")).unwrap();
-    append(st.as_ref(), "one", vec![Record::Message(Message::user("wombat burrow"))]);
+    append(
+        st.as_ref(),
+        "one",
+        vec![Record::Message(Message::user("wombat burrow"))],
+    );
     let dir = tmp.path().join("search");
     {
         let mut ix = SearchIndex::open_store(st.clone(), &dir).unwrap();
@@ -423,7 +451,10 @@ fn the_index_survives_sigkill_mid_update_and_catches_up() {
     let start = std::time::Instant::now();
     while committed(&db) == 0 {
         assert!(start.elapsed().as_secs() < 120, "indexing never committed");
-        assert!(child.try_wait().unwrap().is_none(), "the indexing child died");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the indexing child died"
+        );
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
     child.kill().unwrap();
@@ -435,7 +466,10 @@ fn the_index_survives_sigkill_mid_update_and_catches_up() {
     let partial = committed(&db);
     assert!(partial > 0 && partial < 800, "{partial}");
     let mut ix = SearchIndex::open(tmp.path()).unwrap();
-    assert!(!ix.rebuilt_on_open(), "a killed update leaves a usable index");
+    assert!(
+        !ix.rebuilt_on_open(),
+        "a killed update leaves a usable index"
+    );
     let r = ix.update().unwrap();
     assert!(r.extended + r.reindexed > 0, "{r:?}");
     let stats = ix.stats().unwrap();
@@ -443,7 +477,11 @@ fn the_index_survives_sigkill_mid_update_and_catches_up() {
     assert_eq!(stats.messages, 80_000, "every message exactly once");
     for a in &answers {
         let hits = ix
-            .search(&query(&a.query, SearchMode::Lexical, SearchFilter::default()))
+            .search(&query(
+                &a.query,
+                SearchMode::Lexical,
+                SearchFilter::default(),
+            ))
             .unwrap();
         assert!(first_is(&hits, &a.session, a.seq), "{a:?}");
     }

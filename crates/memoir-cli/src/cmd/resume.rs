@@ -61,7 +61,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let status = c
             .status()
             .with_context(|| format!("running {}", cmd.shell_line()))?;
-        return Ok(ExitCode::from(status.code().unwrap_or(2).clamp(0, 255) as u8));
+        return Ok(ExitCode::from(
+            status.code().unwrap_or(2).clamp(0, 255) as u8
+        ));
     }
     if args.json {
         let out = serde_json::json!({

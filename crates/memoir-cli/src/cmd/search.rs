@@ -110,7 +110,8 @@ pub fn sessions_dir(dir: &Option<PathBuf>) -> anyhow::Result<PathBuf> {
 
 /// Open the index of `dir` with the configured embedder when `mode` needs one.
 pub fn open_index(dir: &std::path::Path, mode: SearchMode) -> anyhow::Result<SearchIndex> {
-    let ix = SearchIndex::open(dir).with_context(|| format!("opening the index of {}", dir.display()))?;
+    let ix = SearchIndex::open(dir)
+        .with_context(|| format!("opening the index of {}", dir.display()))?;
     Ok(if mode == SearchMode::Lexical {
         ix
     } else {
@@ -164,7 +165,12 @@ fn print_hit(h: &SearchHit, colour: bool) {
     let (open, close, dim, reset) = if colour {
         ("\x1b[1;33m", "\x1b[0m", "\x1b[2m", "\x1b[0m")
     } else {
-        (memoir::search::snippet::MARK_OPEN, memoir::search::snippet::MARK_CLOSE, "", "")
+        (
+            memoir::search::snippet::MARK_OPEN,
+            memoir::search::snippet::MARK_CLOSE,
+            "",
+            "",
+        )
     };
     let tools = if h.tools.is_empty() {
         String::new()

@@ -23,7 +23,11 @@ mod tests {
         let seqs = [1, 2, 3, 7, 8, 9];
         assert_eq!(around(&seqs, 3, 1), 1..4);
         assert_eq!(around(&seqs, 1, 2), 0..3);
-        assert_eq!(around(&seqs, 5, 0), 3..4, "seq 5 was compacted away: show 7");
+        assert_eq!(
+            around(&seqs, 5, 0),
+            3..4,
+            "seq 5 was compacted away: show 7"
+        );
         assert_eq!(around(&seqs, 99, 1), 4..6);
         assert_eq!(around(&[], 3, 2), 0..0);
     }

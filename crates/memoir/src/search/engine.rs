@@ -190,10 +190,13 @@ pub(super) fn embed_missing(
         let tx = db.conn.transaction().at(&path)?;
         {
             let mut ins = tx
-                .prepare_cached("INSERT OR REPLACE INTO vectors(model, chash, vec) VALUES (?1, ?2, ?3)")
+                .prepare_cached(
+                    "INSERT OR REPLACE INTO vectors(model, chash, vec) VALUES (?1, ?2, ?3)",
+                )
                 .at(&path)?;
             for ((hash, _), v) in rows.iter().zip(&vectors) {
-                ins.execute(params![model, hash, encode_vector(v)]).at(&path)?;
+                ins.execute(params![model, hash, encode_vector(v)])
+                    .at(&path)?;
             }
         }
         tx.commit().at(&path)?;

@@ -76,10 +76,17 @@ fn forget_docs(db: &Db, sid: i64) -> Result<()> {
             [sid],
         )
         .at(p)?;
-    db.conn.execute("DELETE FROM docs WHERE sid = ?1", [sid]).at(p)?;
-    db.conn.execute("DELETE FROM calls WHERE sid = ?1", [sid]).at(p)?;
     db.conn
-        .execute("UPDATE sessions SET docs = 0, tokens = 0 WHERE sid = ?1", [sid])
+        .execute("DELETE FROM docs WHERE sid = ?1", [sid])
+        .at(p)?;
+    db.conn
+        .execute("DELETE FROM calls WHERE sid = ?1", [sid])
+        .at(p)?;
+    db.conn
+        .execute(
+            "UPDATE sessions SET docs = 0, tokens = 0 WHERE sid = ?1",
+            [sid],
+        )
         .at(p)?;
     Ok(())
 }
@@ -143,7 +150,11 @@ fn ms(t: chrono::DateTime<chrono::Utc>) -> i64 {
 
 /// Index the whole store: every listed session from its cursor, deleted
 /// sessions dropped.
-pub(super) fn update_all(db: &mut Db, store: &dyn LogStore, tk: &Tokenizer) -> Result<UpdateReport> {
+pub(super) fn update_all(
+    db: &mut Db,
+    store: &dyn LogStore,
+    tk: &Tokenizer,
+) -> Result<UpdateReport> {
     let (listed, unreadable) = store.list()?;
     let mut known = known_sessions(db)?;
     let mut report = UpdateReport {
@@ -224,11 +235,20 @@ fn content_hash(text: &str) -> RecordHash {
 
 impl SessionWriter<'_> {
     /// Add one document; returns its number of terms.
-    fn add(&self, db: &Db, seq: u64, m: &Message, t: &MessageText, hash: &RecordHash) -> Result<u64> {
+    fn add(
+        &self,
+        db: &Db,
+        seq: u64,
+        m: &Message,
+        t: &MessageText,
+        hash: &RecordHash,
+    ) -> Result<u64> {
         let p = db.path();
         for (call, name) in &t.calls {
             db.conn
-                .prepare_cached("INSERT OR REPLACE INTO calls(sid, call_id, name) VALUES (?1, ?2, ?3)")
+                .prepare_cached(
+                    "INSERT OR REPLACE INTO calls(sid, call_id, name) VALUES (?1, ?2, ?3)",
+                )
                 .at(p)?
                 .execute(params![self.sid, call, name])
                 .at(p)?;
@@ -320,7 +340,11 @@ fn index_session(
         return Ok(());
     };
     let header_hash = record_hash(&Record::Meta(meta.clone()));
-    let plan = cursor::plan(known.as_ref().map(|k| &k.cursor), &header_hash, &raw.records);
+    let plan = cursor::plan(
+        known.as_ref().map(|k| &k.cursor),
+        &header_hash,
+        &raw.records,
+    );
     let title = raw
         .records
         .iter()

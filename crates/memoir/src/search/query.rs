@@ -335,7 +335,12 @@ fn newest(db: &Db, f: &SearchFilter, limit: usize) -> Result<Vec<Candidate>> {
 }
 
 /// The embedding of a candidate: the stored one for this model, else computed.
-fn vector_of(db: &Db, embedder: &dyn EmbeddingProvider, model: &str, c: &Candidate) -> Result<Vec<f32>> {
+fn vector_of(
+    db: &Db,
+    embedder: &dyn EmbeddingProvider,
+    model: &str,
+    c: &Candidate,
+) -> Result<Vec<f32>> {
     let stored: Option<Vec<u8>> = db
         .conn
         .prepare_cached("SELECT vec FROM vectors WHERE model = ?1 AND chash = ?2")
@@ -367,7 +372,8 @@ fn semantic(
     k: usize,
 ) -> Result<Vec<Candidate>> {
     let (cond, args) = filter_sql(f, 1);
-    let sql = format!("SELECT {COLUMNS} FROM docs d JOIN sessions s ON s.sid = d.sid WHERE 1{cond}");
+    let sql =
+        format!("SELECT {COLUMNS} FROM docs d JOIN sessions s ON s.sid = d.sid WHERE 1{cond}");
     let model = embedder.model_id();
     let mut st = db.conn.prepare(&sql).at(db.path())?;
     let params: Vec<&dyn ToSql> = args.iter().map(|b| b.as_ref()).collect();
@@ -439,7 +445,10 @@ pub(super) fn search(
             return Ok(Vec::new());
         }
         let list = newest(db, &q.filter, k)?;
-        return Ok(list.into_iter().map(|c| hit(c, &parsed.terms, tk)).collect());
+        return Ok(list
+            .into_iter()
+            .map(|c| hit(c, &parsed.terms, tk))
+            .collect());
     };
     let list = match q.mode {
         SearchMode::Lexical => lexical(db, tk, &parsed, fts, &q.filter, k)?,
@@ -473,7 +482,10 @@ pub(super) fn search(
             cands
         }
     };
-    Ok(list.into_iter().map(|c| hit(c, &parsed.terms, tk)).collect())
+    Ok(list
+        .into_iter()
+        .map(|c| hit(c, &parsed.terms, tk))
+        .collect())
 }
 
 #[cfg(test)]

@@ -84,7 +84,10 @@ mod tests {
     #[test]
     fn each_agent_gets_its_own_resume_command_and_native_sessions_get_show() {
         let mut meta = SessionMeta::new("m1");
-        assert_eq!(resume_command(&meta).shell_line(), "memoir sessions show m1");
+        assert_eq!(
+            resume_command(&meta).shell_line(),
+            "memoir sessions show m1"
+        );
         meta.workspace = "/home/me/my project".into();
         meta.source = Some(SourceRef {
             agent: "claude-code".into(),
@@ -101,7 +104,10 @@ mod tests {
             s.agent = "codex".into();
         }
         let c = resume_command(&meta);
-        assert_eq!((c.program.as_str(), c.args.clone()), ("codex", vec!["resume".to_string(), "0b9c-uuid".to_string()]));
+        assert_eq!(
+            (c.program.as_str(), c.args.clone()),
+            ("codex", vec!["resume".to_string(), "0b9c-uuid".to_string()])
+        );
         if let Some(s) = meta.source.as_mut() {
             s.agent = "gemini-cli".into();
         }

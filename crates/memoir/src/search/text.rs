@@ -112,7 +112,10 @@ mod tests {
             ],
         );
         let t = of_message(&m);
-        assert_eq!(t.text, "running the tests\nBash command cargo test timeout 60");
+        assert_eq!(
+            t.text,
+            "running the tests\nBash command cargo test timeout 60"
+        );
         assert_eq!(t.calls, vec![("c1".to_string(), "Bash".to_string())]);
         let r = of_message(&Message::tool_result("c1", "é".repeat(MAX_DOC_BYTES), true));
         assert_eq!(r.answers, vec!["c1".to_string()]);

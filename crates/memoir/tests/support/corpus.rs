@@ -16,20 +16,132 @@ use memoir::store::{Durability, LogStore};
 
 /// Words the generated text is made of (common coding-session vocabulary).
 const WORDS: &[&str] = &[
-    "build", "test", "error", "fix", "function", "module", "crate", "file", "type", "trait",
-    "struct", "enum", "match", "borrow", "lifetime", "compile", "warning", "clippy", "format",
-    "refactor", "rename", "import", "export", "config", "parse", "serialize", "json", "yaml",
-    "server", "client", "request", "response", "header", "token", "cache", "index", "query",
-    "database", "table", "column", "migration", "schema", "commit", "branch", "merge", "rebase",
-    "review", "deploy", "docker", "container", "network", "socket", "thread", "async", "await",
-    "future", "runtime", "panic", "unwrap", "result", "option", "vector", "string", "slice",
-    "buffer", "stream", "reader", "writer", "path", "directory", "permission", "user", "session",
-    "memory", "leak", "profile", "benchmark", "latency", "throughput", "retry", "timeout", "lock",
-    "mutex", "channel", "queue", "worker", "pool", "log", "trace", "metric", "alert", "dashboard",
-    "frontend", "backend", "component", "render", "style", "layout", "button", "form", "input",
-    "validation", "handler", "route", "endpoint", "middleware", "auth", "login", "password",
-    "hash", "encrypt", "certificate", "upload", "download", "image", "resize", "thumbnail",
-    "script", "shell", "command", "argument", "flag", "option", "version", "release", "changelog",
+    "build",
+    "test",
+    "error",
+    "fix",
+    "function",
+    "module",
+    "crate",
+    "file",
+    "type",
+    "trait",
+    "struct",
+    "enum",
+    "match",
+    "borrow",
+    "lifetime",
+    "compile",
+    "warning",
+    "clippy",
+    "format",
+    "refactor",
+    "rename",
+    "import",
+    "export",
+    "config",
+    "parse",
+    "serialize",
+    "json",
+    "yaml",
+    "server",
+    "client",
+    "request",
+    "response",
+    "header",
+    "token",
+    "cache",
+    "index",
+    "query",
+    "database",
+    "table",
+    "column",
+    "migration",
+    "schema",
+    "commit",
+    "branch",
+    "merge",
+    "rebase",
+    "review",
+    "deploy",
+    "docker",
+    "container",
+    "network",
+    "socket",
+    "thread",
+    "async",
+    "await",
+    "future",
+    "runtime",
+    "panic",
+    "unwrap",
+    "result",
+    "option",
+    "vector",
+    "string",
+    "slice",
+    "buffer",
+    "stream",
+    "reader",
+    "writer",
+    "path",
+    "directory",
+    "permission",
+    "user",
+    "session",
+    "memory",
+    "leak",
+    "profile",
+    "benchmark",
+    "latency",
+    "throughput",
+    "retry",
+    "timeout",
+    "lock",
+    "mutex",
+    "channel",
+    "queue",
+    "worker",
+    "pool",
+    "log",
+    "trace",
+    "metric",
+    "alert",
+    "dashboard",
+    "frontend",
+    "backend",
+    "component",
+    "render",
+    "style",
+    "layout",
+    "button",
+    "form",
+    "input",
+    "validation",
+    "handler",
+    "route",
+    "endpoint",
+    "middleware",
+    "auth",
+    "login",
+    "password",
+    "hash",
+    "encrypt",
+    "certificate",
+    "upload",
+    "download",
+    "image",
+    "resize",
+    "thumbnail",
+    "script",
+    "shell",
+    "command",
+    "argument",
+    "flag",
+    "option",
+    "version",
+    "release",
+    "changelog",
 ];
 
 /// Tools the assistant calls.
@@ -93,7 +205,9 @@ impl Rng {
 
 /// A unique made-up identifier (never produced by [`Rng::word`]).
 pub fn rare(n: usize) -> String {
-    const SYL: &[&str] = &["zor", "vek", "qui", "mab", "tel", "rux", "pim", "dov", "kas", "yel"];
+    const SYL: &[&str] = &[
+        "zor", "vek", "qui", "mab", "tel", "rux", "pim", "dov", "kas", "yel",
+    ];
     let mut s = String::new();
     let mut x = n + 1;
     while x > 0 {
@@ -137,7 +251,10 @@ pub fn meta_of(i: usize) -> SessionMeta {
 
 /// The messages of session `i` (the `j`-th message gets `seq` `j + 1` when
 /// appended in one batch after the header), and its planted answer.
-pub fn messages_of(spec: &Spec, i: usize) -> (Vec<Message>, Option<(usize, String, Role, Option<String>)>) {
+pub fn messages_of(
+    spec: &Spec,
+    i: usize,
+) -> (Vec<Message>, Option<(usize, String, Role, Option<String>)>) {
     let mut rng = Rng::new(spec.seed ^ (i as u64).wrapping_mul(0x1000_0001));
     let meta = meta_of(i);
     let n = spec.messages_per_session;
@@ -148,7 +265,11 @@ pub fn messages_of(spec: &Spec, i: usize) -> (Vec<Message>, Option<(usize, Strin
     for j in 0..n {
         let ts = meta.created_at + Duration::seconds(j as i64 * 20);
         let mut m = match j % 4 {
-            0 => Message::user(format!("please {} the {}", rng.sentence(6), rng.sentence(8))),
+            0 => Message::user(format!(
+                "please {} the {}",
+                rng.sentence(6),
+                rng.sentence(8)
+            )),
             1 => {
                 let tool = TOOLS[rng.below(TOOLS.len())];
                 call += 1;
@@ -168,7 +289,12 @@ pub fn messages_of(spec: &Spec, i: usize) -> (Vec<Message>, Option<(usize, Strin
             }
             2 => Message::tool_result(
                 format!("call-{i}-{call}"),
-                format!("{}\n{}\n{}", rng.sentence(12), rng.sentence(12), rng.sentence(10)),
+                format!(
+                    "{}\n{}\n{}",
+                    rng.sentence(12),
+                    rng.sentence(12),
+                    rng.sentence(10)
+                ),
                 rng.below(5) == 0,
             ),
             _ => Message::assistant(format!(
@@ -181,28 +307,27 @@ pub fn messages_of(spec: &Spec, i: usize) -> (Vec<Message>, Option<(usize, Strin
             let k = i / spec.answer_every;
             let (a, b, c) = (rare(3 * k), rare(3 * k + 1), rare(3 * k + 2));
             let tool = if m.role == Role::Tool || m.has_tool_uses() {
-                Some(
-                    match &m.content.last() {
-                        Some(Block::ToolUse { name, .. }) => name.clone(),
-                        _ => {
-                            // A result answers the previous call.
-                            let prev: &Message = &out[j - 1];
-                            match prev.content.last() {
-                                Some(Block::ToolUse { name, .. }) => name.clone(),
-                                _ => String::new(),
-                            }
+                Some(match &m.content.last() {
+                    Some(Block::ToolUse { name, .. }) => name.clone(),
+                    _ => {
+                        // A result answers the previous call.
+                        let prev: &Message = &out[j - 1];
+                        match prev.content.last() {
+                            Some(Block::ToolUse { name, .. }) => name.clone(),
+                            _ => String::new(),
                         }
-                    },
-                )
+                    }
+                })
             } else {
                 None
             };
-            let planted = format!(
-                "the {a} {b} handler fails because the {c} migration was never applied"
-            );
+            let planted =
+                format!("the {a} {b} handler fails because the {c} migration was never applied");
             match m.content.first_mut() {
                 Some(Block::Text { text }) => *text = format!("{text} {planted}"),
-                Some(Block::ToolResult { content, .. }) => *content = format!("{content} {planted}"),
+                Some(Block::ToolResult { content, .. }) => {
+                    *content = format!("{content} {planted}")
+                }
                 _ => {}
             }
             answer = Some((j, format!("{a} handler {c} migration"), m.role, tool));
