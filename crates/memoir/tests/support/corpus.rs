@@ -217,6 +217,9 @@ pub fn rare(n: usize) -> String {
     s
 }
 
+/// A planted answer: its message index, the query, its role and tool.
+pub type Planted = (usize, String, Role, Option<String>);
+
 /// Spec of a generated store.
 #[derive(Debug, Clone, Copy)]
 pub struct Spec {
@@ -251,14 +254,11 @@ pub fn meta_of(i: usize) -> SessionMeta {
 
 /// The messages of session `i` (the `j`-th message gets `seq` `j + 1` when
 /// appended in one batch after the header), and its planted answer.
-pub fn messages_of(
-    spec: &Spec,
-    i: usize,
-) -> (Vec<Message>, Option<(usize, String, Role, Option<String>)>) {
+pub fn messages_of(spec: &Spec, i: usize) -> (Vec<Message>, Option<Planted>) {
     let mut rng = Rng::new(spec.seed ^ (i as u64).wrapping_mul(0x1000_0001));
     let meta = meta_of(i);
     let n = spec.messages_per_session;
-    let plant = (i % spec.answer_every == 0 && n >= 4).then(|| 1 + rng.below(n - 2));
+    let plant = (i.is_multiple_of(spec.answer_every) && n >= 4).then(|| 1 + rng.below(n - 2));
     let mut out = Vec::with_capacity(n);
     let mut answer = None;
     let mut call = 0usize;
