@@ -314,12 +314,22 @@ fn lexical_where(db: &Db, fts: &str, f: &SearchFilter, limit: usize) -> Result<V
     let (cond, mut args) = filter_sql(f, 3);
     // Rank on (rowid, score, time) only, then read the texts of the winners:
     // sorting every match with its text is what makes a naive join slow.
+    // Without filters, rank on the FTS table alone (no per-match lookups).
+    let inner = if cond.is_empty() {
+        "SELECT rowid AS id, bm25(terms) AS b FROM terms WHERE terms MATCH ?1 \
+         ORDER BY b LIMIT ?2"
+            .to_string()
+    } else {
+        format!(
+            "SELECT terms.rowid AS id, bm25(terms) AS b FROM terms \
+             JOIN docs d ON d.rowid = terms.rowid JOIN sessions s ON s.sid = d.sid \
+             WHERE terms MATCH ?1{cond} ORDER BY b, d.ts_ms DESC LIMIT ?2"
+        )
+    };
     let sql = format!(
-        "WITH top AS (SELECT terms.rowid AS id, bm25(terms) AS b, d.ts_ms AS ts \
-         FROM terms JOIN docs d ON d.rowid = terms.rowid JOIN sessions s ON s.sid = d.sid \
-         WHERE terms MATCH ?1{cond} ORDER BY b, ts DESC LIMIT ?2) \
-         SELECT {COLUMNS}, -top.b FROM top JOIN docs d ON d.rowid = top.id \
-         JOIN sessions s ON s.sid = d.sid ORDER BY top.b, top.ts DESC"
+        "WITH top AS ({inner}) SELECT {COLUMNS}, -top.b FROM top \
+         JOIN docs d ON d.rowid = top.id JOIN sessions s ON s.sid = d.sid \
+         ORDER BY top.b, d.ts_ms DESC"
     );
     let mut all: Vec<Box<dyn ToSql>> = vec![Box::new(fts.to_string()), Box::new(limit as i64)];
     all.append(&mut args);
