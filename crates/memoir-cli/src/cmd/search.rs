@@ -13,7 +13,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 use memoir::message::Role;
 use memoir::search::{SearchFilter, SearchHit, SearchIndex, SearchMode, SearchQuery};
 
-use super::sessions::StoreArgs;
+use super::store::StoreArgs;
 
 /// Arguments of `memoir search`.
 #[derive(clap::Args)]
@@ -101,11 +101,12 @@ fn parse_role(s: &str) -> Result<Role, String> {
 
 /// The sessions directory `--dir` or the defaults name.
 pub fn sessions_dir(dir: &Option<PathBuf>) -> anyhow::Result<PathBuf> {
-    StoreArgs {
+    Ok(StoreArgs {
         dir: dir.clone(),
         project: None,
     }
-    .dir()
+    .resolve()?
+    .dir)
 }
 
 /// Open the index of `dir` with the configured embedder when `mode` needs one.
