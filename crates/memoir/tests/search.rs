@@ -333,6 +333,7 @@ fn a_fork_indexes_only_its_own_messages_and_appends_are_cheap_to_catch_up() {
         session: "parent".into(),
         seq: 2,
         messages: 2,
+        parent_created_at: None,
     });
     st.create(&fork).unwrap();
     append(
