@@ -11,3 +11,6 @@ pub mod serve;
 pub mod sessions;
 pub mod usage;
 pub mod store;
+pub mod index;
+pub mod resume;
+pub mod search;
