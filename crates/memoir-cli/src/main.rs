@@ -30,8 +30,10 @@ enum Command {
     #[command(subcommand)]
     Eval(cmd::eval::Command),
     /// Serve a store over HTTP to many agent hosts (bearer tokens per project).
+    #[cfg(feature = "server")]
     Serve(cmd::serve::Args),
     /// Use sessions on a `memoir serve` server (--remote URL, --token).
+    #[cfg(feature = "client")]
     Remote(cmd::serve::RemoteArgs),
     /// Tools for crash and concurrency tests.
     #[command(subcommand, hide = true)]
@@ -46,7 +48,9 @@ fn main() -> ExitCode {
         Command::Embed(args) => cmd::embed::run(args),
         Command::Recall(args) => cmd::recall::run(args),
         Command::Eval(c) => cmd::eval::run(c),
+        #[cfg(feature = "server")]
         Command::Serve(args) => cmd::serve::run(args),
+        #[cfg(feature = "client")]
         Command::Remote(args) => cmd::serve::run_remote(args),
         Command::Debug(c) => cmd::debug::run(c),
     };

@@ -10,10 +10,10 @@ use memoir::manager::{ManagerOptions, SessionManager};
 use memoir::message::Message;
 use serde_json::Value;
 
+mod common;
+
 fn memoir(home: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_memoir"));
-    c.env("MEMOIR_HOME", home).env_remove("MEMOIR_SESSION_DIR");
-    c
+    common::memoir_in(home)
 }
 
 fn ok(out: Output) -> String {

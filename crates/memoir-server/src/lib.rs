@@ -705,11 +705,12 @@ async fn search_session(
     }
     let top_k = req.top_k.unwrap_or(5).clamp(1, 100);
     let store = st.store.clone();
-    let handle = tokio::runtime::Handle::current();
+    // Reading, rebuilding the view and embedding all block: one trip to the
+    // blocking pool.
     let hits = blocking(move || {
         header_in_project(store.as_ref(), &auth.project, &id)?;
         let t = memoir::transcript::read_in(store.as_ref(), &id)?;
-        search_transcript(&handle, &t, &req.query, top_k)
+        search_transcript(&t, &req.query, top_k)
     })
     .await?;
     Ok(Json(wire::SearchResponse { hits }))
@@ -718,7 +719,6 @@ async fn search_session(
 /// Hybrid (BM25 + hashed-feature vectors) search over a transcript's chunks,
 /// through the semantic view, rebuilt per request (no model needed).
 fn search_transcript(
-    handle: &tokio::runtime::Handle,
     t: &memoir::transcript::Transcript,
     query: &str,
     top_k: usize,
@@ -726,8 +726,7 @@ fn search_transcript(
     use memoir::embed::hash::HashEmbedder;
     use memoir::view::{RetrievalMode, SearchRequest, SessionView, StateSet};
     let embedder = HashEmbedder::new(256);
-    let (view, _) = handle
-        .block_on(SessionView::rebuild(t, &embedder, None))
+    let (view, _) = SessionView::rebuild(t, &embedder, None)
         .map_err(|e| Error::Invalid(format!("search: {e}")))?;
     let qv = embedder.embed_sync(query);
     let req = SearchRequest {

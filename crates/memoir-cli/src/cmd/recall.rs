@@ -11,7 +11,7 @@ use memoir::embed::{EmbedderKind, EmbeddingProvider, HashEmbedder};
 use memoir::transcript::Session;
 use memoir::view::{GraftContent, RebuildOptions, RetrievalMode, SessionView, ViewConfig};
 
-use super::eval::{block_on, embedder};
+use super::eval::embedder;
 
 /// Arguments of `memoir recall`.
 #[derive(clap::Args)]
@@ -61,15 +61,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         },
         ..RebuildOptions::default()
     };
-    let (view, report) = block_on(SessionView::rebuild_with(
+    let (view, report) = SessionView::rebuild_with(
         &transcript,
         embedder.as_ref(),
         store.as_ref(),
         &options,
-    ))?;
+    )?;
     if let Some(budget) = args.budget {
         let block =
-            block_on(view.graft_budget(embedder.as_ref(), &args.query, budget, store.as_ref()))?;
+            view.graft_budget(embedder.as_ref(), &args.query, budget, store.as_ref())?;
         if args.json {
             println!("{}", serde_json::to_string_pretty(&block)?);
         } else if block.text.is_empty() {
@@ -79,7 +79,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let hits = block_on(view.query_text_mode(embedder.as_ref(), &args.query, args.k, args.mode))?;
+    let hits = view.query_text_mode(embedder.as_ref(), &args.query, args.k, args.mode)?;
     let text_of = |c: &GraftContent| -> String {
         match c {
             GraftContent::Inline(t) => t.clone(),

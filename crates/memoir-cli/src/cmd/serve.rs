@@ -5,20 +5,42 @@
 //! requests in flight. `remote` talks to such a server through
 //! `memoir::client` (`--remote URL`, `--token`).
 
+//!
+//! Each half is behind its cargo feature: `server` (axum, tokio) and
+//! `client` (the HTTP client).
+
+#[cfg(feature = "server")]
 use std::net::SocketAddr;
+#[cfg(feature = "server")]
 use std::path::PathBuf;
+#[cfg(any(feature = "server", feature = "client"))]
 use std::process::ExitCode;
+#[cfg(feature = "client")]
 use std::sync::Arc;
 
-use anyhow::{bail, Context};
+#[cfg(any(feature = "server", feature = "client"))]
+use anyhow::bail;
+#[cfg(feature = "server")]
+use anyhow::Context;
+#[cfg(feature = "client")]
 use memoir::client::{wire, Client, RemoteStore};
+#[cfg(feature = "client")]
 use memoir::message::Message;
+#[cfg(feature = "client")]
 use memoir::record::Record;
-use memoir::store::{scan, Durability};
-use memoir::transcript::{find_in, Session};
+#[cfg(feature = "client")]
+use memoir::store::scan;
+#[cfg(feature = "server")]
+use memoir::store::Durability;
+#[cfg(feature = "client")]
+use memoir::transcript::find_in;
+#[cfg(feature = "server")]
+use memoir::transcript::Session;
+#[cfg(feature = "server")]
 use memoir_server::{check_listen, open_store, parse_tokens, TokenGrant};
 
 /// Arguments of `memoir serve`.
+#[cfg(feature = "server")]
 #[derive(clap::Args)]
 pub struct Args {
     /// Store: a session directory, or `postgres://user@host:port/db[#schema=NAME]`
@@ -46,11 +68,13 @@ pub struct Args {
     allow_public: bool,
 }
 
+#[cfg(any(feature = "server", feature = "client"))]
 fn env_nonempty(var: &str) -> Option<String> {
     std::env::var(var).ok().filter(|v| !v.is_empty())
 }
 
 /// Run `memoir serve`.
+#[cfg(feature = "server")]
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     check_listen(&args.listen, args.allow_public)?;
     let durability: Durability = args.durability.parse()?;
@@ -114,6 +138,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 /// Arguments of `memoir remote`.
+#[cfg(feature = "client")]
 #[derive(clap::Args)]
 pub struct RemoteArgs {
     /// Server URL, e.g. http://127.0.0.1:8080 (default: $MEMOIR_REMOTE).
@@ -127,6 +152,7 @@ pub struct RemoteArgs {
 }
 
 /// Subcommands of `memoir remote`.
+#[cfg(feature = "client")]
 #[derive(clap::Subcommand)]
 pub enum RemoteCommand {
     /// List the project's sessions, newest first.
@@ -204,6 +230,7 @@ pub enum RemoteCommand {
 }
 
 /// Run `memoir remote`.
+#[cfg(feature = "client")]
 pub fn run_remote(args: RemoteArgs) -> anyhow::Result<ExitCode> {
     let Some(url) = args.url.or_else(|| env_nonempty("MEMOIR_REMOTE")) else {
         bail!("no server: give --remote URL or set $MEMOIR_REMOTE");

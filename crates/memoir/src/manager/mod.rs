@@ -23,6 +23,7 @@ pub mod error;
 pub mod export;
 pub mod fork;
 pub mod index;
+#[cfg(feature = "redact")]
 pub mod redact;
 pub mod trash;
 

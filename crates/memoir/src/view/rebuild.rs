@@ -58,17 +58,17 @@ pub struct RebuildReport {
 impl SessionView {
     /// Build the view of a transcript with default options (see
     /// [`SessionView::rebuild_with`]).
-    pub async fn rebuild(
+    pub fn rebuild(
         transcript: &Transcript,
         embedder: &dyn EmbeddingProvider,
         store: Option<&ArtifactStore>,
     ) -> Result<(SessionView, RebuildReport), ViewError> {
-        Self::rebuild_with(transcript, embedder, store, &RebuildOptions::default()).await
+        Self::rebuild_with(transcript, embedder, store, &RebuildOptions::default())
     }
 
     /// Build the view of a transcript: its messages keyed by
     /// `transcript.message_seqs`, scoped to `transcript.meta.id`.
-    pub async fn rebuild_with(
+    pub fn rebuild_with(
         transcript: &Transcript,
         embedder: &dyn EmbeddingProvider,
         store: Option<&ArtifactStore>,
@@ -82,14 +82,13 @@ impl SessionView {
             store,
             options,
         )
-        .await
     }
 
     /// Build a view of `messages`, where `seqs[i]` is the `chain_seq` of
     /// `messages[i]` (the transcript record's `seq`). Long texts go to
     /// `store` when one is given; externalized tool results are read back
     /// from it to be indexed.
-    pub async fn rebuild_from_messages(
+    pub fn rebuild_from_messages(
         session_id: impl Into<String>,
         messages: &[Message],
         seqs: &[u64],
@@ -104,7 +103,7 @@ impl SessionView {
         for batch in chunks.chunks(options.batch.max(1)) {
             let inputs: Vec<&str> = batch.iter().map(|c| c.embed_input.as_str()).collect();
             let t = Instant::now();
-            let vectors = embedder.embed_batch(&inputs).await?;
+            let vectors = embedder.embed_batch(&inputs)?;
             embed_time += t.elapsed();
             if vectors.len() != batch.len() {
                 return Err(ViewError::Invalid(format!(
