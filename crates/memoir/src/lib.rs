@@ -43,8 +43,7 @@
 //! # }
 //! ```
 
-#![deny(unsafe_op_in_unsafe_fn)]
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 pub mod blob;
 pub mod client;
