@@ -94,7 +94,6 @@ impl Rng {
     }
 }
 
-
 /// `n` distinct texts of exactly `tokens` tokens each ([CLS] and [SEP]
 /// included).
 fn texts_of_tokens(m: &MiniLm, n: usize, tokens: usize, seed: u64) -> Vec<String> {

@@ -57,7 +57,10 @@ pub fn quick(name: &str) -> (Vec<&'static str>, Vec<(&'static str, &'static str)
     match name {
         "transcript" => (
             vec![],
-            vec![("BENCH_APPENDS", "2000"), ("BENCH_ONLY", "append,rewrite,list")],
+            vec![
+                ("BENCH_APPENDS", "2000"),
+                ("BENCH_ONLY", "append,rewrite,list"),
+            ],
         ),
         "manager" => (
             vec![],
@@ -73,8 +76,16 @@ pub fn quick(name: &str) -> (Vec<&'static str>, Vec<(&'static str, &'static str)
         ),
         "load" => (
             vec![
-                "--mode", "server", "--backend", "file", "--seconds", "2", "--clients", "4",
-                "--sessions", "8",
+                "--mode",
+                "server",
+                "--backend",
+                "file",
+                "--seconds",
+                "2",
+                "--clients",
+                "4",
+                "--sessions",
+                "8",
             ],
             vec![],
         ),

@@ -32,7 +32,10 @@ fn run_all(quick: bool) -> ExitCode {
     };
     let mut failed = Vec::new();
     for (name, _) in memoir_bench::BENCHES {
-        println!("\n# memoir-bench {name}{}\n", if quick { " (quick)" } else { "" });
+        println!(
+            "\n# memoir-bench {name}{}\n",
+            if quick { " (quick)" } else { "" }
+        );
         let mut cmd = Command::new(&exe);
         cmd.arg(name);
         if quick {

@@ -1,6 +1,8 @@
 //! `memoir`: the command-line front end. Glue only: each subcommand lives in
 //! `cmd/<name>.rs`, parses its own arguments and calls the library.
 
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 mod cmd;
 
 use std::process::ExitCode;

@@ -16,6 +16,8 @@
 //!
 //! The API is documented in `docs/SERVER.md` and served at `/openapi.json`.
 
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -6,7 +6,8 @@ use memoir::manager::{ExportFormat, ExportOptions, ManagerOptions, SessionManage
 use memoir::message::{Block, Message, Role};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let project = std::env::temp_dir().join(format!("memoir-manager-example-{}", std::process::id()));
+    let project =
+        std::env::temp_dir().join(format!("memoir-manager-example-{}", std::process::id()));
     std::fs::create_dir_all(&project)?;
     // Sessions live in <project>/.memoir/sessions.
     let mut m = SessionManager::for_project(&project, ManagerOptions::default())?;
@@ -28,20 +29,44 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // Fork after the tool call: the cut moves so the call keeps its result.
     let fork = m.fork_session(&id, Some(2))?;
-    println!("fork {} keeps {} of the {} messages asked for", fork.id, fork.effective, fork.requested);
+    println!(
+        "fork {} keeps {} of the {} messages asked for",
+        fork.id, fork.effective, fork.requested
+    );
 
     for entry in m.list_sessions()? {
-        println!("{}  {:>3} messages  {}", entry.id, entry.messages, entry.title.unwrap_or_default());
+        println!(
+            "{}  {:>3} messages  {}",
+            entry.id,
+            entry.messages,
+            entry.title.unwrap_or_default()
+        );
     }
 
     #[cfg(feature = "redact")]
     {
-        let e = m.export(&id, ExportOptions { format: ExportFormat::Markdown, redact: true })?;
+        let e = m.export(
+            &id,
+            ExportOptions {
+                format: ExportFormat::Markdown,
+                redact: true,
+            },
+        )?;
         assert!(!e.text.contains("hunter22"));
         println!("{} secret(s) redacted:\n{}", e.redactions.total(), e.text);
     }
     #[cfg(not(feature = "redact"))]
-    println!("{}", m.export(&id, ExportOptions { format: ExportFormat::Markdown, redact: false })?.text);
+    println!(
+        "{}",
+        m.export(
+            &id,
+            ExportOptions {
+                format: ExportFormat::Markdown,
+                redact: false
+            }
+        )?
+        .text
+    );
 
     std::fs::remove_dir_all(&project)?;
     Ok(())

@@ -27,7 +27,11 @@ fn main() -> memoir::Result<()> {
     let loaded = Session::load(&session.path)?;
     assert_eq!(loaded.conversation.messages.len(), 3);
     assert!(loaded.report.is_clean());
-    println!("{}: {} messages, chain verified", session.path.display(), loaded.conversation.messages.len());
+    println!(
+        "{}: {} messages, chain verified",
+        session.path.display(),
+        loaded.conversation.messages.len()
+    );
     let _ = std::fs::remove_dir_all(&tmp);
     Ok(())
 }

@@ -25,8 +25,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (view, report) = SessionView::rebuild(&transcript, &embedder, None)?;
     println!("indexed {} chunks", report.chunks);
 
-    for hit in view.query_text_mode(&embedder, "where is the deploy key?", 2, RetrievalMode::Hybrid)? {
-        println!("seq {:>2}  {:.3}  {}", hit.chain_seq, hit.score, hit.meta.inline.unwrap_or_default());
+    for hit in view.query_text_mode(
+        &embedder,
+        "where is the deploy key?",
+        2,
+        RetrievalMode::Hybrid,
+    )? {
+        println!(
+            "seq {:>2}  {:.3}  {}",
+            hit.chain_seq,
+            hit.score,
+            hit.meta.inline.unwrap_or_default()
+        );
     }
     let block = view.graft_budget(&embedder, "tokenizer bug", 200, None)?;
     println!("graft block ({} tokens):\n{}", block.tokens, block.text);

@@ -255,8 +255,7 @@ fn prefixes_dimensions_and_matryoshka_truncation() {
     let e = OpenAiEmbedder::new(cfg).expect("client");
     assert_eq!(e.dimensions(), 16);
     let d = e.embed("the cat sat").expect("doc");
-    let q = e.embed_query("where is the cat")
-        .expect("query");
+    let q = e.embed_query("where is the cat").expect("query");
     let seen = srv.seen();
     assert_eq!(
         seen[0].body["input"],
@@ -354,10 +353,7 @@ fn server_errors_are_retried_then_reported() {
         Reply::Status(503, vec![], "busy".into()),
         Reply::Ok,
     ]);
-    assert_eq!(
-        e.embed("x").expect("third time lucky").len(),
-        8
-    );
+    assert_eq!(e.embed("x").expect("third time lucky").len(), 8);
     assert_eq!(srv.seen().len(), 3);
 
     srv.push(std::iter::repeat_n(
@@ -482,4 +478,3 @@ fn refused_connection_is_a_backend_error() {
     let err = e.embed("x").unwrap_err();
     assert!(matches!(err, EmbeddingError::BackendError(_)), "{err:?}");
 }
-

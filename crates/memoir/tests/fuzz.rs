@@ -100,7 +100,7 @@ fn mutate(rng: &mut Rng, input: &[u8], corpus: &[Vec<u8>]) -> Vec<u8> {
 /// Give a line a correct `h` again (so mutations reach the payload parser
 /// instead of stopping at the checksum): rehash the bytes before the last
 /// `,"h":"` with the codec's own hash.
-fn reseal(line: &mut Vec<u8>) {
+fn reseal(line: &mut [u8]) {
     const KEY: &[u8] = b",\"h\":\"";
     let Some(at) = line.windows(KEY.len()).rposition(|w| w == KEY) else {
         return;
@@ -204,7 +204,9 @@ fn corpus(target: &str) -> Vec<Vec<u8>> {
     }
     let mut regressions = Vec::new();
     files_under(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/fuzz").join(target),
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/fuzz")
+            .join(target),
         &mut regressions,
     );
     out.extend(regressions.iter().filter_map(|p| std::fs::read(p).ok()));
@@ -271,7 +273,11 @@ fn fuzz(name: &str, target: impl Fn(&[u8])) {
         run_one(&input);
         runs += 1;
     }
-    eprintln!("fuzz {name}: {runs} mutated inputs + {} seeds in {:?}", corpus.len(), start.elapsed());
+    eprintln!(
+        "fuzz {name}: {runs} mutated inputs + {} seeds in {:?}",
+        corpus.len(),
+        start.elapsed()
+    );
 }
 
 /// A decoded record, framed again, decodes to the same record.

@@ -4,8 +4,8 @@
 //! thinking, system prompt, checkpoint).
 
 use memoir::manager::redact::{
-    parse_rules, placeholder, redact_messages, redact_text, redact_transcript, redact_value,
-    rules, Redactions,
+    parse_rules, placeholder, redact_messages, redact_text, redact_transcript, redact_value, rules,
+    Redactions,
 };
 use memoir::manager::{ExportFormat, ExportOptions, ManagerOptions, SessionManager};
 use memoir::message::{Block, Message, Role};
@@ -74,7 +74,10 @@ fn cases() -> Vec<(&'static str, String, String, String)> {
         "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY".into(),
         "aws_secret_access_key = ${AWS_SECRET}".into(),
     );
-    let anthropic = cat(&["sk-ant-", "api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789_-AbCdEf"]);
+    let anthropic = cat(&[
+        "sk-ant-",
+        "api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789_-AbCdEf",
+    ]);
     add(
         "anthropic-api-key",
         format!("x-api-key: {anthropic}"),
@@ -86,7 +89,8 @@ fn cases() -> Vec<(&'static str, String, String, String)> {
         "openai-api-key",
         format!("OPENAI_API_KEY={openai}"),
         openai,
-        "use sk-learn, risk-abcdefghijklmnopqrstuvwxyz0123456789ABCDEF and --sk-this-is-not-a-key".into(),
+        "use sk-learn, risk-abcdefghijklmnopqrstuvwxyz0123456789ABCDEF and --sk-this-is-not-a-key"
+            .into(),
     );
     add(
         "github-pat",
@@ -112,7 +116,10 @@ fn cases() -> Vec<(&'static str, String, String, String)> {
         format!("ghr_{a36}"),
         "ghr_".into(),
     );
-    let fine = cat(&["github_pat_", "11ABCDEFG0abcdefghijkl_mnopqrstuvwxyz0123456789ABCDEFGHIJ"]);
+    let fine = cat(&[
+        "github_pat_",
+        "11ABCDEFG0abcdefghijkl_mnopqrstuvwxyz0123456789ABCDEFGHIJ",
+    ]);
     add(
         "github-fine-grained-pat",
         format!("GH={fine}"),
@@ -137,7 +144,10 @@ fn cases() -> Vec<(&'static str, String, String, String)> {
         "GR1348941Ab3dEf6hIj9kLm2nOp5q".into(),
         "GR1348941short".into(),
     );
-    let bot = cat(&["xoxb-", "1234567890123-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx"]);
+    let bot = cat(&[
+        "xoxb-",
+        "1234567890123-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx",
+    ]);
     add(
         "slack-bot-token",
         format!("SLACK_BOT_TOKEN={bot}"),
@@ -295,14 +305,21 @@ fn shipped_rules_compile() {
     let r = rules().expect("the shipped rule file must parse and compile");
     assert!(r.len() >= 30, "{} rules", r.len());
     let sources: std::collections::BTreeSet<&str> = r.iter().map(|x| x.source.as_str()).collect();
-    assert!(sources.contains("gitleaks") && sources.contains("memoir"), "{sources:?}");
+    assert!(
+        sources.contains("gitleaks") && sources.contains("memoir"),
+        "{sources:?}"
+    );
 }
 
 #[test]
 fn every_rule_has_a_positive_and_a_near_miss_case() {
     let covered: std::collections::BTreeSet<&str> = cases().iter().map(|c| c.0).collect();
     for rule in rules().expect("rules") {
-        assert!(covered.contains(rule.id.as_str()), "no test case for rule {}", rule.id);
+        assert!(
+            covered.contains(rule.id.as_str()),
+            "no test case for rule {}",
+            rule.id
+        );
         assert!(!rule.description.is_empty(), "{}", rule.id);
     }
 }
@@ -334,8 +351,13 @@ fn the_exact_replacements() {
     let (out, _) = redact(r#"{"password": "s3cr3t!"}"#);
     assert_eq!(out, r#"{"password": "[REDACTED:password-assignment]"}"#);
     let (out, _) = redact("git clone https://bob:tok3n@git.example.com/x.git");
-    assert_eq!(out, "git clone https://bob:[REDACTED:url-password]@git.example.com/x.git");
-    let (out, r) = redact("two: xoxb-1234567890123-1234567890123-aaaa and xoxb-1234567890123-1234567890123-bbbb");
+    assert_eq!(
+        out,
+        "git clone https://bob:[REDACTED:url-password]@git.example.com/x.git"
+    );
+    let (out, r) = redact(
+        "two: xoxb-1234567890123-1234567890123-aaaa and xoxb-1234567890123-1234567890123-bbbb",
+    );
     assert_eq!(r.total(), 2, "{out}");
 }
 
@@ -400,31 +422,75 @@ fn a_transcript_is_redacted_in_every_text_field() {
     }];
     t.checkpoint = Some(json!({"note": format!("k={AWS}")}));
     let (r, counts) = redact_transcript(&t).unwrap();
-    assert_eq!(counts.counts.get("aws-access-token"), Some(&5), "{counts:?}");
-    let dump = format!("{:?} {:?} {:?} {:?} {:?}", r.title, r.meta.title, r.messages, r.configs, r.checkpoint);
+    assert_eq!(
+        counts.counts.get("aws-access-token"),
+        Some(&5),
+        "{counts:?}"
+    );
+    let dump = format!(
+        "{:?} {:?} {:?} {:?} {:?}",
+        r.title, r.meta.title, r.messages, r.configs, r.checkpoint
+    );
     assert!(!dump.contains(AWS), "{dump}");
-    assert_eq!(r.title.as_deref(), Some("renamed: key [REDACTED:aws-access-token]"));
+    assert_eq!(
+        r.title.as_deref(),
+        Some("renamed: key [REDACTED:aws-access-token]")
+    );
 }
 
 #[test]
 fn an_export_redacts_the_title_in_every_format() {
     let dir = tempfile::tempdir().unwrap();
     let mut m = SessionManager::for_project(dir.path(), ManagerOptions::default()).unwrap();
-    let id = m.create_session("task", Some(&format!("rotate {AWS} today"))).unwrap();
+    let id = m
+        .create_session("task", Some(&format!("rotate {AWS} today")))
+        .unwrap();
     m.add_message(Message::user("hello")).unwrap();
     m.flush().unwrap();
-    for format in [ExportFormat::Markdown, ExportFormat::Jsonl, ExportFormat::OpenAi] {
-        let e = m.export(&id, ExportOptions { format, redact: true }).unwrap();
+    for format in [
+        ExportFormat::Markdown,
+        ExportFormat::Jsonl,
+        ExportFormat::OpenAi,
+    ] {
+        let e = m
+            .export(
+                &id,
+                ExportOptions {
+                    format,
+                    redact: true,
+                },
+            )
+            .unwrap();
         assert!(!e.text.contains(AWS), "{format:?}: {}", e.text);
     }
     let md = m
-        .export(&id, ExportOptions { format: ExportFormat::Markdown, redact: true })
+        .export(
+            &id,
+            ExportOptions {
+                format: ExportFormat::Markdown,
+                redact: true,
+            },
+        )
         .unwrap();
-    assert!(md.text.starts_with("# rotate [REDACTED:aws-access-token] today\n"), "{}", md.text);
+    assert!(
+        md.text
+            .starts_with("# rotate [REDACTED:aws-access-token] today\n"),
+        "{}",
+        md.text
+    );
     // Replacements are counted per field: the current title and the header's.
     assert_eq!(md.redactions.counts.get("aws-access-token"), Some(&2));
     let plain = m
-        .export(&id, ExportOptions { format: ExportFormat::Markdown, redact: false })
+        .export(
+            &id,
+            ExportOptions {
+                format: ExportFormat::Markdown,
+                redact: false,
+            },
+        )
         .unwrap();
-    assert!(plain.text.contains(AWS), "without --redact the export is verbatim");
+    assert!(
+        plain.text.contains(AWS),
+        "without --redact the export is verbatim"
+    );
 }

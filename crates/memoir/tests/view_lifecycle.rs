@@ -74,7 +74,9 @@ fn wrong_widths_leave_no_trace() {
     let store = ArtifactStore::open(tmp.path()).unwrap();
     let view = SessionView::new("s", 32);
     let long = "a long tool output ".repeat(100);
-    let ok = view.index_chunk(&Short, Some(&store), 1, "tool.result", &long, 64).unwrap();
+    let ok = view
+        .index_chunk(&Short, Some(&store), 1, "tool.result", &long, 64)
+        .unwrap();
     assert!(!ok);
     assert!(view.is_empty());
     assert_eq!(store.list().unwrap(), vec![], "no blob written");

@@ -85,13 +85,17 @@ fn same_transcript_same_manifest_and_answers() {
         let y = b.query_text(&e, q, 3).unwrap();
         assert_eq!(x, y, "{q}");
     }
-    let top = a.query_text(&e, "where is the staging deploy key", 1).unwrap();
+    let top = a
+        .query_text(&e, "where is the staging deploy key", 1)
+        .unwrap();
     assert!(
         matches!(top[0].chain_seq, 2 | 3),
         "got {}",
         top[0].chain_seq
     );
-    let top = a.query_text_mode(&e, "grep panics", 1, RetrievalMode::Lexical).unwrap();
+    let top = a
+        .query_text_mode(&e, "grep panics", 1, RetrievalMode::Lexical)
+        .unwrap();
     assert!((4..=6).contains(&top[0].chain_seq));
 }
 
@@ -192,8 +196,9 @@ fn externalized_tool_results_are_indexed_through_the_store() {
     .unwrap();
     assert!(bare.chunks_of(6).is_empty());
     // A budgeted graft of the panic finds the tool output.
-    let block =
-        view.graft_budget(&e, "disk full panic io.rs", 400, Some(&store)).unwrap();
+    let block = view
+        .graft_budget(&e, "disk full panic io.rs", 400, Some(&store))
+        .unwrap();
     assert!(block.text.contains("[chain_seq 6]"), "{}", block.text);
     assert!(block.tokens <= 400);
     assert!(block

@@ -61,15 +61,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         },
         ..RebuildOptions::default()
     };
-    let (view, report) = SessionView::rebuild_with(
-        &transcript,
-        embedder.as_ref(),
-        store.as_ref(),
-        &options,
-    )?;
+    let (view, report) =
+        SessionView::rebuild_with(&transcript, embedder.as_ref(), store.as_ref(), &options)?;
     if let Some(budget) = args.budget {
-        let block =
-            view.graft_budget(embedder.as_ref(), &args.query, budget, store.as_ref())?;
+        let block = view.graft_budget(embedder.as_ref(), &args.query, budget, store.as_ref())?;
         if args.json {
             println!("{}", serde_json::to_string_pretty(&block)?);
         } else if block.text.is_empty() {

@@ -33,7 +33,6 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-
 use super::{EmbeddingError, EmbeddingProvider};
 
 /// File magic: the first 8 bytes of every cache file.
@@ -309,11 +308,7 @@ impl CachedEmbedder {
             .map_err(|_| EmbeddingError::Cache("cache state poisoned by a panic".into()))
     }
 
-    fn embed_lane(
-        &self,
-        lane: Lane,
-        texts: &[&str],
-    ) -> Result<Vec<Vec<f32>>, EmbeddingError> {
+    fn embed_lane(&self, lane: Lane, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbeddingError> {
         let keys: Vec<[u8; KEY_LEN]> = texts.iter().map(|t| key_of(lane, t)).collect();
         let mut out: Vec<Option<Vec<f32>>> = vec![None; texts.len()];
         {

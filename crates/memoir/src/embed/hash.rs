@@ -26,7 +26,6 @@
 //! core) and identical on every machine; its identity is `hash-v1@<dims>`,
 //! and any change to the features or weights must bump the version.
 
-
 use super::{l2_normalize, EmbeddingError, EmbeddingProvider};
 
 /// The default width of [`HashEmbedder`].

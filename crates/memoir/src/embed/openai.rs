@@ -242,11 +242,7 @@ impl OpenAiEmbedder {
 
     /// Embed `texts` in the query lane (`query`) or the document lane, with
     /// that lane's prefix.
-    fn embed_lane(
-        &self,
-        texts: &[&str],
-        query: bool,
-    ) -> Result<Vec<Vec<f32>>, EmbeddingError> {
+    fn embed_lane(&self, texts: &[&str], query: bool) -> Result<Vec<Vec<f32>>, EmbeddingError> {
         let prefix = if query {
             &self.cfg.query_prefix
         } else {
