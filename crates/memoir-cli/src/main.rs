@@ -3,6 +3,8 @@
 //! become exit codes and messages in one place ([`exit`]); stdout is written
 //! through [`output`] so a closed pipe is not a panic.
 
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 mod cmd;
 mod exit;
 mod output;
@@ -39,8 +41,10 @@ enum Command {
     #[command(subcommand)]
     Eval(cmd::eval::Command),
     /// Serve a store over HTTP to many agent hosts (bearer tokens per project).
+    #[cfg(feature = "server")]
     Serve(cmd::serve::Args),
     /// Use sessions on a `memoir serve` server (--remote URL, --token).
+    #[cfg(feature = "client")]
     Remote(cmd::serve::RemoteArgs),
     /// Token usage and cost over the store, grouped or as 5-hour billing blocks.
     Usage(cmd::usage::Args),
@@ -74,7 +78,9 @@ fn main() -> ExitCode {
         Command::Embed(args) => cmd::embed::run(args),
         Command::Recall(args) => cmd::recall::run(args),
         Command::Eval(c) => cmd::eval::run(c),
+        #[cfg(feature = "server")]
         Command::Serve(args) => cmd::serve::run(args),
+        #[cfg(feature = "client")]
         Command::Remote(args) => cmd::serve::run_remote(args),
         Command::Completions(args) => cmd::completions::completions(args, Cli::command()),
         Command::Man => cmd::completions::man(Cli::command()),

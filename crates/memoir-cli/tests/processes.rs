@@ -12,9 +12,9 @@ use memoir::record::SessionMeta;
 use memoir::transcript::Session;
 use memoir::Error;
 
-fn memoir() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_memoir"))
-}
+mod common;
+
+use common::memoir;
 
 fn create(dir: &Path, id: &str) -> Session {
     Session::create(dir, SessionMeta::new(id)).unwrap()

@@ -10,10 +10,10 @@ use memoir::manager::{ManagerOptions, SessionManager};
 use memoir::message::Message;
 use serde_json::Value;
 
+mod common;
+
 fn memoir(home: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_memoir"));
-    c.env("MEMOIR_HOME", home).env_remove("MEMOIR_SESSION_DIR");
-    c
+    common::memoir_in(home)
 }
 
 fn ok(out: Output) -> String {
@@ -146,9 +146,9 @@ fn new_fork_list_rename_export_delete_restore_purge() {
         "-o",
         md_path.to_str().unwrap(),
     ]));
-    assert_eq!(report["redactions"]["aws_access_key"], 1);
+    assert_eq!(report["redactions"]["aws-access-token"], 1);
     let md = std::fs::read_to_string(&md_path).unwrap();
-    assert!(md.contains("[REDACTED:aws_access_key]") && !md.contains("AKIAIOSFODNN7EXAMPLE"));
+    assert!(md.contains("[REDACTED:aws-access-token]") && !md.contains("AKIAIOSFODNN7EXAMPLE"));
     let oa = json(p.run(&["export", &id, "--format", "openai", "--json"]));
     let chat: Value = serde_json::from_str(oa["content"].as_str().unwrap()).unwrap();
     assert_eq!(chat[1]["tool_calls"][0]["id"], "c1");

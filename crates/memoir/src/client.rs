@@ -4,21 +4,26 @@
 //! - [`wire`]: the request and response bodies of the HTTP API (the server
 //!   crate `memoir-server` serialises the same types), and the conversions
 //!   between a verified [`RawLog`] and its JSON form;
-//! - [`Client`]: one method per endpoint (create, append, load, list, fork,
+//! - [`Client`] (feature `client`): one method per endpoint (create, append, load, list, fork,
 //!   export, delete, restore, search), with typed [`Error`]s: 404 is
 //!   [`Error::NotFound`], 409 is [`Error::Conflict`] or
 //!   [`Error::SessionExists`], 503 and refused connections are
 //!   [`Error::Io`] with kind `ConnectionAborted` (retry later);
-//! - [`RemoteStore`]: a [`LogStore`] over a server, so every
+//! - [`RemoteStore`] (feature `client`): a [`LogStore`] over a server, so every
 //!   [`crate::transcript::Session`] API works against a remote store.
 //!
 //! The API is documented in `docs/SERVER.md`.
 
+#[cfg(feature = "client")]
 use std::path::PathBuf;
+#[cfg(feature = "client")]
 use std::time::Duration;
 
+#[cfg(feature = "client")]
 use crate::error::{Error, Result};
+#[cfg(feature = "client")]
 use crate::record::{Record, SessionMeta};
+#[cfg(feature = "client")]
 use crate::store::{Appended, Durability, Listed, LogStore, RawLog};
 
 pub mod wire {
@@ -366,6 +371,7 @@ pub mod wire {
     }
 }
 
+#[cfg(feature = "client")]
 /// A blocking client of one `memoir serve` endpoint, with one bearer token.
 #[derive(Debug, Clone)]
 pub struct Client {
@@ -374,6 +380,7 @@ pub struct Client {
     agent: ureq::Agent,
 }
 
+#[cfg(feature = "client")]
 fn unavailable(op: &'static str, url: &str, detail: String) -> Error {
     Error::Io {
         op,
@@ -382,6 +389,7 @@ fn unavailable(op: &'static str, url: &str, detail: String) -> Error {
     }
 }
 
+#[cfg(feature = "client")]
 /// Percent-encode one path segment (ids are validated server-side too).
 fn seg(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -395,6 +403,7 @@ fn seg(s: &str) -> String {
     out
 }
 
+#[cfg(feature = "client")]
 impl Client {
     /// A client of the server at `base` (e.g. `http://127.0.0.1:8080`).
     pub fn new(base: &str, token: Option<String>) -> Result<Client> {
@@ -620,6 +629,7 @@ impl Client {
     }
 }
 
+#[cfg(feature = "client")]
 /// A [`LogStore`] whose sessions live on a `memoir serve` server (in the
 /// token's project). Appends are acknowledged at the server store's durability.
 #[derive(Debug, Clone)]
@@ -627,6 +637,7 @@ pub struct RemoteStore {
     client: Client,
 }
 
+#[cfg(feature = "client")]
 impl RemoteStore {
     /// A store over `client`.
     pub fn new(client: Client) -> Self {
@@ -639,6 +650,7 @@ impl RemoteStore {
     }
 }
 
+#[cfg(feature = "client")]
 impl LogStore for RemoteStore {
     fn create(&self, meta: &SessionMeta) -> Result<Appended> {
         self.client.create(&wire::CreateSession {

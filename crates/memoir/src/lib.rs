@@ -1,17 +1,54 @@
 //! memoir: durable, forkable, searchable session memory for LLM agents.
 //!
-//! - [`transcript`]: the append-only, checksummed JSONL log of one session.
-//! - [`message`] and [`record`]: what the log holds.
-//! - [`store`]: the narrow storage interface the log is written through.
-//! - [`embed`]: embedding providers for the semantic view.
+//! memoir **is** an append-only, checksummed JSONL log per agent session
+//! (with forks by reference), a session manager over it, and an optional
+//! semantic view for recall. It **is not** an agent, a model client or a
+//! vector database: it stores and finds what an agent said and did.
 //!
-//! See `docs/FORMAT.md` for the on-disk format.
+//! Modules, always built:
+//! - [`message`] and [`record`]: what the log holds (provider-neutral
+//!   messages, OpenAI/Anthropic conversion, session headers, run configs);
+//! - [`transcript`]: the append-only, checksummed log of one session;
+//! - [`store`]: the narrow storage interface the log is written through
+//!   (the file store; `store::postgres` with the `postgres` feature);
+//! - [`manager`]: sessions of a project: index, fork, export, trash
+//!   (`manager::redact` with the `redact` feature);
+//! - [`blob`]: content-addressed storage for large payloads;
+//! - [`client`]: the HTTP API's wire types (`client::Client` and
+//!   `client::RemoteStore` with the `client` feature);
+//! - [`id`], [`paths`], [`error`]: session ids, store locations, errors.
+//!
+//! With the `view` feature:
+//! - `embed`: synchronous embedding providers (hash; `minilm` and `openai`
+//!   features), the embedding cache and `config.toml` selection;
+//! - `view`: the per-session semantic view (vector + BM25 retrieval,
+//!   grafting); `view::eval` (feature `eval`) is the LoCoMo harness.
+//!
+//! Cargo features (default: `redact`): `redact`, `view`, `eval`, `minilm`,
+//! `openai`, `client`, `postgres`, and `full` for all of them. Without
+//! default features the crate is the log, the manager and the file store.
+//!
+//! See `docs/FORMAT.md` for every on-disk format.
+//!
+//! ```no_run
+//! use memoir::message::Message;
+//! use memoir::record::SessionMeta;
+//! use memoir::transcript::Session;
+//!
+//! # fn main() -> memoir::Result<()> {
+//! let session = Session::create(&Session::default_dir()?, SessionMeta::new(Session::new_id()))?;
+//! session.append_messages(&[Message::user("hello")])?;
+//! assert_eq!(Session::load(&session.path)?.conversation.messages.len(), 1);
+//! # Ok(())
+//! # }
+//! ```
 
-#![deny(unsafe_op_in_unsafe_fn)]
-#![warn(missing_docs)]
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+#![deny(missing_docs)]
 
 pub mod blob;
 pub mod client;
+#[cfg(feature = "view")]
 pub mod embed;
 pub mod error;
 pub mod error_class;
@@ -25,8 +62,14 @@ pub mod search;
 pub mod store;
 pub mod transcript;
 pub mod usage;
+#[cfg(feature = "view")]
 pub mod view;
 
 pub use error::{Error, Result};
 pub use message::{Block, Message, Role, Usage};
 pub use record::{Record, RunConfig, SessionMeta, Summary, Taint};
+
+/// The README's code blocks, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;

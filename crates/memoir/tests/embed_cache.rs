@@ -5,7 +5,6 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use async_trait::async_trait;
 use memoir::embed::cache::{file_name_for, FORMAT_VERSION, MAGIC};
 use memoir::embed::{CacheConfig, CachedEmbedder, EmbeddingError, EmbeddingProvider, HashEmbedder};
 
@@ -31,9 +30,8 @@ impl Counting {
     }
 }
 
-#[async_trait]
 impl EmbeddingProvider for Counting {
-    async fn embed(&self, text: &str) -> Result<Vec<f32>, EmbeddingError> {
+    fn embed(&self, text: &str) -> Result<Vec<f32>, EmbeddingError> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         let mut v = self.inner.embed_sync(text);
         if self.bad_width {
@@ -41,9 +39,9 @@ impl EmbeddingProvider for Counting {
         }
         Ok(v)
     }
-    async fn embed_query(&self, text: &str) -> Result<Vec<f32>, EmbeddingError> {
+    fn embed_query(&self, text: &str) -> Result<Vec<f32>, EmbeddingError> {
         // A different lane gives a different vector, as asymmetric models do.
-        self.embed(&format!("query: {text}")).await
+        self.embed(&format!("query: {text}"))
     }
     fn dimensions(&self) -> usize {
         self.inner.dimensions()
@@ -51,13 +49,6 @@ impl EmbeddingProvider for Counting {
     fn model_id(&self) -> String {
         self.id.clone()
     }
-}
-
-fn block_on<F: std::future::Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .build()
-        .expect("runtime")
-        .block_on(f)
 }
 
 fn texts(n: usize) -> Vec<String> {
@@ -83,7 +74,7 @@ fn second_open_embeds_nothing_again() {
     let t = texts(50);
     let p = Counting::new(DIMS, "count@16");
     let c = CachedEmbedder::open(p.clone(), CacheConfig::new(tmp.path())).expect("open");
-    let first = block_on(c.embed_batch(&refs(&t))).expect("embed");
+    let first = c.embed_batch(&refs(&t)).expect("embed");
     assert_eq!(p.calls(), 50);
     let s = c.stats();
     assert_eq!((s.hits, s.misses, s.entries), (0, 50, 50));
@@ -92,14 +83,14 @@ fn second_open_embeds_nothing_again() {
 
     let p2 = Counting::new(DIMS, "count@16");
     let c2 = CachedEmbedder::open(p2.clone(), CacheConfig::new(tmp.path())).expect("reopen");
-    let again = block_on(c2.embed_batch(&refs(&t))).expect("embed");
+    let again = c2.embed_batch(&refs(&t)).expect("embed");
     assert_eq!(p2.calls(), 0, "everything came from the cache");
     assert_eq!(first, again);
     let s = c2.stats();
     assert_eq!((s.hits, s.misses, s.corrupt), (50, 0, 0));
     // Single embeds hit too; duplicates inside a batch are embedded once.
-    block_on(c2.embed(&t[3])).expect("embed");
-    block_on(c2.embed_batch(&["new", "new", "new"])).expect("embed");
+    c2.embed(&t[3]).expect("embed");
+    c2.embed_batch(&["new", "new", "new"]).expect("embed");
     assert_eq!(p2.calls(), 1);
 
     // The file is where the format says, with the documented header.
@@ -124,7 +115,7 @@ fn corrupt_records_are_detected_and_recomputed() {
     let id = "count@16";
     let p = Counting::new(DIMS, id);
     let c = CachedEmbedder::open(p.clone(), CacheConfig::new(tmp.path())).expect("open");
-    let good = block_on(c.embed_batch(&refs(&t))).expect("embed");
+    let good = c.embed_batch(&refs(&t)).expect("embed");
     let path = c.path();
     drop(c);
 
@@ -138,7 +129,7 @@ fn corrupt_records_are_detected_and_recomputed() {
     let c2 = CachedEmbedder::open(p2.clone(), CacheConfig::new(tmp.path())).expect("reopen");
     assert_eq!(c2.stats().corrupt, 1);
     assert_eq!(c2.stats().entries, 9);
-    let got = block_on(c2.embed_batch(&refs(&t))).expect("embed");
+    let got = c2.embed_batch(&refs(&t)).expect("embed");
     assert_eq!(got, good, "the damaged entry was recomputed, not served");
     assert_eq!(p2.calls(), 1);
 
@@ -147,7 +138,7 @@ fn corrupt_records_are_detected_and_recomputed() {
     let off = (header_len(id) + 2 * RECORD + 40) as usize;
     bytes[off] ^= 0x01;
     std::fs::write(&path, &bytes).expect("write");
-    let v = block_on(c2.embed(&t[2])).expect("embed");
+    let v = c2.embed(&t[2]).expect("embed");
     assert_eq!(v, good[2]);
     assert_eq!(p2.calls(), 2);
     assert_eq!(c2.stats().corrupt, 2);
@@ -160,7 +151,7 @@ fn torn_tail_and_bad_header_are_repaired() {
     let id = "count@16";
     let p = Counting::new(DIMS, id);
     let c = CachedEmbedder::open(p, CacheConfig::new(tmp.path())).expect("open");
-    block_on(c.embed_batch(&refs(&t))).expect("embed");
+    c.embed_batch(&refs(&t)).expect("embed");
     let path = c.path();
     drop(c);
 
@@ -176,7 +167,7 @@ fn torn_tail_and_bad_header_are_repaired() {
     let c2 = CachedEmbedder::open(p2.clone(), CacheConfig::new(tmp.path())).expect("reopen");
     assert_eq!(c2.stats().entries, 4);
     assert_eq!(c2.stats().file_bytes, header_len(id) + 4 * RECORD);
-    block_on(c2.embed_batch(&refs(&t))).expect("embed");
+    c2.embed_batch(&refs(&t)).expect("embed");
     assert_eq!(p2.calls(), 1, "only the torn record is recomputed");
     assert_eq!(
         std::fs::metadata(&path).expect("stat").len(),
@@ -193,7 +184,7 @@ fn torn_tail_and_bad_header_are_repaired() {
     let c3 = CachedEmbedder::open(p3.clone(), CacheConfig::new(tmp.path())).expect("reopen");
     assert_eq!(c3.stats().entries, 0);
     assert_eq!(c3.stats().corrupt, 1);
-    block_on(c3.embed_batch(&refs(&t))).expect("embed");
+    c3.embed_batch(&refs(&t)).expect("embed");
     assert_eq!(p3.calls(), 5);
 }
 
@@ -206,20 +197,18 @@ fn size_is_bounded_and_recent_entries_survive() {
     let p = Counting::new(DIMS, id);
     let c = CachedEmbedder::open(p.clone(), cfg.clone()).expect("open");
     let t = texts(100);
-    block_on(c.embed(&t[0])).expect("embed");
+    c.embed(&t[0]).expect("embed");
     for (i, chunk) in t[1..].chunks(5).enumerate() {
-        block_on(
-            c.embed_batch(
-                chunk
-                    .iter()
-                    .map(String::as_str)
-                    .collect::<Vec<_>>()
-                    .as_slice(),
-            ),
+        c.embed_batch(
+            chunk
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>()
+                .as_slice(),
         )
         .expect("embed");
         // Keep text 0 hot.
-        block_on(c.embed(&t[0])).expect("embed");
+        c.embed(&t[0]).expect("embed");
         let s = c.stats();
         assert!(s.file_bytes <= max, "round {i}: {} > {max}", s.file_bytes);
     }
@@ -227,13 +216,13 @@ fn size_is_bounded_and_recent_entries_survive() {
     assert!(s.evicted > 0);
     assert!(s.entries <= 20);
     let before = p.calls();
-    block_on(c.embed(&t[0])).expect("embed");
+    c.embed(&t[0]).expect("embed");
     assert_eq!(
         p.calls(),
         before,
         "the most recently used entry survived eviction"
     );
-    block_on(c.embed(&t[2])).expect("embed");
+    c.embed(&t[2]).expect("embed");
     assert_eq!(p.calls(), before + 1, "an old entry was evicted");
     drop(c);
     // The compacted file reopens cleanly with the same entries.
@@ -250,13 +239,13 @@ fn lanes_and_models_are_separate() {
     let ca = CachedEmbedder::open(a.clone(), CacheConfig::new(tmp.path())).expect("open");
     let cb = CachedEmbedder::open(b.clone(), CacheConfig::new(tmp.path())).expect("open");
     assert_ne!(ca.path(), cb.path());
-    let d = block_on(ca.embed("same text")).expect("embed");
-    let q = block_on(ca.embed_query("same text")).expect("embed");
+    let d = ca.embed("same text").expect("embed");
+    let q = ca.embed_query("same text").expect("embed");
     assert_ne!(d, q, "query lane is not served from the document lane");
     assert_eq!(a.calls(), 2);
-    assert_eq!(block_on(ca.embed_query("same text")).expect("embed"), q);
+    assert_eq!(ca.embed_query("same text").expect("embed"), q);
     assert_eq!(a.calls(), 2);
-    block_on(cb.embed("same text")).expect("embed");
+    cb.embed("same text").expect("embed");
     assert_eq!(b.calls(), 1, "another model never sees model a's entries");
 }
 
@@ -270,7 +259,7 @@ fn wrong_widths_are_not_stored() {
         bad_width: true,
     });
     let c = CachedEmbedder::open(p, CacheConfig::new(tmp.path())).expect("open");
-    let err = block_on(c.embed("x")).unwrap_err();
+    let err = c.embed("x").unwrap_err();
     assert_eq!(
         err,
         EmbeddingError::DimensionMismatch {
@@ -282,30 +271,24 @@ fn wrong_widths_are_not_stored() {
 }
 
 #[test]
-fn concurrent_tasks_share_one_cache() {
+fn concurrent_threads_share_one_cache() {
     let tmp = tempfile::tempdir().expect("tmp");
     let p = Counting::new(DIMS, "count@16");
     let c = Arc::new(CachedEmbedder::open(p.clone(), CacheConfig::new(tmp.path())).expect("open"));
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .build()
-        .expect("runtime");
     let t = Arc::new(texts(40));
-    rt.block_on(async {
-        let mut handles = Vec::new();
-        for k in 0..4 {
-            let (c, t) = (c.clone(), t.clone());
-            handles.push(tokio::spawn(async move {
-                for i in 0..40 {
-                    let v = c.embed(&t[(i + k * 10) % 40]).await.expect("embed");
-                    assert_eq!(v.len(), DIMS);
-                }
-            }));
-        }
-        for h in handles {
-            h.await.expect("task");
-        }
-    });
+    let mut handles = Vec::new();
+    for k in 0..4 {
+        let (c, t) = (c.clone(), t.clone());
+        handles.push(std::thread::spawn(move || {
+            for i in 0..40 {
+                let v = c.embed(&t[(i + k * 10) % 40]).expect("embed");
+                assert_eq!(v.len(), DIMS);
+            }
+        }));
+    }
+    for h in handles {
+        h.join().expect("thread");
+    }
     let s = c.stats();
     assert_eq!(s.hits + s.misses, 160);
     assert_eq!(s.entries, 40);

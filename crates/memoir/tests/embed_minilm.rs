@@ -1,4 +1,4 @@
-//! MiniLM against the reference vectors in `shared/data/minilm-reference.json`.
+//! MiniLM against the reference vectors in `testdata/minilm-reference.json`.
 //!
 //! The model is found through the documented search order
 //! (`$MEMOIR_MODEL_DIR`, `$MEMOIR_HOME/models/all-MiniLM-L6-v2`, the
@@ -12,7 +12,7 @@ use memoir::embed::minilm::{discover_model_dir, MiniLm};
 use memoir::embed::{cosine, EmbeddingError, EmbeddingProvider};
 
 fn reference_path() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/minilm-reference.json")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/minilm-reference.json")
 }
 
 struct Item {
@@ -55,14 +55,14 @@ fn model() -> &'static MiniLm {
     })
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn matches_reference_vectors_in_one_batch() {
+#[test]
+fn matches_reference_vectors_in_one_batch() {
     let items = reference();
     assert!(items.len() >= 10);
     let m = model();
     assert_eq!(m.dimensions(), 384);
     let texts: Vec<&str> = items.iter().map(|i| i.text.as_str()).collect();
-    let got = m.embed_batch(&texts).await.expect("embed_batch");
+    let got = m.embed_batch(&texts).expect("embed_batch");
     assert_eq!(got.len(), items.len());
     for (item, v) in items.iter().zip(&got) {
         assert_eq!(v.len(), 384);
@@ -73,19 +73,19 @@ async fn matches_reference_vectors_in_one_batch() {
     }
 }
 
-#[tokio::test(flavor = "current_thread")]
-async fn single_embeds_match_batched_ones() {
+#[test]
+fn single_embeds_match_batched_ones() {
     let items = reference();
     let m = model();
     // Short, long (truncated at 256 tokens) and odd inputs, one at a time:
     // no padding is involved, so this checks the batch masking too.
     for idx in [0, 10, 12, items.len() - 1] {
         let item = &items[idx];
-        let v = m.embed(&item.text).await.expect("embed");
+        let v = m.embed(&item.text).expect("embed");
         let c = cosine(&v, &item.embedding);
         assert!(c >= 0.999, "{:?}: cosine {c}", item.text);
     }
-    let q = m.embed_query(&items[0].text).await.expect("embed_query");
+    let q = m.embed_query(&items[0].text).expect("embed_query");
     assert!(cosine(&q, &items[0].embedding) >= 0.999);
 }
 
@@ -94,7 +94,7 @@ fn published_similarities_and_truncation() {
     let m = model();
     let items = reference();
     let v = m
-        .embed_batch_sync(&[&items[0].text, &items[1].text, &items[2].text])
+        .embed_batch(&[&items[0].text, &items[1].text, &items[2].text])
         .expect("embed");
     let s12 = cosine(&v[0], &v[1]);
     let s13 = cosine(&v[0], &v[2]);
@@ -146,7 +146,7 @@ fn one_thread_option_gives_the_same_vectors() {
     )
     .expect("load with one thread");
     let texts: Vec<&str> = items.iter().take(5).map(|i| i.text.as_str()).collect();
-    let a = one.embed_batch_sync(&texts).expect("embed");
+    let a = one.embed_batch(&texts).expect("embed");
     for (item, v) in items.iter().zip(&a) {
         assert!(cosine(v, &item.embedding) >= 0.999, "{:?}", item.text);
     }

@@ -206,14 +206,6 @@ fn handle(
     let _ = conn.flush();
 }
 
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime")
-}
-
 #[test]
 fn batches_keep_order_and_send_the_key() {
     let srv = Server::start(32);
@@ -232,7 +224,7 @@ fn batches_keep_order_and_send_the_key() {
         "delta four",
         "epsilon five",
     ];
-    let got = rt().block_on(e.embed_batch(&texts)).expect("embed");
+    let got = e.embed_batch(&texts).expect("embed");
     assert_eq!(got.len(), 5);
     let h = HashEmbedder::new(32);
     for (t, v) in texts.iter().zip(&got) {
@@ -262,11 +254,8 @@ fn prefixes_dimensions_and_matryoshka_truncation() {
     };
     let e = OpenAiEmbedder::new(cfg).expect("client");
     assert_eq!(e.dimensions(), 16);
-    let rt = rt();
-    let d = rt.block_on(e.embed("the cat sat")).expect("doc");
-    let q = rt
-        .block_on(e.embed_query("where is the cat"))
-        .expect("query");
+    let d = e.embed("the cat sat").expect("doc");
+    let q = e.embed_query("where is the cat").expect("query");
     let seen = srv.seen();
     assert_eq!(
         seen[0].body["input"],
@@ -299,7 +288,7 @@ fn retry_after_429_is_honoured() {
         Reply::Ok,
     ]);
     let start = Instant::now();
-    let v = rt().block_on(e.embed("x")).expect("embed after retry");
+    let v = e.embed("x").expect("embed after retry");
     let waited = start.elapsed();
     assert_eq!(v.len(), 8);
     assert_eq!(srv.seen().len(), 2);
@@ -329,7 +318,7 @@ fn persistent_429_becomes_rate_limited() {
         )
         .collect::<Vec<_>>(),
     );
-    let err = rt().block_on(e.embed("x")).unwrap_err();
+    let err = e.embed("x").unwrap_err();
     assert_eq!(err, EmbeddingError::RateLimited { retry_after_ms: 40 });
     assert_eq!(srv.seen().len(), 3, "first try + 2 retries");
 
@@ -340,7 +329,7 @@ fn persistent_429_becomes_rate_limited() {
         "{}".into(),
     )]);
     let start = Instant::now();
-    let err = rt().block_on(e.embed("y")).unwrap_err();
+    let err = e.embed("y").unwrap_err();
     assert_eq!(
         err,
         EmbeddingError::RateLimited {
@@ -364,18 +353,14 @@ fn server_errors_are_retried_then_reported() {
         Reply::Status(503, vec![], "busy".into()),
         Reply::Ok,
     ]);
-    let rt = rt();
-    assert_eq!(
-        rt.block_on(e.embed("x")).expect("third time lucky").len(),
-        8
-    );
+    assert_eq!(e.embed("x").expect("third time lucky").len(), 8);
     assert_eq!(srv.seen().len(), 3);
 
     srv.push(std::iter::repeat_n(
         Reply::Status(502, vec![], "bad gateway".into()),
         3,
     ));
-    let err = rt.block_on(e.embed("x")).unwrap_err();
+    let err = e.embed("x").unwrap_err();
     match err {
         EmbeddingError::BackendError(m) => assert!(m.contains("502"), "{m}"),
         other => panic!("expected BackendError, got {other:?}"),
@@ -388,14 +373,14 @@ fn server_errors_are_retried_then_reported() {
         vec![],
         "{\"error\": \"input too long\"}".into(),
     )]);
-    let err = rt.block_on(e.embed("x")).unwrap_err();
+    let err = e.embed("x").unwrap_err();
     assert!(
         matches!(&err, EmbeddingError::BadInput(m) if m.contains("input too long")),
         "{err:?}"
     );
     assert_eq!(srv.seen().len(), 7);
     srv.push([Reply::Status(401, vec![], "no key".into())]);
-    let err = rt.block_on(e.embed("x")).unwrap_err();
+    let err = e.embed("x").unwrap_err();
     assert!(
         matches!(&err, EmbeddingError::BackendError(m) if m.contains("401")),
         "{err:?}"
@@ -417,7 +402,7 @@ fn timeouts_are_bounded() {
         Reply::Sleep(Duration::from_millis(1500)),
     ]);
     let start = Instant::now();
-    let err = rt().block_on(e.embed("x")).unwrap_err();
+    let err = e.embed("x").unwrap_err();
     let took = start.elapsed();
     assert!(
         matches!(&err, EmbeddingError::BackendError(m) if m.to_lowercase().contains("timeout") || m.to_lowercase().contains("timed out")),
@@ -428,30 +413,29 @@ fn timeouts_are_bounded() {
 
     // A slow answer then a quick one: the retry succeeds.
     srv.push([Reply::Sleep(Duration::from_millis(1000)), Reply::Ok]);
-    assert_eq!(rt().block_on(e.embed("x")).expect("retry").len(), 8);
+    assert_eq!(e.embed("x").expect("retry").len(), 8);
 }
 
 #[test]
 fn wrong_widths_and_malformed_answers_are_errors() {
     let srv = Server::start(8);
     let e = OpenAiEmbedder::new(srv.config()).expect("client");
-    let rt = rt();
     srv.push([Reply::Width(7)]);
     assert_eq!(
-        rt.block_on(e.embed("x")).unwrap_err(),
+        e.embed("x").unwrap_err(),
         EmbeddingError::DimensionMismatch {
             expected: 8,
             got: 7
         }
     );
     srv.push([Reply::Malformed]);
-    let err = rt.block_on(e.embed("x")).unwrap_err();
+    let err = e.embed("x").unwrap_err();
     assert!(
         matches!(&err, EmbeddingError::BackendError(m) if m.contains("malformed")),
         "{err:?}"
     );
     srv.push([Reply::Short]);
-    let err = rt.block_on(e.embed_batch(&["a", "b"])).unwrap_err();
+    let err = e.embed_batch(&["a", "b"]).unwrap_err();
     assert!(
         matches!(&err, EmbeddingError::BackendError(m) if m.contains("1 embeddings for 2")),
         "{err:?}"
@@ -467,7 +451,7 @@ fn wrong_widths_and_malformed_answers_are_errors() {
     })
     .expect("client");
     assert_eq!(e16.dimensions(), 16);
-    let err = rt.block_on(e16.embed("x")).unwrap_err();
+    let err = e16.embed("x").unwrap_err();
     assert_eq!(
         err,
         EmbeddingError::DimensionMismatch {
@@ -491,16 +475,6 @@ fn refused_connection_is_a_backend_error() {
         ..OpenAiConfig::new(format!("http://127.0.0.1:{port}/v1"), "m")
     };
     let e = OpenAiEmbedder::new(cfg).expect("client");
-    let err = rt().block_on(e.embed("x")).unwrap_err();
+    let err = e.embed("x").unwrap_err();
     assert!(matches!(err, EmbeddingError::BackendError(_)), "{err:?}");
-}
-
-#[test]
-fn works_without_a_tokio_runtime() {
-    let srv = Server::start(8);
-    let e = OpenAiEmbedder::new(srv.config()).expect("client");
-    let v = e
-        .embed_blocking(&["plain", "blocking"], false)
-        .expect("blocking");
-    assert_eq!(v.len(), 2);
 }

@@ -371,7 +371,7 @@ fn export_openai_markdown_and_redacted() {
     assert!(md.text.contains("**tool call** `shell` (`t1`)"));
     assert!(md
         .text
-        .contains("````\nkey [REDACTED:aws_access_key] found ```\n````"));
+        .contains("````\nkey [REDACTED:aws-access-token] found ```\n````"));
     assert_eq!(md.redactions.total(), 1);
     let jsonl = m
         .export(
@@ -383,7 +383,7 @@ fn export_openai_markdown_and_redacted() {
         )
         .unwrap();
     assert!(!jsonl.text.contains("AKIAIOSFODNN7EXAMPLE"));
-    assert!(jsonl.text.contains("[REDACTED:aws_access_key]"));
+    assert!(jsonl.text.contains("[REDACTED:aws-access-token]"));
 }
 
 #[test]

@@ -2,18 +2,15 @@
 //! and nothing else, Pruned terminal, and wrong widths rejected with no side
 //! effect anywhere (nothing written to a file-backed blob store).
 
-use async_trait::async_trait;
 use memoir::blob::ArtifactStore;
-use memoir::embed::block_on;
 use memoir::embed::{EmbeddingError, EmbeddingProvider, HashEmbedder};
 use memoir::view::{ChunkMeta, NodeState, SessionView, ViewError};
 
 /// Says 32 wide, returns 31.
 struct Short;
 
-#[async_trait]
 impl EmbeddingProvider for Short {
-    async fn embed(&self, _: &str) -> Result<Vec<f32>, EmbeddingError> {
+    fn embed(&self, _: &str) -> Result<Vec<f32>, EmbeddingError> {
         Ok(vec![0.1; 31])
     }
     fn dimensions(&self) -> usize {
@@ -77,7 +74,9 @@ fn wrong_widths_leave_no_trace() {
     let store = ArtifactStore::open(tmp.path()).unwrap();
     let view = SessionView::new("s", 32);
     let long = "a long tool output ".repeat(100);
-    let ok = block_on(view.index_chunk(&Short, Some(&store), 1, "tool.result", &long, 64)).unwrap();
+    let ok = view
+        .index_chunk(&Short, Some(&store), 1, "tool.result", &long, 64)
+        .unwrap();
     assert!(!ok);
     assert!(view.is_empty());
     assert_eq!(store.list().unwrap(), vec![], "no blob written");
@@ -91,7 +90,7 @@ fn wrong_widths_leave_no_trace() {
     // A well-behaved embedder of another width is refused at query time.
     let other = HashEmbedder::new(16);
     assert!(matches!(
-        block_on(view.graft_text(&other, "q", 3)),
+        view.graft_text(&other, "q", 3),
         Err(ViewError::DimensionMismatch {
             expected: 32,
             got: 16

@@ -5,7 +5,6 @@
 use std::sync::Arc;
 
 use memoir::blob::{externalize, ArtifactStore, ExternalizePolicy};
-use memoir::embed::block_on;
 use memoir::embed::{CacheConfig, CachedEmbedder, EmbeddingProvider, HashEmbedder};
 use memoir::message::{Block, Message, Role};
 use memoir::transcript::Session;
@@ -54,14 +53,14 @@ fn same_transcript_same_manifest_and_answers() {
     let e = HashEmbedder::new(128);
     let msgs = conversation();
     let build = || {
-        block_on(SessionView::rebuild_from_messages(
+        SessionView::rebuild_from_messages(
             "s",
             &msgs,
             &seqs(msgs.len()),
             &e,
             None,
             &RebuildOptions::default(),
-        ))
+        )
         .unwrap()
     };
     let (a, ra) = build();
@@ -82,17 +81,21 @@ fn same_transcript_same_manifest_and_answers() {
         "panic in io.rs",
         "weather on the trip",
     ] {
-        let x = block_on(a.query_text(&e, q, 3)).unwrap();
-        let y = block_on(b.query_text(&e, q, 3)).unwrap();
+        let x = a.query_text(&e, q, 3).unwrap();
+        let y = b.query_text(&e, q, 3).unwrap();
         assert_eq!(x, y, "{q}");
     }
-    let top = block_on(a.query_text(&e, "where is the staging deploy key", 1)).unwrap();
+    let top = a
+        .query_text(&e, "where is the staging deploy key", 1)
+        .unwrap();
     assert!(
         matches!(top[0].chain_seq, 2 | 3),
         "got {}",
         top[0].chain_seq
     );
-    let top = block_on(a.query_text_mode(&e, "grep panics", 1, RetrievalMode::Lexical)).unwrap();
+    let top = a
+        .query_text_mode(&e, "grep panics", 1, RetrievalMode::Lexical)
+        .unwrap();
     assert!((4..=6).contains(&top[0].chain_seq));
 }
 
@@ -104,14 +107,14 @@ fn a_warm_rebuild_embeds_nothing() {
     let mut manifests = Vec::new();
     for pass in 0..2 {
         let cached = CachedEmbedder::open(inner.clone(), CacheConfig::new(dir.path())).unwrap();
-        let (view, report) = block_on(SessionView::rebuild_from_messages(
+        let (view, report) = SessionView::rebuild_from_messages(
             "s",
             &msgs,
             &seqs(msgs.len()),
             &cached,
             None,
             &RebuildOptions::default(),
-        ))
+        )
         .unwrap();
         let stats = cached.stats();
         if pass == 0 {
@@ -134,27 +137,27 @@ fn messages_sharing_a_seq_keep_every_chunk() {
         Message::user("gamma third"),
     ];
     // A rewrite record put the first two messages under seq 7.
-    let (view, report) = block_on(SessionView::rebuild_from_messages(
+    let (view, report) = SessionView::rebuild_from_messages(
         "s",
         &msgs,
         &[7, 7, 8],
         &e,
         None,
         &RebuildOptions::default(),
-    ))
+    )
     .unwrap();
     assert_eq!(report.chunks, 3);
     assert_eq!(view.len(), 3);
     assert_eq!(view.chain_seqs(), vec![7, 8]);
     assert_eq!(view.chunks_of(7).len(), 2);
-    assert!(block_on(SessionView::rebuild_from_messages(
+    assert!(SessionView::rebuild_from_messages(
         "s",
         &msgs,
         &[1, 2],
         &e,
         None,
         &RebuildOptions::default(),
-    ))
+    )
     .is_err());
 }
 
@@ -165,14 +168,14 @@ fn externalized_tool_results_are_indexed_through_the_store() {
     let mut msgs = conversation();
     externalize(&mut msgs, &store, &ExternalizePolicy::default()).unwrap();
     let e = HashEmbedder::new(64);
-    let (view, _) = block_on(SessionView::rebuild_from_messages(
+    let (view, _) = SessionView::rebuild_from_messages(
         "s",
         &msgs,
         &seqs(msgs.len()),
         &e,
         Some(&store),
         &RebuildOptions::default(),
-    ))
+    )
     .unwrap();
     let parts = view.chunks_of(6);
     assert!(parts.len() > 1);
@@ -182,19 +185,20 @@ fn externalized_tool_results_are_indexed_through_the_store() {
         .unwrap()
         .starts_with("src/io.rs:12"));
     // Without the store the payload is unknown and its chunks are skipped.
-    let (bare, _) = block_on(SessionView::rebuild_from_messages(
+    let (bare, _) = SessionView::rebuild_from_messages(
         "s",
         &msgs,
         &seqs(msgs.len()),
         &e,
         None,
         &RebuildOptions::default(),
-    ))
+    )
     .unwrap();
     assert!(bare.chunks_of(6).is_empty());
     // A budgeted graft of the panic finds the tool output.
-    let block =
-        block_on(view.graft_budget(&e, "disk full panic io.rs", 400, Some(&store))).unwrap();
+    let block = view
+        .graft_budget(&e, "disk full panic io.rs", 400, Some(&store))
+        .unwrap();
     assert!(block.text.contains("[chain_seq 6]"), "{}", block.text);
     assert!(block.tokens <= 400);
     assert!(block
@@ -213,13 +217,13 @@ fn rebuild_from_a_stored_session() {
     let transcript = Session::read(&path).unwrap();
     assert_eq!(transcript.messages.len(), transcript.message_seqs.len());
     let e = HashEmbedder::new(64);
-    let (view, report) = block_on(SessionView::rebuild(&transcript, &e, None)).unwrap();
+    let (view, report) = SessionView::rebuild(&transcript, &e, None).unwrap();
     assert_eq!(view.session_id(), id);
     assert_eq!(report.messages, conversation().len());
     for seq in view.chain_seqs() {
         assert!(transcript.message_seqs.contains(&seq));
     }
-    let hits = block_on(view.query_text(&e, "deploy key vault", 1)).unwrap();
+    let hits = view.query_text(&e, "deploy key vault", 1).unwrap();
     let idx = transcript
         .message_seqs
         .iter()

@@ -88,12 +88,8 @@ impl Args {
 /// Run `memoir embed`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let cfg = EmbedConfig::resolve(&args.layer())?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .build()
-        .context("cannot start the async runtime")?;
     if args.bench {
-        return rt.block_on(bench(&cfg, &args));
+        return bench(&cfg, &args);
     }
     let provider = cfg.build()?;
     let texts: Vec<String> = if args.texts.is_empty() {
@@ -108,18 +104,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if texts.is_empty() {
         anyhow::bail!("nothing to embed: give texts as arguments or on standard input");
     }
-    let vectors = rt.block_on(async {
-        if args.query {
-            let mut out = Vec::with_capacity(texts.len());
-            for t in &texts {
-                out.push(provider.embed_query(t).await?);
-            }
-            Ok::<_, memoir::embed::EmbeddingError>(out)
-        } else {
-            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-            provider.embed_batch(&refs).await
-        }
-    })?;
+    let vectors = if args.query {
+        texts
+            .iter()
+            .map(|t| provider.embed_query(t))
+            .collect::<Result<Vec<_>, _>>()?
+    } else {
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        provider.embed_batch(&refs)?
+    };
     let mut out = std::io::stdout().lock();
     if args.json {
         let items: Vec<serde_json::Value> = texts
@@ -216,7 +209,7 @@ fn bench_texts(n: usize) -> Vec<String> {
         .collect()
 }
 
-async fn bench(cfg: &EmbedConfig, args: &Args) -> anyhow::Result<ExitCode> {
+fn bench(cfg: &EmbedConfig, args: &Args) -> anyhow::Result<ExitCode> {
     let provider: Arc<dyn EmbeddingProvider> = cfg.build_uncached()?;
     let n = args
         .bench_count
@@ -228,10 +221,10 @@ async fn bench(cfg: &EmbedConfig, args: &Args) -> anyhow::Result<ExitCode> {
         .max(1);
     let texts = bench_texts(n);
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-    provider.warm().await?;
+    provider.warm()?;
     let start = Instant::now();
     for chunk in refs.chunks(64) {
-        provider.embed_batch(chunk).await?;
+        provider.embed_batch(chunk)?;
     }
     let secs = start.elapsed().as_secs_f64().max(1e-9);
     crate::outln!(
@@ -247,11 +240,11 @@ async fn bench(cfg: &EmbedConfig, args: &Args) -> anyhow::Result<ExitCode> {
         let cached =
             CachedEmbedder::open(Arc::clone(&provider), memoir::embed::CacheConfig::new(&dir))?;
         for chunk in refs.chunks(64) {
-            cached.embed_batch(chunk).await?;
+            cached.embed_batch(chunk)?;
         }
         let start = Instant::now();
         for chunk in refs.chunks(64) {
-            cached.embed_batch(chunk).await?;
+            cached.embed_batch(chunk)?;
         }
         let hit = start.elapsed().max(Duration::from_nanos(1)).as_secs_f64();
         crate::outln!(

@@ -9,7 +9,6 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context as _;
-pub use memoir::embed::block_on;
 use memoir::embed::{select, EmbedConfig, EmbedderKind};
 use memoir::view::eval::{evaluate, load_locomo, ChunkStyle, EvalOptions};
 use memoir::view::{RetrievalMode, ViewConfig};
@@ -177,7 +176,7 @@ fn locomo(args: LocomoArgs) -> anyhow::Result<ExitCode> {
         "evaluating {} conversation(s)",
         conversations.len()
     ));
-    let report = block_on(evaluate(&conversations, embedder.as_ref(), &opts));
+    let report = evaluate(&conversations, embedder.as_ref(), &opts);
     progress.finish();
     let report = report?;
     if args.json {

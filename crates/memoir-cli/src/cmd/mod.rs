@@ -7,6 +7,7 @@ pub mod demo;
 pub mod embed;
 pub mod eval;
 pub mod recall;
+#[cfg(any(feature = "server", feature = "client"))]
 pub mod serve;
 pub mod sessions;
 pub mod usage;

@@ -10,7 +10,7 @@ use memoir::blob::ArtifactStore;
 use memoir::embed::{EmbedderKind, EmbeddingProvider, HashEmbedder};
 use memoir::view::{GraftContent, RebuildOptions, RetrievalMode, SessionView, ViewConfig};
 
-use super::eval::{block_on, embedder};
+use super::eval::embedder;
 use super::store::{resolve_id, StoreArgs};
 use crate::outln;
 use crate::progress::Progress;
@@ -67,17 +67,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         ..RebuildOptions::default()
     };
     let progress = Progress::spinner(&format!("indexing {} message(s)", history.turns.len()));
-    let rebuilt = block_on(SessionView::rebuild_history(
+    let rebuilt = SessionView::rebuild_history(
         &history,
         embedder.as_ref(),
         store.as_ref(),
         &options,
-    ));
+    );
     progress.finish();
     let (view, report) = rebuilt?;
     if let Some(budget) = args.budget {
-        let block =
-            block_on(view.graft_budget(embedder.as_ref(), &args.query, budget, store.as_ref()))?;
+        let block = view.graft_budget(embedder.as_ref(), &args.query, budget, store.as_ref())?;
         if args.json {
             outln!("{}", serde_json::to_string_pretty(&block)?);
         } else if block.text.is_empty() {
@@ -87,7 +86,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         return Ok(found(!block.text.is_empty()));
     }
-    let hits = block_on(view.query_text_mode(embedder.as_ref(), &args.query, args.k, args.mode))?;
+    let hits = view.query_text_mode(embedder.as_ref(), &args.query, args.k, args.mode)?;
     let text_of = |c: &GraftContent| -> String {
         match c {
             GraftContent::Inline(t) => t.clone(),

@@ -5,13 +5,22 @@
 //! requests in flight. `remote` talks to such a server through
 //! `memoir::client` (`--remote URL`, `--token`).
 
+//!
+//! Each half is behind its cargo feature: `server` (axum, tokio) and
+//! `client` (the HTTP client).
+
+#[cfg(feature = "server")]
 use std::net::SocketAddr;
+#[cfg(feature = "server")]
 use std::path::PathBuf;
+#[cfg(any(feature = "server", feature = "client"))]
 use std::process::ExitCode;
+#[cfg(feature = "client")]
 use std::sync::Arc;
 
 use anyhow::Context;
 use memoir::client::{wire, Client, RemoteStore};
+#[cfg(feature = "client")]
 use memoir::message::Message;
 use memoir::paths::{resolve_store, StoreRequest};
 use memoir::record::Record;
@@ -26,6 +35,7 @@ use crate::output::print_json;
 use crate::{out, outln};
 
 /// Arguments of `memoir serve`.
+#[cfg(feature = "server")]
 #[derive(clap::Args)]
 pub struct Args {
     /// Store: a session directory, or `postgres://user@host:port/db[#schema=NAME]`
@@ -54,11 +64,13 @@ pub struct Args {
     allow_public: bool,
 }
 
+#[cfg(any(feature = "server", feature = "client"))]
 fn env_nonempty(var: &str) -> Option<String> {
     std::env::var(var).ok().filter(|v| !v.is_empty())
 }
 
 /// Run `memoir serve`.
+#[cfg(feature = "server")]
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     check_listen(&args.listen, args.allow_public)?;
     let durability = args.durability;
@@ -107,7 +119,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .build()
         .context("starting the runtime")?;
     let listen = args.listen;
-    rt.block_on(async move {
+    rt.async move {
         let listener = tokio::net::TcpListener::bind(listen)
             .await
             .with_context(|| format!("listening on {listen}"))?;
@@ -125,11 +137,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         memoir_server::serve(listener, config, memoir_server::shutdown_signal()).await?;
         eprintln!("memoir serve: stopped");
         anyhow::Ok(())
-    })?;
+    }?;
     Ok(ExitCode::SUCCESS)
 }
 
 /// Arguments of `memoir remote`.
+#[cfg(feature = "client")]
 #[derive(clap::Args)]
 pub struct RemoteArgs {
     /// Server URL, e.g. http://127.0.0.1:8080 (default: $MEMOIR_REMOTE).
@@ -146,6 +159,7 @@ pub struct RemoteArgs {
 }
 
 /// Subcommands of `memoir remote`.
+#[cfg(feature = "client")]
 #[derive(clap::Subcommand)]
 pub enum RemoteCommand {
     /// List the project's sessions, newest first.
@@ -230,6 +244,7 @@ pub enum RemoteCommand {
 }
 
 /// Run `memoir remote`.
+#[cfg(feature = "client")]
 pub fn run_remote(args: RemoteArgs) -> anyhow::Result<ExitCode> {
     let Some(url) = args.url.or_else(|| env_nonempty("MEMOIR_REMOTE")) else {
         return Err(CliError::usage(

@@ -61,13 +61,11 @@ fn search_session_view(
         },
         ..RebuildOptions::default()
     };
-    let search = async {
-        let (view, _, _) =
-            SessionView::rebuild_session(store, id, &embedder, None, &options).await?;
-        view.query_text_mode(&embedder, query, top_k, mode).await
+    let search = || {
+        let (view, _, _) = SessionView::rebuild_session(store, id, &embedder, None, &options)?;
+        view.query_text_mode(&embedder, query, top_k, mode)
     };
-    let hits =
-        memoir::embed::block_on(search).map_err(|e| Error::Invalid(format!("search: {e}")))?;
+    let hits = search().map_err(|e| Error::Invalid(format!("search: {e}")))?;
     Ok(hits
         .into_iter()
         .map(|h| wire::SearchHit {

@@ -33,8 +33,6 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use async_trait::async_trait;
-
 use super::{EmbeddingError, EmbeddingProvider};
 
 /// File magic: the first 8 bytes of every cache file.
@@ -310,11 +308,7 @@ impl CachedEmbedder {
             .map_err(|_| EmbeddingError::Cache("cache state poisoned by a panic".into()))
     }
 
-    async fn embed_lane(
-        &self,
-        lane: Lane,
-        texts: &[&str],
-    ) -> Result<Vec<Vec<f32>>, EmbeddingError> {
+    fn embed_lane(&self, lane: Lane, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbeddingError> {
         let keys: Vec<[u8; KEY_LEN]> = texts.iter().map(|t| key_of(lane, t)).collect();
         let mut out: Vec<Option<Vec<f32>>> = vec![None; texts.len()];
         {
@@ -346,11 +340,11 @@ impl CachedEmbedder {
             .fetch_add(texts.len() as u64 - hits, Ordering::Relaxed);
         if !miss_texts.is_empty() {
             let fresh = match lane {
-                Lane::Doc => self.inner.embed_batch(&miss_texts).await?,
+                Lane::Doc => self.inner.embed_batch(&miss_texts)?,
                 Lane::Query => {
                     let mut v = Vec::with_capacity(miss_texts.len());
                     for t in &miss_texts {
-                        v.push(self.inner.embed_query(t).await?);
+                        v.push(self.inner.embed_query(t)?);
                     }
                     v
                 }
@@ -620,20 +614,19 @@ impl State {
     }
 }
 
-#[async_trait]
 impl EmbeddingProvider for CachedEmbedder {
-    async fn embed(&self, text: &str) -> Result<Vec<f32>, EmbeddingError> {
-        let mut v = self.embed_lane(Lane::Doc, &[text]).await?;
+    fn embed(&self, text: &str) -> Result<Vec<f32>, EmbeddingError> {
+        let mut v = self.embed_lane(Lane::Doc, &[text])?;
         v.pop()
             .ok_or_else(|| EmbeddingError::BackendError("no vector".into()))
     }
 
-    async fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbeddingError> {
-        self.embed_lane(Lane::Doc, texts).await
+    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbeddingError> {
+        self.embed_lane(Lane::Doc, texts)
     }
 
-    async fn embed_query(&self, text: &str) -> Result<Vec<f32>, EmbeddingError> {
-        let mut v = self.embed_lane(Lane::Query, &[text]).await?;
+    fn embed_query(&self, text: &str) -> Result<Vec<f32>, EmbeddingError> {
+        let mut v = self.embed_lane(Lane::Query, &[text])?;
         v.pop()
             .ok_or_else(|| EmbeddingError::BackendError("no vector".into()))
     }
@@ -646,8 +639,8 @@ impl EmbeddingProvider for CachedEmbedder {
         self.model_id.clone()
     }
 
-    async fn warm(&self) -> Result<(), EmbeddingError> {
-        self.inner.warm().await
+    fn warm(&self) -> Result<(), EmbeddingError> {
+        self.inner.warm()
     }
 }
 

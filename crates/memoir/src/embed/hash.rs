@@ -26,8 +26,6 @@
 //! core) and identical on every machine; its identity is `hash-v1@<dims>`,
 //! and any change to the features or weights must bump the version.
 
-use async_trait::async_trait;
-
 use super::{l2_normalize, EmbeddingError, EmbeddingProvider};
 
 /// The default width of [`HashEmbedder`].
@@ -73,7 +71,7 @@ impl HashEmbedder {
         Self { dims: dims.max(1) }
     }
 
-    /// Embed synchronously (the async trait methods call this; it is cheap
+    /// Embed synchronously (the trait methods call this; it is cheap
     /// enough to run on an executor thread).
     pub fn embed_sync(&self, text: &str) -> Vec<f32> {
         let mut out = vec![0.0f32; self.dims];
@@ -259,13 +257,12 @@ fn mix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-#[async_trait]
 impl EmbeddingProvider for HashEmbedder {
-    async fn embed(&self, text: &str) -> Result<Vec<f32>, EmbeddingError> {
+    fn embed(&self, text: &str) -> Result<Vec<f32>, EmbeddingError> {
         Ok(self.embed_sync(text))
     }
 
-    async fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbeddingError> {
+    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbeddingError> {
         Ok(texts.iter().map(|t| self.embed_sync(t)).collect())
     }
 

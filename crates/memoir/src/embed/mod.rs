@@ -17,17 +17,19 @@
 //! [`EmbeddingProvider::dimensions`] components, so cosine similarity is a dot
 //! product.
 
-use async_trait::async_trait;
-
 pub mod cache;
 pub mod hash;
+#[cfg(feature = "minilm")]
 pub mod minilm;
+#[cfg(feature = "openai")]
 pub mod openai;
 pub mod select;
 
 pub use cache::{CacheConfig, CacheStats, CachedEmbedder};
 pub use hash::HashEmbedder;
+#[cfg(feature = "minilm")]
 pub use minilm::{MiniLm, MiniLmOptions};
+#[cfg(feature = "openai")]
 pub use openai::{OpenAiConfig, OpenAiEmbedder};
 pub use select::{select, EmbedConfig, EmbedderKind};
 
@@ -67,29 +69,31 @@ pub enum EmbeddingError {
     Cache(String),
 }
 
-/// A source of embeddings. Object-safe, `Send + Sync`.
+/// A source of embeddings. Object-safe, `Send + Sync`, and synchronous.
 ///
 /// Implementations return unit-length vectors of exactly
-/// [`dimensions`](EmbeddingProvider::dimensions) components; CPU-heavy or
-/// blocking work runs off the async executor's worker threads.
-#[async_trait]
+/// [`dimensions`](EmbeddingProvider::dimensions) components. Every call
+/// blocks the calling thread until the vectors are ready: all providers do
+/// CPU work (hashing, a BERT forward pass) or a blocking HTTP request, so an
+/// async trait would only hide the blocking. Async callers (the server) run
+/// the calls on their runtime's blocking pool (`spawn_blocking`).
 pub trait EmbeddingProvider: Send + Sync {
     /// Embed one document-side text.
-    async fn embed(&self, text: &str) -> Result<Vec<f32>, EmbeddingError>;
+    fn embed(&self, text: &str) -> Result<Vec<f32>, EmbeddingError>;
 
     /// Embed several document-side texts, in order; the default calls
     /// [`EmbeddingProvider::embed`] for each. Providers that batch override it.
-    async fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbeddingError> {
+    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbeddingError> {
         let mut out = Vec::with_capacity(texts.len());
         for t in texts {
-            out.push(self.embed(t).await?);
+            out.push(self.embed(t)?);
         }
         Ok(out)
     }
 
     /// Embed a query (the query lane of asymmetric models); defaults to `embed`.
-    async fn embed_query(&self, text: &str) -> Result<Vec<f32>, EmbeddingError> {
-        self.embed(text).await
+    fn embed_query(&self, text: &str) -> Result<Vec<f32>, EmbeddingError> {
+        self.embed(text)
     }
 
     /// Output width.
@@ -99,7 +103,7 @@ pub trait EmbeddingProvider: Send + Sync {
     fn model_id(&self) -> String;
 
     /// Load or connect ahead of the first call (best effort).
-    async fn warm(&self) -> Result<(), EmbeddingError> {
+    fn warm(&self) -> Result<(), EmbeddingError> {
         Ok(())
     }
 }
@@ -145,46 +149,6 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
     }
 }
 
-/// Run CPU-bound or blocking work without stalling the async executor: on a
-/// tokio runtime it goes to the blocking thread pool; outside any tokio
-/// runtime (e.g. under a simple `block_on`) it runs inline.
-pub(crate) async fn run_blocking<F, R>(f: F) -> Result<R, EmbeddingError>
-where
-    F: FnOnce() -> R + Send + 'static,
-    R: Send + 'static,
-{
-    match tokio::runtime::Handle::try_current() {
-        Ok(handle) => handle.spawn_blocking(f).await.map_err(|e| {
-            EmbeddingError::BackendError(format!("embedding worker thread failed: {e}"))
-        }),
-        Err(_) => Ok(f()),
-    }
-}
-
-/// Drive a future to completion on the calling thread, for synchronous callers
-/// of the async embedding API (CLI commands, benches, tests). Embedders run
-/// their work inline or on their own threads when no tokio runtime is present,
-/// so parking until woken is all that is needed.
-pub fn block_on<F: std::future::Future>(fut: F) -> F::Output {
-    use std::sync::Arc;
-    use std::task::{Context, Poll, Wake, Waker};
-    struct Unpark(std::thread::Thread);
-    impl Wake for Unpark {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-    let mut cx = Context::from_waker(&waker);
-    let mut fut = std::pin::pin!(fut);
-    loop {
-        if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
-            return v;
-        }
-        std::thread::park();
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -204,23 +168,6 @@ mod tests {
         assert!((cosine(&[1.0, 0.0], &[2.0, 0.0]) - 1.0).abs() < 1e-6);
         assert!(cosine(&[1.0, 0.0], &[0.0, 3.0]).abs() < 1e-6);
         assert_eq!(cosine(&[0.0, 0.0], &[1.0, 0.0]), 0.0);
-    }
-
-    #[tokio::test(flavor = "current_thread")]
-    async fn run_blocking_works_on_and_off_a_runtime() {
-        assert_eq!(run_blocking(|| 2 + 2).await, Ok(4));
-        // Outside tokio: a trivial executor polling once.
-        let fut = run_blocking(|| 7);
-        let handle = std::thread::spawn(move || {
-            let waker = std::task::Waker::noop();
-            let mut cx = std::task::Context::from_waker(waker);
-            let mut fut = Box::pin(fut);
-            match std::future::Future::poll(fut.as_mut(), &mut cx) {
-                std::task::Poll::Ready(v) => v,
-                std::task::Poll::Pending => Err(EmbeddingError::BackendError("pending".into())),
-            }
-        });
-        assert_eq!(handle.join().ok(), Some(Ok(7)));
     }
 
     /// The trait must stay object-safe and `Send + Sync`.

@@ -23,13 +23,11 @@
 //!   [`OpenAiConfig::document_prefix`] are prepended to queries and documents
 //!   (Qwen3's instruction, e5's `query: ` / `passage: `).
 //!
-//! Requests use `ureq` (blocking, rustls) on tokio's blocking pool.
+//! Requests use `ureq` (blocking, rustls) on the calling thread.
 
 use std::time::Duration;
 
-use async_trait::async_trait;
-
-use super::{l2_normalize, run_blocking, EmbeddingError, EmbeddingProvider};
+use super::{l2_normalize, EmbeddingError, EmbeddingProvider};
 
 /// The Qwen3-Embedding query instruction used by [`OpenAiConfig::qwen3`].
 pub const QWEN3_QUERY_PREFIX: &str =
@@ -242,13 +240,9 @@ impl OpenAiEmbedder {
         &self.cfg
     }
 
-    /// Embed with a prefix, blocking (the async methods run this on the
-    /// blocking pool).
-    pub fn embed_blocking(
-        &self,
-        texts: &[&str],
-        query: bool,
-    ) -> Result<Vec<Vec<f32>>, EmbeddingError> {
+    /// Embed `texts` in the query lane (`query`) or the document lane, with
+    /// that lane's prefix.
+    fn embed_lane(&self, texts: &[&str], query: bool) -> Result<Vec<Vec<f32>>, EmbeddingError> {
         let prefix = if query {
             &self.cfg.query_prefix
         } else {
@@ -477,31 +471,22 @@ fn jitter(d: Duration) -> Duration {
     d.mul_f64(frac)
 }
 
-#[async_trait]
 impl EmbeddingProvider for OpenAiEmbedder {
-    async fn embed(&self, text: &str) -> Result<Vec<f32>, EmbeddingError> {
-        let mut v = self.embed_batch(&[text]).await?;
+    fn embed(&self, text: &str) -> Result<Vec<f32>, EmbeddingError> {
+        let mut v = self.embed_batch(&[text])?;
         v.pop()
             .ok_or_else(|| EmbeddingError::BackendError("no embedding returned".into()))
     }
 
-    async fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbeddingError> {
+    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbeddingError> {
         if texts.is_empty() {
             return Ok(Vec::new());
         }
-        let me = self.clone();
-        let owned: Vec<String> = texts.iter().map(|t| t.to_string()).collect();
-        run_blocking(move || {
-            let refs: Vec<&str> = owned.iter().map(String::as_str).collect();
-            me.embed_blocking(&refs, false)
-        })
-        .await?
+        self.embed_lane(texts, false)
     }
 
-    async fn embed_query(&self, text: &str) -> Result<Vec<f32>, EmbeddingError> {
-        let me = self.clone();
-        let owned = text.to_string();
-        let mut v = run_blocking(move || me.embed_blocking(&[&owned], true)).await??;
+    fn embed_query(&self, text: &str) -> Result<Vec<f32>, EmbeddingError> {
+        let mut v = self.embed_lane(&[text], true)?;
         v.pop()
             .ok_or_else(|| EmbeddingError::BackendError("no embedding returned".into()))
     }
@@ -526,8 +511,8 @@ impl EmbeddingProvider for OpenAiEmbedder {
         )
     }
 
-    async fn warm(&self) -> Result<(), EmbeddingError> {
-        self.embed("warm").await.map(|_| ())
+    fn warm(&self) -> Result<(), EmbeddingError> {
+        self.embed("warm").map(|_| ())
     }
 }
 

@@ -52,7 +52,9 @@ use serde::Deserialize;
 
 use super::cache::{CacheConfig, CachedEmbedder};
 use super::hash::{HashEmbedder, DEFAULT_DIMS};
+#[cfg(feature = "minilm")]
 use super::minilm::{MiniLm, MiniLmOptions};
+#[cfg(feature = "openai")]
 use super::openai::{OpenAiConfig, OpenAiEmbedder};
 use super::{EmbeddingError, EmbeddingProvider};
 
@@ -62,9 +64,10 @@ use super::{EmbeddingError, EmbeddingProvider};
 pub enum EmbedderKind {
     /// [`HashEmbedder`]: offline feature hashing (the default).
     Hash,
-    /// [`MiniLm`]: the local transformer.
+    /// `embed::minilm::MiniLm`: the local transformer (feature `minilm`).
     Minilm,
-    /// [`OpenAiEmbedder`]: an OpenAI-compatible server.
+    /// `embed::openai::OpenAiEmbedder`: an OpenAI-compatible server (feature
+    /// `openai`).
     Openai,
 }
 
@@ -323,6 +326,7 @@ impl EmbedConfig {
     }
 
     /// The OpenAI client settings: the preset, then the fields set.
+    #[cfg(feature = "openai")]
     pub fn openai_config(&self) -> Result<OpenAiConfig, EmbeddingError> {
         let s = &self.openai;
         let base_url = s
@@ -386,6 +390,9 @@ impl EmbedConfig {
             EmbedderKind::Hash => {
                 Arc::new(HashEmbedder::new(self.hash.dims.unwrap_or(DEFAULT_DIMS)))
             }
+            #[cfg(not(feature = "minilm"))]
+            EmbedderKind::Minilm => return Err(not_built("minilm")),
+            #[cfg(feature = "minilm")]
             EmbedderKind::Minilm => {
                 let d = MiniLmOptions::default();
                 let opts = MiniLmOptions {
@@ -399,6 +406,9 @@ impl EmbedConfig {
                     None => MiniLm::discover(&opts)?,
                 })
             }
+            #[cfg(not(feature = "openai"))]
+            EmbedderKind::Openai => return Err(not_built("openai")),
+            #[cfg(feature = "openai")]
             EmbedderKind::Openai => Arc::new(OpenAiEmbedder::new(self.openai_config()?)?),
         })
     }
@@ -427,6 +437,14 @@ pub fn select(cli: &EmbedConfig) -> Result<Arc<dyn EmbeddingProvider>, Embedding
     EmbedConfig::resolve(cli)?.build()
 }
 
+/// The error for a provider this build of the library left out.
+#[cfg(not(all(feature = "minilm", feature = "openai")))]
+fn not_built(feature: &str) -> EmbeddingError {
+    EmbeddingError::Config(format!(
+        "the {feature:?} embedder is not in this build (cargo feature `{feature}`)"
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -449,6 +467,7 @@ mod tests {
         assert_eq!(p.model_id(), "hash-v1@384");
     }
 
+    #[cfg(feature = "openai")]
     #[test]
     fn toml_layer_reads_only_embed_table() {
         let c = EmbedConfig::from_toml_str(
@@ -528,6 +547,7 @@ mod tests {
         assert!(tmp.path().join("v1").is_dir());
     }
 
+    #[cfg(feature = "openai")]
     #[test]
     fn unknown_preset_is_an_error() {
         let c = EmbedConfig {
@@ -538,5 +558,19 @@ mod tests {
             ..Default::default()
         };
         assert!(c.openai_config().is_err());
+    }
+
+    #[cfg(not(feature = "minilm"))]
+    #[test]
+    fn a_provider_left_out_of_the_build_is_a_config_error() {
+        let c = EmbedConfig {
+            provider: Some(EmbedderKind::Minilm),
+            ..Default::default()
+        };
+        let e = c.build_uncached().unwrap_err();
+        assert!(
+            matches!(&e, EmbeddingError::Config(m) if m.contains("minilm")),
+            "{e}"
+        );
     }
 }

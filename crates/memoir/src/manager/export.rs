@@ -6,12 +6,13 @@
 //! (`{"type":"message","index":i,…the message…}`, `index` from 0), and a
 //! footer `{"type":"footer","messages":N}`; every line ends with `\n`.
 
+use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::str::FromStr;
 
 use serde_json::{json, Map, Value};
 
-use super::redact::{redact_messages, Redactions};
 use crate::message::openai::to_openai_lossy;
 use crate::message::{Block, Message};
 use crate::transcript::Transcript;
@@ -82,24 +83,60 @@ pub struct Export {
     pub losses: Vec<String>,
 }
 
+/// How many secrets an export replaced, per redaction rule id
+/// (`aws-access-token`, `password-assignment`...; see `manager::redact`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Redactions {
+    /// Count per rule id.
+    pub counts: BTreeMap<String, usize>,
+}
+
+impl Redactions {
+    /// Total replacements.
+    pub fn total(&self) -> usize {
+        self.counts.values().sum()
+    }
+
+    /// Count `n` more replacements by `rule`.
+    pub fn add(&mut self, rule: &str, n: usize) {
+        if n > 0 {
+            *self.counts.entry(rule.to_string()).or_default() += n;
+        }
+    }
+}
+
+/// `t` with its secrets replaced when `redact` is set.
+fn redacted(t: &Transcript, redact: bool) -> crate::Result<(Cow<'_, Transcript>, Redactions)> {
+    if !redact {
+        return Ok((Cow::Borrowed(t), Redactions::default()));
+    }
+    #[cfg(feature = "redact")]
+    {
+        let (t, r) = super::redact::redact_transcript(t)?;
+        Ok((Cow::Owned(t), r))
+    }
+    #[cfg(not(feature = "redact"))]
+    Err(crate::Error::Invalid(
+        "this build of memoir cannot redact (cargo feature `redact`)".into(),
+    ))
+}
+
 /// Export a transcript.
 pub fn render(t: &Transcript, options: ExportOptions) -> crate::Result<Export> {
-    let (messages, redactions) = if options.redact {
-        redact_messages(&t.messages)
-    } else {
-        (t.messages.clone(), Redactions::default())
-    };
+    let (t, redactions) = redacted(t, options.redact)?;
+    let t = t.as_ref();
+    let messages = &t.messages;
     let mut losses = Vec::new();
     let text = match options.format {
-        ExportFormat::Jsonl => jsonl(t, &messages)?,
+        ExportFormat::Jsonl => jsonl(t, messages)?,
         ExportFormat::OpenAi => {
-            let lossy = to_openai_lossy(&messages);
+            let lossy = to_openai_lossy(messages);
             losses = lossy.losses.iter().map(|l| l.to_string()).collect();
             let mut text = serde_json::to_string_pretty(&lossy.value)?;
             text.push('\n');
             text
         }
-        ExportFormat::Markdown => markdown(t, &messages),
+        ExportFormat::Markdown => markdown(t, messages),
     };
     Ok(Export {
         text,

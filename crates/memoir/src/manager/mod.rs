@@ -33,6 +33,7 @@ pub mod error;
 pub mod export;
 pub mod fork;
 pub mod index;
+#[cfg(feature = "redact")]
 pub mod redact;
 mod resolve;
 pub mod trash;

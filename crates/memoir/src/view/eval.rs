@@ -1,6 +1,6 @@
 //! Retrieval evaluation on LoCoMo-format conversations (`memoir eval locomo`).
 //!
-//! Protocol (see `shared/data/README.md`): one view per conversation, one
+//! Protocol (see `testdata/README.md`): one view per conversation, one
 //! chunk per dialog turn whose stored text is `"<speaker>: <text>"` plus
 //! `" [image: <caption>]"` when the turn has a caption; every question of
 //! categories 1–4 that has evidence is asked; recall@k is the mean over
@@ -304,7 +304,7 @@ fn ms(d: Duration) -> f64 {
 }
 
 /// Index every conversation and ask every question.
-pub async fn evaluate(
+pub fn evaluate(
     conversations: &[Conversation],
     embedder: &dyn EmbeddingProvider,
     opts: &EvalOptions,
@@ -324,7 +324,7 @@ pub async fn evaluate(
         if opts.mode.needs_vector() {
             for batch in chunks.chunks(opts.batch.max(1)) {
                 let inputs: Vec<&str> = batch.iter().map(|c| c.embed_input.as_str()).collect();
-                let vectors = embedder.embed_batch(&inputs).await?;
+                let vectors = embedder.embed_batch(&inputs)?;
                 for (c, v) in batch.iter().zip(&vectors) {
                     if !view.insert_embedded(v, c, None, usize::MAX)? {
                         return Err(ViewError::DimensionMismatch {
@@ -346,7 +346,7 @@ pub async fn evaluate(
         for q in &conv.questions {
             let t0 = Instant::now();
             let vector = if opts.mode.needs_vector() {
-                Some(embedder.embed_query(&q.question).await?)
+                Some(embedder.embed_query(&q.question)?)
             } else {
                 None
             };

@@ -118,7 +118,7 @@ impl SessionView {
     /// Graft the best chunks for `query_text` (embedded on the query lane,
     /// searched in the view's mode, Pruned skipped) into a block of at most
     /// `max_tokens` estimated tokens. Blob items are read from `store`.
-    pub async fn graft_budget(
+    pub fn graft_budget(
         &self,
         embedder: &dyn EmbeddingProvider,
         query_text: &str,
@@ -127,7 +127,7 @@ impl SessionView {
     ) -> Result<GraftBlock, ViewError> {
         let mode = self.config().mode;
         let vector = if mode.needs_vector() {
-            Some(embedder.embed_query(query_text).await?)
+            Some(embedder.embed_query(query_text)?)
         } else {
             None
         };

@@ -19,7 +19,7 @@
 //! - [`chunk`]: messages → chunks (kinds, embedding inputs, overlapping splits);
 //! - [`rebuild`]: a view from a transcript, through the embedding cache;
 //! - [`graft`]: token-budgeted graft blocks, recency pruning, promotion signals;
-//! - [`eval`]: the LoCoMo retrieval benchmark behind `memoir eval locomo`.
+//! - `eval` (feature `eval`): the LoCoMo retrieval benchmark behind `memoir eval locomo`.
 //!
 //! Concurrency: every method takes `&self`; the manifest and both indexes sit
 //! behind one `RwLock`, so queries run in parallel and an insert is atomic
@@ -27,6 +27,7 @@
 //! Reference counts are atomics bumped under the read lock.
 
 pub mod chunk;
+#[cfg(feature = "eval")]
 pub mod eval;
 pub mod graft;
 pub mod history;
@@ -674,25 +675,24 @@ impl SessionView {
 
     /// Embed `text` (query lane when the mode needs a vector) and search in
     /// the view's configured mode, over every state but Pruned.
-    pub async fn query_text(
+    pub fn query_text(
         &self,
         embedder: &dyn EmbeddingProvider,
         text: &str,
         top_k: usize,
     ) -> Result<Vec<ScopedHit>, ViewError> {
         self.query_text_mode(embedder, text, top_k, self.config.mode)
-            .await
     }
 
     /// [`SessionView::query_text`] in an explicit mode.
-    pub async fn query_text_mode(
+    pub fn query_text_mode(
         &self,
         embedder: &dyn EmbeddingProvider,
         text: &str,
         top_k: usize,
         mode: RetrievalMode,
     ) -> Result<Vec<ScopedHit>, ViewError> {
-        let vector = self.embed_query_for(embedder, text, mode).await?;
+        let vector = self.embed_query_for(embedder, text, mode)?;
         Ok(self.search(&SearchRequest {
             vector: vector.as_deref(),
             text: Some(text),
@@ -702,7 +702,7 @@ impl SessionView {
         }))
     }
 
-    async fn embed_query_for(
+    fn embed_query_for(
         &self,
         embedder: &dyn EmbeddingProvider,
         text: &str,
@@ -711,7 +711,7 @@ impl SessionView {
         if !mode.needs_vector() {
             return Ok(None);
         }
-        let v = embedder.embed_query(text).await?;
+        let v = embedder.embed_query(text)?;
         if v.len() != self.dims {
             return Err(ViewError::DimensionMismatch {
                 expected: self.dims,
@@ -789,14 +789,14 @@ impl SessionView {
 
     /// Embed `query_text` on the query lane (`embed_query`) and graft the
     /// `top_k` best chunks in the view's configured mode.
-    pub async fn graft_text(
+    pub fn graft_text(
         &self,
         embedder: &dyn EmbeddingProvider,
         query_text: &str,
         top_k: usize,
     ) -> Result<Vec<GraftedItem>, ViewError> {
         let mode = self.config.mode;
-        let vector = self.embed_query_for(embedder, query_text, mode).await?;
+        let vector = self.embed_query_for(embedder, query_text, mode)?;
         Ok(self.graft_with(&SearchRequest {
             vector: vector.as_deref(),
             text: Some(query_text),
@@ -810,7 +810,7 @@ impl SessionView {
     /// Texts longer than `inline_max` bytes go to `store` when one is given.
     /// `Ok(false)` when the embedder's width differs from the view's (nothing
     /// is written anywhere then).
-    pub async fn index_chunk(
+    pub fn index_chunk(
         &self,
         embedder: &dyn EmbeddingProvider,
         store: Option<&ArtifactStore>,
@@ -820,14 +820,13 @@ impl SessionView {
         inline_max: usize,
     ) -> Result<bool, ViewError> {
         self.index_chunk_with_embed(embedder, store, chain_seq, kind, text, text, inline_max)
-            .await
     }
 
     /// Like [`SessionView::index_chunk`] but embeds (and lexically indexes)
     /// `embed_input` while storing and hashing `text`, so dedup stays stable
     /// when the embedding input's format changes.
     #[allow(clippy::too_many_arguments)]
-    pub async fn index_chunk_with_embed(
+    pub fn index_chunk_with_embed(
         &self,
         embedder: &dyn EmbeddingProvider,
         store: Option<&ArtifactStore>,
@@ -837,7 +836,7 @@ impl SessionView {
         embed_input: &str,
         inline_max: usize,
     ) -> Result<bool, ViewError> {
-        let vector = embedder.embed(embed_input).await?;
+        let vector = embedder.embed(embed_input)?;
         let input = chunk::Chunk {
             chain_seq,
             part: 0,

@@ -75,12 +75,12 @@ pub struct RebuildReport {
 impl SessionView {
     /// Build the view of a transcript with default options (see
     /// [`SessionView::rebuild_with`]).
-    pub async fn rebuild(
+    pub fn rebuild(
         transcript: &Transcript,
         embedder: &dyn EmbeddingProvider,
         store: Option<&ArtifactStore>,
     ) -> Result<(SessionView, RebuildReport), ViewError> {
-        Self::rebuild_with(transcript, embedder, store, &RebuildOptions::default()).await
+        Self::rebuild_with(transcript, embedder, store, &RebuildOptions::default())
     }
 
     /// Build the view of a transcript's current messages, keyed by
@@ -88,7 +88,7 @@ impl SessionView {
     /// a stored session prefer [`SessionView::rebuild_session`], which also
     /// indexes the turns a rewrite dropped and keys a fork's inherited
     /// turns by the ancestor's session.
-    pub async fn rebuild_with(
+    pub fn rebuild_with(
         transcript: &Transcript,
         embedder: &dyn EmbeddingProvider,
         store: Option<&ArtifactStore>,
@@ -102,14 +102,13 @@ impl SessionView {
             store,
             options,
         )
-        .await
     }
 
     /// Build a view of `messages`, where `seqs[i]` is the `chain_seq` of
     /// `messages[i]` (the transcript record's `seq`). Long texts go to
     /// `store` when one is given; externalized tool results are read back
     /// from it to be indexed.
-    pub async fn rebuild_from_messages(
+    pub fn rebuild_from_messages(
         session_id: impl Into<String>,
         messages: &[Message],
         seqs: &[u64],
@@ -124,7 +123,7 @@ impl SessionView {
                 .into_iter()
                 .map(|c| ("", NodeState::Frontier, c))
                 .collect();
-        let embed_time = view.index_all(&chunks, embedder, store, options).await?;
+        let embed_time = view.index_all(&chunks, embedder, store, options)?;
         let report = RebuildReport {
             messages: messages.len(),
             chunks: chunks.len(),
@@ -140,7 +139,7 @@ impl SessionView {
     /// a rewrite dropped enter [`RebuildOptions::dropped`], each keyed by
     /// its `(session, seq)`. Also returns the read's report (log issues,
     /// unresolvable payload blobs).
-    pub async fn rebuild_session(
+    pub fn rebuild_session(
         store: &dyn LogStore,
         id: &str,
         embedder: &dyn EmbeddingProvider,
@@ -148,12 +147,12 @@ impl SessionView {
         options: &RebuildOptions,
     ) -> Result<(SessionView, RebuildReport, LoadReport), ViewError> {
         let history = History::read(store, id)?;
-        let (view, report) = Self::rebuild_history(&history, embedder, blobs, options).await?;
+        let (view, report) = Self::rebuild_history(&history, embedder, blobs, options)?;
         Ok((view, report, history.report))
     }
 
     /// [`SessionView::rebuild_session`] over a history already read.
-    pub async fn rebuild_history(
+    pub fn rebuild_history(
         history: &History,
         embedder: &dyn EmbeddingProvider,
         blobs: Option<&ArtifactStore>,
@@ -180,7 +179,7 @@ impl SessionView {
                 (t.session.as_str(), state, c)
             })
             .collect();
-        let embed_time = view.index_all(&chunks, embedder, blobs, options).await?;
+        let embed_time = view.index_all(&chunks, embedder, blobs, options)?;
         let report = RebuildReport {
             messages: kept.len(),
             chunks: chunks.len(),
@@ -193,7 +192,7 @@ impl SessionView {
 
     /// Embed and insert `chunks` in order, in batches; returns the time spent
     /// embedding.
-    async fn index_all(
+    fn index_all(
         &self,
         chunks: &[(&str, NodeState, Chunk)],
         embedder: &dyn EmbeddingProvider,
@@ -207,7 +206,7 @@ impl SessionView {
                 .map(|(_, _, c)| c.embed_input.as_str())
                 .collect();
             let t = Instant::now();
-            let vectors = embedder.embed_batch(&inputs).await?;
+            let vectors = embedder.embed_batch(&inputs)?;
             embed_time += t.elapsed();
             if vectors.len() != batch.len() {
                 return Err(ViewError::Invalid(format!(

@@ -1,7 +1,6 @@
 //! Unit tests of [`SessionView`]: every seed method, the lifecycle table,
 //! and the fixed seed bugs.
 
-use async_trait::async_trait;
 
 use super::*;
 use crate::embed::EmbeddingError;
@@ -9,9 +8,8 @@ use crate::embed::EmbeddingError;
 /// Bag-of-words test embedder: each lowercase word adds 1 to a hashed axis.
 struct Bow(usize);
 
-#[async_trait]
 impl EmbeddingProvider for Bow {
-    async fn embed(&self, text: &str) -> Result<Vec<f32>, EmbeddingError> {
+    fn embed(&self, text: &str) -> Result<Vec<f32>, EmbeddingError> {
         let mut v = vec![0.0; self.0];
         for w in text
             .split(|c: char| !c.is_alphanumeric())
@@ -35,9 +33,8 @@ impl EmbeddingProvider for Bow {
 /// Claims `dims` but returns one more component.
 struct Liar(usize);
 
-#[async_trait]
 impl EmbeddingProvider for Liar {
-    async fn embed(&self, _: &str) -> Result<Vec<f32>, EmbeddingError> {
+    fn embed(&self, _: &str) -> Result<Vec<f32>, EmbeddingError> {
         Ok(vec![0.5; self.0 + 1])
     }
     fn dimensions(&self) -> usize {
@@ -222,8 +219,8 @@ fn graft_of_externalized_chunk_is_a_blob_reference() {
     assert_eq!(v.graft(&axis(8, 1), 1)[0].content, GraftContent::Reference);
 }
 
-#[tokio::test]
-async fn index_chunk_then_graft_text_retrieves_it() {
+#[test]
+fn index_chunk_then_graft_text_retrieves_it() {
     let e = Bow(32);
     let v = SessionView::for_embedder("s", &e);
     assert!(v
@@ -235,15 +232,12 @@ async fn index_chunk_then_graft_text_retrieves_it() {
             "the deploy key is in vault",
             4096
         )
-        .await
         .unwrap());
     assert!(v
         .index_chunk(&e, None, 2, "agent.chat.turn", "lunch was pasta", 4096)
-        .await
         .unwrap());
     let items = v
         .graft_text(&e, "where is the deploy key", 1)
-        .await
         .unwrap();
     assert_eq!(items[0].chain_seq, 1);
     assert_eq!(
@@ -253,59 +247,54 @@ async fn index_chunk_then_graft_text_retrieves_it() {
     assert_eq!(v.state(1), Some(NodeState::Frontier));
 }
 
-#[tokio::test]
-async fn large_chunks_go_to_the_blob_store_small_ones_stay_inline() {
+#[test]
+fn large_chunks_go_to_the_blob_store_small_ones_stay_inline() {
     let e = Bow(32);
     let store = ArtifactStore::in_memory();
     let v = SessionView::for_embedder("s", &e);
     let big = "word ".repeat(100);
     assert!(v
         .index_chunk(&e, Some(&store), 1, "tool.output", &big, 64)
-        .await
         .unwrap());
     let m = v.chunk(1).unwrap();
     assert!(m.inline.is_none());
     let h = m.blob_hash.clone().unwrap();
     assert_eq!(store.load_string(&h).unwrap(), big);
     assert_eq!(
-        v.graft_text(&e, &big, 1).await.unwrap()[0].content,
+        v.graft_text(&e, &big, 1).unwrap()[0].content,
         GraftContent::Blob(h.clone())
     );
     // Re-indexing the same text takes no extra reference.
     v.index_chunk(&e, Some(&store), 1, "tool.output", &big, 64)
-        .await
         .unwrap();
     assert_eq!(store.ref_count(&h).unwrap(), 1);
     // Replacing it with other content drops the old reference.
     v.index_chunk(&e, Some(&store), 1, "tool.output", "short", 64)
-        .await
         .unwrap();
     assert_eq!(store.ref_count(&h).unwrap(), 0);
     assert!(v
         .index_chunk(&e, Some(&store), 2, "k", "short", 64)
-        .await
         .unwrap());
     assert_eq!(v.chunk(2).unwrap().inline.as_deref(), Some("short"));
     // Without a store, long text stays inline.
-    v.index_chunk(&e, None, 3, "k", &big, 64).await.unwrap();
+    v.index_chunk(&e, None, 3, "k", &big, 64).unwrap();
     assert_eq!(v.chunk(3).unwrap().inline.as_deref(), Some(big.as_str()));
     assert_eq!(v.release_blobs(&store).unwrap(), 0);
 }
 
-#[tokio::test]
-async fn wrong_width_embedder_writes_nothing_anywhere() {
+#[test]
+fn wrong_width_embedder_writes_nothing_anywhere() {
     let store = ArtifactStore::in_memory();
     let v = SessionView::new("s", 8);
     let big = "x".repeat(500);
     let ok = v
         .index_chunk(&Liar(8), Some(&store), 1, "k", &big, 64)
-        .await
         .unwrap();
     assert!(!ok);
     assert!(v.is_empty());
     assert_eq!(store.stats().unwrap().0, 0, "no orphan blob");
     assert!(matches!(
-        v.graft_text(&Liar(8), "q", 1).await,
+        v.graft_text(&Liar(8), "q", 1),
         Err(ViewError::DimensionMismatch {
             expected: 8,
             got: 9
@@ -441,8 +430,8 @@ fn remove_drops_every_part() {
     assert!(v.query(&axis(8, 0), 3).iter().all(|h| h.chain_seq == 2));
 }
 
-#[tokio::test]
-async fn lexical_and_hybrid_modes() {
+#[test]
+fn lexical_and_hybrid_modes() {
     let e = Bow(16);
     let v = SessionView::for_embedder("s", &e);
     for (seq, t) in [
@@ -450,38 +439,34 @@ async fn lexical_and_hybrid_modes() {
         (2, "quarterly revenue grew"),
         (3, "a dog barked"),
     ] {
-        v.index_chunk(&e, None, seq, "k", t, 4096).await.unwrap();
+        v.index_chunk(&e, None, seq, "k", t, 4096).unwrap();
     }
     for mode in [
         RetrievalMode::Lexical,
         RetrievalMode::Hybrid,
         RetrievalMode::Vector,
     ] {
-        let hits = v.query_text_mode(&e, "revenue", 3, mode).await.unwrap();
+        let hits = v.query_text_mode(&e, "revenue", 3, mode).unwrap();
         assert_eq!(hits[0].chain_seq, 2, "{mode}");
     }
     let lex = v.search(&SearchRequest::lexical("nothing matches", 3));
     assert!(lex.is_empty());
 }
 
-#[tokio::test]
-async fn budgeted_graft_resolves_blobs_and_respects_the_budget() {
+#[test]
+fn budgeted_graft_resolves_blobs_and_respects_the_budget() {
     let e = Bow(64);
     let store = ArtifactStore::in_memory();
     let v = SessionView::for_embedder("s", &e);
     let long = format!("deploy key details {}", "lorem ipsum ".repeat(40));
     v.index_chunk(&e, Some(&store), 7, "tool.result", &long, 64)
-        .await
         .unwrap();
     v.index_chunk(&e, None, 3, "user.text", "the deploy key is in vault", 4096)
-        .await
         .unwrap();
     v.index_chunk(&e, None, 9, "user.text", "unrelated chatter", 4096)
-        .await
         .unwrap();
     let block = v
         .graft_budget(&e, "deploy key", 1000, Some(&store))
-        .await
         .unwrap();
     assert!(block.text.starts_with(graft::GRAFT_HEADER));
     assert!(block
@@ -498,7 +483,7 @@ async fn budgeted_graft_resolves_blobs_and_respects_the_budget() {
     let p7 = block.text.find("[chain_seq 7]").unwrap();
     assert!(p3 < p7, "rendered in chain order");
     // Without the store the blob item is reported, not silently dropped.
-    let block = v.graft_budget(&e, "deploy key", 1000, None).await.unwrap();
+    let block = v.graft_budget(&e, "deploy key", 1000, None).unwrap();
     assert!(block
         .unresolved
         .iter()
@@ -507,7 +492,6 @@ async fn budgeted_graft_resolves_blobs_and_respects_the_budget() {
     for budget in [0, 10, 30, 60, 100] {
         let b = v
             .graft_budget(&e, "deploy key", budget, Some(&store))
-            .await
             .unwrap();
         assert!(
             graft::estimate_tokens(&b.text) <= budget,

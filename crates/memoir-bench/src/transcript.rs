@@ -8,7 +8,7 @@
 //!    the same rows back;
 //! 4. list 10,000 sessions of 10 and of 1,000 messages.
 //!
-//! Run: `cargo bench -p memoir --bench transcript` (env: `BENCH_APPENDS`,
+//! Run: `cargo run --release -p memoir-bench -- transcript` (env: `BENCH_APPENDS`,
 //! default 100000; `BENCH_ONLY=append,rewrite,load,list`).
 
 use std::fs;
@@ -250,7 +250,7 @@ fn child_load(kind: &str, path: &Path) {
 fn run_child(kind: &str, path: &Path) -> (usize, f64, u64) {
     let exe = std::env::current_exe().expect("exe");
     let out = std::process::Command::new(exe)
-        .args(["--child-load", kind])
+        .args(["transcript", "--child-load", kind])
         .arg(path)
         .output()
         .expect("spawn");
@@ -364,8 +364,9 @@ fn bench_list() {
     }
 }
 
-fn main() {
-    let args: Vec<String> = std::env::args().collect();
+/// Run this benchmark (`memoir-bench transcript ...`).
+pub fn main() {
+    let args: Vec<String> = crate::args().collect();
     if args.len() == 4 && args[1] == "--child-load" {
         child_load(&args[2], Path::new(&args[3]));
         return;

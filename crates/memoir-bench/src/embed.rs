@@ -1,6 +1,6 @@
 //! Embedding throughput benchmark (issue 4).
 //!
-//! `cargo bench -p memoir --bench embed [-- --quick]` prints:
+//! `cargo run --release -p memoir-bench -- embed [--quick]` prints:
 //!
 //! - the hash embedder's texts/s on one core;
 //! - the embedding cache's hit cost, against the hash embedder and MiniLM;
@@ -92,12 +92,6 @@ impl Rng {
             .wrapping_add(1442695040888963407);
         (self.0 >> 33) as usize
     }
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .build()
-        .expect("tokio runtime")
 }
 
 /// `n` distinct texts of exactly `tokens` tokens each ([CLS] and [SEP]
@@ -230,13 +224,13 @@ fn bench_minilm_child(quick: bool) {
         let batch = 64;
         let texts = texts_of_tokens(&m, batch * 4, tokens, tokens as u64);
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-        m.embed_batch_sync(&refs[..batch]).expect("embed"); // warm-up
+        m.embed_batch(&refs[..batch]).expect("embed"); // warm-up
         let start = Instant::now();
         let mut done = 0usize;
         let mut k = 0;
         while start.elapsed() < budget || done < 2 * batch {
             let chunk = &refs[(k % 4) * batch..(k % 4 + 1) * batch];
-            m.embed_batch_sync(chunk).expect("embed");
+            m.embed_batch(chunk).expect("embed");
             done += batch;
             k += 1;
         }
@@ -260,19 +254,18 @@ fn bench_minilm_child(quick: bool) {
     }
 
     // The cache in front of MiniLM: a hit against an embedding.
-    let rt = runtime();
     let tmp = std::env::temp_dir().join(format!("memoir-bench-mcache-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
     let texts = texts_of_tokens(&m, 64, 32, 99);
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let cached = CachedEmbedder::open(Arc::new(m.clone()), CacheConfig::new(&tmp)).expect("cache");
     let start = Instant::now();
-    rt.block_on(cached.embed_batch(&refs)).expect("fill");
+    cached.embed_batch(&refs).expect("fill");
     let miss_ms = start.elapsed().as_secs_f64() * 1e3 / refs.len() as f64;
     let rounds = 50;
     let start = Instant::now();
     for _ in 0..rounds {
-        rt.block_on(cached.embed_batch(&refs)).expect("hit");
+        cached.embed_batch(&refs).expect("hit");
     }
     let hit_us = start.elapsed().as_secs_f64() * 1e6 / (rounds * refs.len()) as f64;
     println!(
@@ -312,7 +305,6 @@ fn bench_hash(quick: bool) -> f64 {
 }
 
 fn bench_cache(quick: bool, hash_us: f64) {
-    let rt = runtime();
     let tmp = std::env::temp_dir().join(format!("memoir-bench-cache-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
     let n = if quick { 5_000 } else { 50_000 };
@@ -325,12 +317,12 @@ fn bench_cache(quick: bool, hash_us: f64) {
     let cached = open();
     let start = Instant::now();
     for c in refs.chunks(64) {
-        rt.block_on(cached.embed_batch(c)).expect("fill");
+        cached.embed_batch(c).expect("fill");
     }
     let fill_us = start.elapsed().as_secs_f64() * 1e6 / n as f64;
     let start = Instant::now();
     for c in refs.chunks(64) {
-        rt.block_on(cached.embed_batch(c)).expect("hit");
+        cached.embed_batch(c).expect("hit");
     }
     let hit_us = start.elapsed().as_secs_f64() * 1e6 / n as f64;
     let file_mb = cached.stats().file_bytes as f64 / (1 << 20) as f64;
@@ -340,7 +332,7 @@ fn bench_cache(quick: bool, hash_us: f64) {
     let open_ms = start.elapsed().as_secs_f64() * 1e3;
     let start = Instant::now();
     for c in refs.chunks(64) {
-        rt.block_on(reopened.embed_batch(c)).expect("hit");
+        reopened.embed_batch(c).expect("hit");
     }
     let hit2_us = start.elapsed().as_secs_f64() * 1e6 / n as f64;
     let s = reopened.stats();
@@ -355,8 +347,9 @@ fn bench_cache(quick: bool, hash_us: f64) {
     let _ = std::fs::remove_dir_all(&tmp);
 }
 
-fn main() {
-    let args: Vec<String> = std::env::args().collect();
+/// Run this benchmark (`memoir-bench embed ...`).
+pub fn main() {
+    let args: Vec<String> = crate::args().collect();
     let quick = args.iter().any(|a| a == "--quick");
     if args.iter().any(|a| a == "--minilm-child") {
         bench_minilm_child(quick);
@@ -379,7 +372,8 @@ fn main() {
     let mut failed = false;
     for (threads, dp) in [("1", "0"), ("2", "0"), ("2", "1")] {
         let mut cmd = std::process::Command::new(&exe);
-        cmd.arg("--minilm-child")
+        cmd.arg("embed")
+            .arg("--minilm-child")
             .env("RAYON_NUM_THREADS", threads)
             .env("CANDLE_NUM_THREADS", threads)
             .env("MEMOIR_BENCH_DATA_PARALLEL", dp);

@@ -9,7 +9,7 @@
 //! 2. `list_sessions` over 10,000 sessions: from a fresh index, after the
 //!    index directory was deleted (full rebuild), and fresh again.
 //!
-//! Run: `cargo bench -p memoir --bench manager` (release profile). Sizes can
+//! Run: `cargo run --release -p memoir-bench -- manager` (release profile). Sizes can
 //! be changed with `MEMOIR_BENCH_MESSAGES` and `MEMOIR_BENCH_SESSIONS`.
 
 use std::collections::BTreeMap;
@@ -224,7 +224,8 @@ fn median(mut v: Vec<Duration>) -> Duration {
     v[v.len() / 2]
 }
 
-fn main() {
+/// Run this benchmark (`memoir-bench manager ...`).
+pub fn main() {
     let n = env_usize("MEMOIR_BENCH_MESSAGES", 10_000);
     let sessions = env_usize("MEMOIR_BENCH_SESSIONS", 10_000);
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """ANN peer yardsticks for memoir's vector index (issue 5 benchmarks).
 
-Reads the vectors memoir's `view` bench wrote (`cargo bench -p memoir --bench
+Reads the vectors memoir's `view` bench wrote (`cargo run --release -p memoir-bench --
 view`), so every engine searches exactly the same data:
 
     <dir>/meta.json           {"dims": 384, "k": 10, "sizes": [1000, ...]}
@@ -17,7 +17,7 @@ Engines: hnswlib (HNSW, inner product), faiss IndexHNSWFlat (inner product),
 faiss IndexFlatIP (exact). Everything runs on one thread.
 
     pip install hnswlib==0.8.0 faiss-cpu numpy
-    python3 bench/peers/ann.py --dir target/bench-view --m 16 --efc 128
+    python3 crates/memoir-bench/peers/ann.py --dir target/bench-view --m 16 --efc 128
 """
 
 import argparse

@@ -2,7 +2,7 @@
 //! `docs/BENCHMARKS.md`, section "Semantic view (issue 5)".
 //!
 //! ```text
-//! cargo bench -p memoir --bench view -- [--section ann,graft,rebuild]
+//! cargo run --release -p memoir-bench -- view [--section ann,graft,rebuild]
 //!     [--sizes 1000,10000,100000] [--queries 1000] [--efc 128] [--peers]
 //!     [--messages 10000] [--minilm] [--out DIR]
 //! ```
@@ -27,7 +27,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use memoir::embed::block_on;
 use memoir::embed::{CacheConfig, CachedEmbedder, EmbeddingProvider, HashEmbedder};
 use memoir::message::{Block, Message, Role};
 use memoir::view::index::{IndexConfig, VectorIndex};
@@ -61,7 +60,7 @@ fn parse_args() -> Args {
         minilm: false,
         out: root.join("target/bench-view"),
     };
-    let mut it = std::env::args().skip(1);
+    let mut it = crate::args().skip(1);
     while let Some(arg) = it.next() {
         let mut val = || it.next().unwrap_or_default();
         match arg.as_str() {
@@ -242,7 +241,7 @@ fn ann(args: &Args) {
         }
     }
     if args.peers {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/peers/ann.py");
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("peers/ann.py");
         println!(
             "## peers: python3 {} --dir {} --m 16 --efc {}",
             script.display(),
@@ -422,7 +421,7 @@ fn rebuild_with(name: &str, inner: Arc<dyn EmbeddingProvider>, msgs: &[Message],
         let cached =
             CachedEmbedder::open(inner.clone(), CacheConfig::new(dir.path())).expect("open cache");
         let t = Instant::now();
-        let (view, report) = block_on(SessionView::rebuild_from_messages(
+        let (view, report) = SessionView::rebuild_from_messages(
             "bench",
             msgs,
             seqs,
@@ -432,7 +431,7 @@ fn rebuild_with(name: &str, inner: Arc<dyn EmbeddingProvider>, msgs: &[Message],
                 view: ViewConfig::default(),
                 ..RebuildOptions::default()
             },
-        ))
+        )
         .expect("rebuild");
         let total = t.elapsed();
         let s = cached.stats();
@@ -471,7 +470,8 @@ fn rebuild(args: &Args) {
     }
 }
 
-fn main() {
+/// Run this benchmark (`memoir-bench view ...`).
+pub fn main() {
     let args = parse_args();
     let started = Instant::now();
     for s in &args.sections {

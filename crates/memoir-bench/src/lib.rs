@@ -1,0 +1,94 @@
+//! memoir's benchmarks and the peers they are compared with, in one crate so
+//! the library's own build and tests never pull the peers (SQLite, the
+//! seed's index design, hnswlib/faiss through `peers/ann.py`).
+//!
+//! Each module is one comparison, run by the `memoir-bench` binary as a
+//! subcommand of the same name; it prints Markdown tables with the peers
+//! measured in the same run (see `docs/BENCHMARKS.md`):
+//! - [`transcript`]: append/load/list against SQLite and a whole-file rewrite;
+//! - [`manager`]: the session manager against the seed's index design;
+//! - [`embed`]: embedder throughput and the embedding cache;
+//! - [`view`]: the vector index against exact search and the ANN peers,
+//!   grafting and rebuilds;
+//! - [`load`]: `memoir serve` under concurrent clients, file and PostgreSQL.
+//!
+//! [`quick`] lists the small-size arguments of each, for
+//! `memoir-bench all --quick`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+pub mod embed;
+pub mod load;
+pub mod manager;
+pub mod transcript;
+pub mod view;
+
+use std::sync::OnceLock;
+
+static ARGS: OnceLock<Vec<String>> = OnceLock::new();
+
+/// Set the arguments a benchmark sees (the program name, then its own
+/// arguments, without the subcommand). Done once by the binary.
+pub fn set_args(args: Vec<String>) {
+    let _ = ARGS.set(args);
+}
+
+/// The arguments of the running benchmark, program name first (as
+/// `std::env::args()` would give a stand-alone bench binary).
+pub fn args() -> impl Iterator<Item = String> {
+    ARGS.get().cloned().unwrap_or_default().into_iter()
+}
+
+/// One benchmark: its subcommand name and entry point.
+pub type Bench = (&'static str, fn());
+
+/// Every benchmark, in the order `all` runs them.
+pub const BENCHES: &[Bench] = &[
+    ("transcript", transcript::main),
+    ("manager", manager::main),
+    ("embed", embed::main),
+    ("view", view::main),
+    ("load", load::main),
+];
+
+/// The small-size arguments and environment of each benchmark for
+/// `all --quick`: seconds rather than minutes, numbers not for publication.
+pub fn quick(name: &str) -> (Vec<&'static str>, Vec<(&'static str, &'static str)>) {
+    match name {
+        "transcript" => (
+            vec![],
+            vec![
+                ("BENCH_APPENDS", "2000"),
+                ("BENCH_ONLY", "append,rewrite,list"),
+            ],
+        ),
+        "manager" => (
+            vec![],
+            vec![
+                ("MEMOIR_BENCH_MESSAGES", "500"),
+                ("MEMOIR_BENCH_SESSIONS", "200"),
+            ],
+        ),
+        "embed" => (vec!["--quick"], vec![]),
+        "view" => (
+            vec!["--sizes", "1000", "--queries", "50", "--messages", "300"],
+            vec![],
+        ),
+        "load" => (
+            vec![
+                "--mode",
+                "server",
+                "--backend",
+                "file",
+                "--seconds",
+                "2",
+                "--clients",
+                "4",
+                "--sessions",
+                "8",
+            ],
+            vec![],
+        ),
+        _ => (vec![], vec![]),
+    }
+}

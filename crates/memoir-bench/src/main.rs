@@ -1,0 +1,75 @@
+//! `memoir-bench`: run one of memoir's benchmarks, or all of them.
+//!
+//! ```text
+//! cargo run --release -p memoir-bench -- transcript|manager|embed|view|load [ARGS]
+//! cargo run --release -p memoir-bench -- all [--quick]
+//! ```
+//!
+//! `all` runs each benchmark in its own child process (so one that fails or
+//! needs a missing peer does not stop the others) and ends non-zero when any
+//! failed; `--quick` passes small sizes.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::{Command, ExitCode};
+
+fn usage() -> ExitCode {
+    let names: Vec<&str> = memoir_bench::BENCHES.iter().map(|(n, _)| *n).collect();
+    eprintln!(
+        "usage: memoir-bench <{}> [ARGS]\n       memoir-bench all [--quick]",
+        names.join("|")
+    );
+    ExitCode::from(2)
+}
+
+fn run_all(quick: bool) -> ExitCode {
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("memoir-bench: cannot find my own executable: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut failed = Vec::new();
+    for (name, _) in memoir_bench::BENCHES {
+        println!(
+            "\n# memoir-bench {name}{}\n",
+            if quick { " (quick)" } else { "" }
+        );
+        let mut cmd = Command::new(&exe);
+        cmd.arg(name);
+        if quick {
+            let (args, env) = memoir_bench::quick(name);
+            cmd.args(args).envs(env);
+        }
+        match cmd.status() {
+            Ok(s) if s.success() => {}
+            Ok(s) => failed.push(format!("{name} ({s})")),
+            Err(e) => failed.push(format!("{name} ({e})")),
+        }
+    }
+    if failed.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!("memoir-bench: failed: {}", failed.join(", "));
+        ExitCode::FAILURE
+    }
+}
+
+fn main() -> ExitCode {
+    let mut args = std::env::args();
+    let program = args.next().unwrap_or_else(|| "memoir-bench".into());
+    let Some(sub) = args.next() else {
+        return usage();
+    };
+    let rest: Vec<String> = args.collect();
+    if sub == "all" {
+        return run_all(rest.iter().any(|a| a == "--quick"));
+    }
+    let Some((_, bench)) = memoir_bench::BENCHES.iter().find(|(n, _)| *n == sub) else {
+        return usage();
+    };
+    memoir_bench::set_args(std::iter::once(program).chain(rest).collect());
+    bench();
+    ExitCode::SUCCESS
+}
