@@ -101,15 +101,10 @@ fn library_recall(t: &memoir::transcript::Transcript, query: &str) -> Vec<u64> {
         },
         ..RebuildOptions::default()
     };
-    memoir::embed::block_on(async {
-        let (view, _) = SessionView::rebuild_with(t, &embedder, None, &options)
-            .await
-            .unwrap();
-        view.query_text_mode(&embedder, query, 3, RetrievalMode::Lexical)
-            .await
-            .unwrap()
-    })
-    .into_iter()
+    let (view, _) = SessionView::rebuild_with(t, &embedder, None, &options).unwrap();
+    view.query_text_mode(&embedder, query, 3, RetrievalMode::Lexical)
+        .unwrap()
+        .into_iter()
     .map(|h| h.chain_seq)
     .collect()
 }

@@ -5,7 +5,6 @@
 
 use std::sync::Arc;
 
-use memoir::embed::block_on;
 use memoir::embed::HashEmbedder;
 use memoir::message::Message;
 use memoir::record::{ForkPoint, Record, SessionMeta};
@@ -97,17 +96,17 @@ fn a_turn_a_compaction_dropped_is_recalled_with_its_provenance() {
     assert!(summary.current);
 
     let e = HashEmbedder::new(64);
-    let (view, report, read) = block_on(SessionView::rebuild_session(
+    let (view, report, read) = SessionView::rebuild_session(
         store.as_ref(),
         "compacted",
         &e,
         None,
         &lexical(),
-    ))
+    )
     .unwrap();
     assert!(read.is_clean());
     assert_eq!(report.dropped, 4);
-    let hits = block_on(view.query_text(&e, "launch code probe", 3)).unwrap();
+    let hits = view.query_text(&e, "launch code probe", 3).unwrap();
     let top = &hits[0];
     assert_eq!(
         (top.session.as_str(), top.chain_seq),
@@ -121,7 +120,7 @@ fn a_turn_a_compaction_dropped_is_recalled_with_its_provenance() {
     );
     assert!(top.meta.inline.as_deref().unwrap().contains("PELICAN-42"));
     // Grafting finds it too, and a dropped turn can be re-grafted into the window.
-    let block = block_on(view.graft_budget(&e, "launch code probe", 200, None)).unwrap();
+    let block = view.graft_budget(&e, "launch code probe", 200, None).unwrap();
     assert!(
         block.text.contains("[chain_seq 1] The launch code"),
         "{}",
@@ -138,15 +137,15 @@ fn a_turn_a_compaction_dropped_is_recalled_with_its_provenance() {
         dropped: None,
         ..lexical()
     };
-    let (view, _, _) = block_on(SessionView::rebuild_session(
+    let (view, _, _) = SessionView::rebuild_session(
         store.as_ref(),
         "compacted",
         &e,
         None,
         &only_current,
-    ))
+    )
     .unwrap();
-    let hits = block_on(view.query_text(&e, "launch code probe", 3)).unwrap();
+    let hits = view.query_text(&e, "launch code probe", 3).unwrap();
     assert!(hits.iter().all(|h| h.chain_seq != 1), "{hits:?}");
 }
 
@@ -181,13 +180,13 @@ fn a_fork_keeps_its_parents_seqs_and_its_own_apart() {
     let _ = appended;
 
     let e = HashEmbedder::new(64);
-    let (view, _, _) = block_on(SessionView::rebuild_session(
+    let (view, _, _) = SessionView::rebuild_session(
         store.as_ref(),
         "child",
         &e,
         None,
         &lexical(),
-    ))
+    )
     .unwrap();
     let keys: Vec<(String, u64)> = view
         .records()
@@ -224,9 +223,9 @@ fn a_fork_keeps_its_parents_seqs_and_its_own_apart() {
     assert_eq!(view.ref_count(1), 0);
 
     // Hits and graft lines name the record's session.
-    let hits = block_on(view.query_text(&e, "pelicans", 1)).unwrap();
+    let hits = view.query_text(&e, "pelicans", 1).unwrap();
     assert_eq!((hits[0].session.as_str(), hits[0].chain_seq), ("child", 1));
-    let block = block_on(view.graft_budget(&e, "zebras pelicans", 300, None)).unwrap();
+    let block = view.graft_budget(&e, "zebras pelicans", 300, None).unwrap();
     assert!(
         block
             .text

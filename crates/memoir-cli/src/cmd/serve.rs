@@ -119,7 +119,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .build()
         .context("starting the runtime")?;
     let listen = args.listen;
-    rt.async move {
+    rt.block_on(async move {
         let listener = tokio::net::TcpListener::bind(listen)
             .await
             .with_context(|| format!("listening on {listen}"))?;
@@ -137,7 +137,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         memoir_server::serve(listener, config, memoir_server::shutdown_signal()).await?;
         eprintln!("memoir serve: stopped");
         anyhow::Ok(())
-    }?;
+    })?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -186,7 +186,7 @@ pub(super) fn embed_missing(
             break;
         }
         let texts: Vec<&str> = rows.iter().map(|(_, t)| t.as_str()).collect();
-        let vectors = crate::embed::block_on(embedder.embed_batch(&texts))?;
+        let vectors = embedder.embed_batch(&texts)?;
         let tx = db.conn.transaction().at(&path)?;
         {
             let mut ins = tx

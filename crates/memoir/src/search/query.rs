@@ -365,7 +365,7 @@ fn vector_of(
     if let Some(v) = stored.and_then(|b| decode_vector(&b, embedder.dimensions())) {
         return Ok(v);
     }
-    Ok(crate::embed::block_on(embedder.embed(&c.text))?)
+    Ok(embedder.embed(&c.text)?)
 }
 
 fn dot(a: &[f32], b: &[f32]) -> f32 {
@@ -467,7 +467,7 @@ pub(super) fn search(
     let list = match q.mode {
         SearchMode::Lexical => lexical(db, tk, &parsed, fts, &q.filter, k)?,
         SearchMode::Semantic => {
-            let qv = crate::embed::block_on(embedder.embed_query(&q.text))?;
+            let qv = embedder.embed_query(&q.text)?;
             semantic(db, embedder, &qv, &q.filter, k)?
         }
         SearchMode::Hybrid => {
@@ -475,7 +475,7 @@ pub(super) fn search(
             if cands.is_empty() {
                 return Ok(Vec::new());
             }
-            let qv = crate::embed::block_on(embedder.embed_query(&q.text))?;
+            let qv = embedder.embed_query(&q.text)?;
             let model = embedder.model_id();
             let lex: Vec<(u32, f32)> = cands
                 .iter()
