@@ -33,6 +33,8 @@ enum Command {
     Serve(cmd::serve::Args),
     /// Use sessions on a `memoir serve` server (--remote URL, --token).
     Remote(cmd::serve::RemoteArgs),
+    /// Import Claude Code, Codex, Gemini CLI or OpenCode sessions (incremental; --watch).
+    Import(cmd::import::Args),
     /// Tools for crash and concurrency tests.
     #[command(subcommand, hide = true)]
     Debug(cmd::debug::Command),
@@ -49,6 +51,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => cmd::serve::run(args),
         Command::Remote(args) => cmd::serve::run_remote(args),
         Command::Debug(c) => cmd::debug::run(c),
+        Command::Import(args) => cmd::import::run(args),
     };
     match result {
         Ok(code) => code,

@@ -15,6 +15,7 @@ pub mod client;
 pub mod embed;
 pub mod error;
 pub mod id;
+pub mod import;
 pub mod manager;
 pub mod message;
 pub mod paths;

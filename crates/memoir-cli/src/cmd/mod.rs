@@ -4,6 +4,7 @@ pub mod debug;
 pub mod demo;
 pub mod embed;
 pub mod eval;
+pub mod import;
 pub mod recall;
 pub mod serve;
 pub mod sessions;

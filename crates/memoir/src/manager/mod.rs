@@ -23,6 +23,7 @@ pub mod error;
 pub mod export;
 pub mod fork;
 pub mod index;
+pub mod ingest;
 pub mod redact;
 pub mod trash;
 
