@@ -3,10 +3,11 @@
 //!
 //! Both line shapes are read: the `{timestamp,type,payload}` envelope and the
 //! older bare items. Of the duplicated streams, `response_item` (what the
-//! model saw) is canonical when the rollout has one; an `event_msg`
-//! user/agent message that repeats its text is dropped, one that says more is
-//! kept as a source record, and rollouts with only events are read from the
-//! events. Items of one response (reasoning, text, tool calls) form one
+//! model saw) and `event_msg` (what the UI showed) repeat each user and
+//! agent text: per text, the copy written first becomes the message and the
+//! later copy is kept verbatim as a source record (so nothing only one of
+//! them has is lost, and the choice never changes as the rollout grows);
+//! rollouts with only one stream are read from it. Items of one response (reasoning, text, tool calls) form one
 //! assistant message; tool outputs form tool messages; encrypted reasoning is
 //! kept in the trace, never as text. Usage per response comes from
 //! `token_usage_record` when the rollout has them, else from the deltas of
@@ -18,7 +19,6 @@
 //! prefix; spawned child threads name their parent. Everything else is kept
 //! verbatim as source records.
 
-use std::collections::HashSet;
 use std::io::Read;
 use std::path::Path;
 
@@ -205,17 +205,12 @@ fn thread_id(lines: &[Line], path: &Path) -> String {
         .unwrap_or_else(|| id_from_name(path))
 }
 
-/// Which stream is canonical.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Stream {
-    ResponseItems,
-    Events,
-}
-
 /// The record builder's state.
 struct Builder<'a> {
     path: &'a Path,
-    stream: Stream,
+    /// Texts emitted from one stream and not yet seen in the other:
+    /// `(role, text, from_events)`.
+    unmatched: Vec<(Role, String, bool)>,
     records: Vec<Record>,
     assistant: Option<Message>,
     tools: Option<Message>,
@@ -226,6 +221,25 @@ struct Builder<'a> {
 }
 
 impl Builder<'_> {
+    /// Whether `text` (of `role`) was already emitted from the other stream:
+    /// the first copy written is the message, the later one a source record.
+    fn duplicate(&mut self, role: Role, text: &str, from_events: bool) -> bool {
+        let text = text.trim();
+        if let Some(k) = self
+            .unmatched
+            .iter()
+            .position(|(r, t, e)| *r == role && t == text && *e != from_events)
+        {
+            self.unmatched.remove(k);
+            return true;
+        }
+        self.unmatched.push((role, text.to_string(), from_events));
+        if self.unmatched.len() > 32 {
+            self.unmatched.remove(0);
+        }
+        false
+    }
+
     fn trace(line: &Line, kind: &str, payload: &Map<String, Value>) -> Map<String, Value> {
         let mut t = Map::new();
         t.insert("line".into(), json!(line.number));
@@ -267,6 +281,12 @@ impl Builder<'_> {
                 items.extend(more.iter().cloned());
             }
         }
+    }
+
+    /// A source record, after whatever response or tool outputs it follows.
+    fn raw(&mut self, record: Record) {
+        self.flush();
+        self.records.push(record);
     }
 
     fn flush(&mut self) {
@@ -454,27 +474,6 @@ pub fn parse(path: &Path, bytes: &[u8], ctx: &ParseContext) -> Parsed {
     let items: Vec<(String, Map<String, Value>)> =
         lines.iter().enumerate().map(|(i, l)| item(l, i)).collect();
     let has_usage_records = items.iter().any(|(k, _)| k == "token_usage_record");
-    let stream = if items.iter().any(|(k, p)| k == "response_item" && str_of(p, "type") == Some("message")) {
-        Stream::ResponseItems
-    } else {
-        Stream::Events
-    };
-    // Texts of the canonical stream, to recognise the event duplicates.
-    let mut canonical_texts: HashSet<String> = HashSet::new();
-    for (k, p) in &items {
-        if k == "response_item" {
-            match str_of(p, "type") {
-                Some("message") => {
-                    canonical_texts.insert(text_of_content(p.get("content")).trim().to_string());
-                }
-                Some("reasoning") => {
-                    canonical_texts.insert(text_of_content(p.get("summary")).trim().to_string());
-                }
-                _ => {}
-            }
-        }
-    }
-
     let tid = thread_id(&lines, path);
     let id = make_id(AGENT, &[&tid]);
     let meta_payload = items
@@ -517,7 +516,7 @@ pub fn parse(path: &Path, bytes: &[u8], ctx: &ParseContext) -> Parsed {
 
     let mut b = Builder {
         path,
-        stream,
+        unmatched: Vec::new(),
         records: Vec::new(),
         assistant: None,
         tools: None,
@@ -546,31 +545,31 @@ pub fn parse(path: &Path, bytes: &[u8], ctx: &ParseContext) -> Parsed {
         match kind.as_str() {
             "session_meta" => {
                 if seen_meta {
-                    b.records.push(raw());
+                    b.raw(raw());
                     continue;
                 }
                 seen_meta = true;
-                b.records.push(raw());
+                b.raw(raw());
             }
             "turn_context" => {
                 b.flush();
                 b.records.push(Record::Config(Box::new(run_config(line, payload))));
             }
-            "response_item" if b.stream == Stream::ResponseItems => {
+            "response_item" => {
                 response_item(&mut b, line, payload, &raw);
             }
-            "event_msg" => event(&mut b, line, payload, &canonical_texts, has_usage_records, &raw),
+            "event_msg" => event(&mut b, line, payload, has_usage_records, &raw),
             "token_usage_record" => {
-                b.records.push(raw());
+                b.raw(raw());
                 if let Some(u) = payload.get("usage").and_then(Value::as_object) {
                     b.usage(line, usage_of(u), str_of(payload, "response_id"));
                 }
             }
             "compacted" => {
                 b.flush();
-                b.records.push(raw());
+                b.raw(raw());
             }
-            _ => b.records.push(raw()),
+            _ => b.raw(raw()),
         }
     }
     b.flush();
@@ -637,6 +636,15 @@ fn response_item(
     let t = str_of(p, "type").unwrap_or("");
     match t {
         "message" => match str_of(p, "role") {
+            Some(role @ ("assistant" | "user"))
+                if b.duplicate(
+                    if role == "user" { Role::User } else { Role::Assistant },
+                    &text_of_content(p.get("content")),
+                    false,
+                ) =>
+            {
+                b.raw(raw());
+            }
             Some("assistant") => {
                 let blocks = blocks_of(p.get("content"));
                 b.assistant_part(line, t, p, None);
@@ -649,6 +657,11 @@ fn response_item(
                 b.user(line, t, p, blocks, role);
             }
         },
+        "reasoning" if b.duplicate(Role::System, &text_of_content(p.get("summary")), false) => {
+            // Already shown from its `agent_reasoning` event: keep it whole
+            // (with its encrypted content) as a source record.
+            b.raw(raw());
+        }
         "reasoning" => {
             let mut text = text_of_content(p.get("summary"));
             let content = text_of_content(p.get("content"));
@@ -698,7 +711,7 @@ fn response_item(
         }
         _ => {
             b.flush();
-            b.records.push(raw());
+            b.raw(raw());
         }
     }
 }
@@ -707,21 +720,15 @@ fn event(
     b: &mut Builder<'_>,
     line: &Line,
     p: &Map<String, Value>,
-    canonical: &HashSet<String>,
     has_usage_records: bool,
     raw: &dyn Fn() -> Record,
 ) {
     let t = str_of(p, "type").unwrap_or("");
     let text = str_of(p, "message").or_else(|| str_of(p, "text")).unwrap_or("");
-    let says_more = ["images", "local_images", "text_elements"]
-        .iter()
-        .any(|k| p.get(*k).is_some_and(|v| !v.is_null() && v.as_array().is_none_or(|a| !a.is_empty())));
     match t {
-        "user_message" | "agent_message" | "agent_reasoning" if b.stream == Stream::ResponseItems => {
-            if says_more || !canonical.contains(text.trim()) {
-                b.records.push(raw());
-            }
-        }
+        "user_message" if b.duplicate(Role::User, text, true) => b.raw(raw()),
+        "agent_message" if b.duplicate(Role::Assistant, text, true) => b.raw(raw()),
+        "agent_reasoning" if b.duplicate(Role::System, text, true) => b.raw(raw()),
         "user_message" => {
             let mut blocks = vec![Block::Text { text: text.into() }];
             if let Some(Value::Array(images)) = p.get("images") {
@@ -745,7 +752,7 @@ fn event(
             }),
         ),
         "token_count" => {
-            b.records.push(raw());
+            b.raw(raw());
             if !has_usage_records {
                 b.token_count(line, p);
             }
@@ -753,13 +760,9 @@ fn event(
         "thread_rolled_back" => {
             let n = p.get("num_turns").and_then(Value::as_u64).unwrap_or(0) as usize;
             b.roll_back(line, n);
-            b.records.push(raw());
+            b.raw(raw());
         }
-        "task_complete" | "turn_complete" | "turn_aborted" => {
-            b.flush();
-            b.records.push(raw());
-        }
-        _ => b.records.push(raw()),
+        _ => b.raw(raw()),
     }
 }
 

@@ -250,12 +250,11 @@ impl Run<'_> {
                 self.remember(fc, &planned, &id, sc.base)?;
                 return Ok(true);
             }
-            self.refork(cursors, fc, &planned, &sc.id.clone(), sc.base)?;
+            self.refork(cursors, fc, &planned, &sc.id.clone())?;
             return Ok(true);
         }
         let id = planned.meta.id.clone();
-        let store = self.manager.store();
-        if store.read_header(&id)?.is_some() {
+        if exists(self.manager, &id)? {
             // Imported before, cursor lost (or a copy of the same session).
             let own = own_records(self.manager, &id)?;
             if own.len() <= planned.records.len() && same(&own, &planned.records[..own.len()])? {
@@ -263,7 +262,7 @@ impl Run<'_> {
                 self.count(added);
                 self.remember(fc, &planned, &id, 0)?;
             } else {
-                self.refork(cursors, fc, &planned, &id, 0)?;
+                self.refork(cursors, fc, &planned, &id)?;
             }
             return Ok(true);
         }
@@ -273,7 +272,7 @@ impl Run<'_> {
                 ParentRef::Session(p) => Some(cursors.aliases.get(p).cloned().unwrap_or(p.clone())),
             };
             let parent = match parent {
-                Some(p) if store.read_header(&p)?.is_some() => Some(p),
+                Some(p) if exists(self.manager, &p)? => Some(p),
                 _ if !last_chance => return Ok(false),
                 _ => None,
             };
@@ -322,29 +321,28 @@ impl Run<'_> {
         fc: &mut FileCursor,
         planned: &Planned,
         old: &str,
-        base: usize,
     ) -> Result<(), ImportError> {
-        let own = own_records(self.manager, old)?;
-        let base = base.min(planned.records.len());
-        let logical = &planned.records[base..];
+        // Compare messages as the reader sees them (ancestors stitched), so
+        // a cut anywhere, even inside what `old` inherited, is found.
+        let t = self.manager.read_stored(old)?;
         let mut common = 0;
-        for (a, b) in own.iter().zip(logical) {
-            if a.to_json_string().map_err(crate::Error::from)?
-                != b.to_json_string().map_err(crate::Error::from)?
-            {
+        let mut start = 0;
+        let mut seen = 0;
+        for (i, r) in planned.records.iter().enumerate() {
+            let Record::Message(m) = r else { continue };
+            let same = t.messages.get(seen).is_some_and(|old_m| {
+                serde_json::to_string(old_m).ok() == serde_json::to_string(m).ok()
+            });
+            if !same {
                 break;
             }
-            common += 1;
+            seen += 1;
+            common = seen;
+            start = i + 1;
         }
-        let t = self.manager.read_stored(old)?;
-        let messages = t.inherited
-            + own[..common]
-                .iter()
-                .filter(|r| matches!(r, Record::Message(_)))
-                .count();
-        let point: Option<ForkPoint> = self.manager.fork_reference(old, messages)?;
+        let point: Option<ForkPoint> = self.manager.fork_reference(old, common)?;
         let (start, new_base) = match point {
-            Some(_) => (base + common, base + common),
+            Some(_) => (start, start),
             None => (0, 0),
         };
         let mut meta = planned.meta.clone();
@@ -432,6 +430,15 @@ impl Run<'_> {
     }
 }
 
+/// Whether the store has a live session `id`.
+fn exists(manager: &SessionManager, id: &str) -> Result<bool, ImportError> {
+    match manager.store().read_header(id) {
+        Ok(h) => Ok(h.is_some()),
+        Err(crate::Error::NotFound(_)) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// The records of session `id` itself (not its ancestors), as stored.
 fn own_records(manager: &SessionManager, id: &str) -> Result<Vec<Record>, ImportError> {
     Ok(manager
@@ -456,13 +463,12 @@ fn same(a: &[Record], b: &[Record]) -> Result<bool, ImportError> {
 
 /// `base-r1`, `base-r2`, ...: the first id not in the store.
 fn free_id(manager: &SessionManager, base: &str) -> Result<String, ImportError> {
-    let store = manager.store();
     for n in 1.. {
         let id = format!("{base}-r{n}");
         if crate::id::validate(&id).is_err() {
             return Ok(crate::id::new_id());
         }
-        if store.read_header(&id)?.is_none() {
+        if !exists(manager, &id)? {
             return Ok(id);
         }
     }
