@@ -46,11 +46,21 @@ fn import_claude_home_then_list_shows_the_source() {
     for s in sessions {
         assert_eq!(s["source"]["agent"], "claude-code", "{s}");
         assert_eq!(s["source"]["session"], "s1");
-        assert!(s["source"]["path"].as_str().unwrap().ends_with("dag_compact_after_rewind.jsonl"));
+        assert!(s["source"]["path"]
+            .as_str()
+            .unwrap()
+            .ends_with("dag_compact_after_rewind.jsonl"));
     }
     let (ok, show) = memoir(
         tmp.path(),
-        &["sessions", "show", "cc-dag_compact_after_rewind", "--json", "--dir", dir],
+        &[
+            "sessions",
+            "show",
+            "cc-dag_compact_after_rewind",
+            "--json",
+            "--dir",
+            dir,
+        ],
     );
     assert!(ok);
     assert_eq!(show["meta"]["source"]["agent"], "claude-code");

@@ -32,7 +32,9 @@ fn peak_rss_mb() -> f64 {
 
 /// A tool result of `n` bytes of plausible text.
 fn payload(n: usize, seed: usize) -> String {
-    let words = ["fn", "let", "match", "impl", "struct", "pub", "use", "return", "Ok", "Err"];
+    let words = [
+        "fn", "let", "match", "impl", "struct", "pub", "use", "return", "Ok", "Err",
+    ];
     let mut s = String::with_capacity(n + 16);
     let mut i = seed;
     while s.len() < n {
@@ -49,16 +51,34 @@ fn claude_turn(w: &mut impl Write, sid: &str, t: usize, parent: &mut String, big
     let a1 = format!("a{t}-{sid}");
     let a2 = format!("b{t}-{sid}");
     let r = format!("r{t}-{sid}");
-    let parent_json = if parent.is_empty() { "null".to_string() } else { format!("\"{parent}\"") };
+    let parent_json = if parent.is_empty() {
+        "null".to_string()
+    } else {
+        format!("\"{parent}\"")
+    };
     let env = |uuid: &str, p: &str| {
-        format!(r#""uuid":"{uuid}","parentUuid":{p},"isSidechain":false,"userType":"external","cwd":"/workspace/app","sessionId":"{sid}","version":"2.1.173","timestamp":"{ts}""#)
+        format!(
+            r#""uuid":"{uuid}","parentUuid":{p},"isSidechain":false,"userType":"external","cwd":"/workspace/app","sessionId":"{sid}","version":"2.1.173","timestamp":"{ts}""#
+        )
     };
     let result = serde_json::to_string(&payload(big, t)).unwrap_or_default();
     let lines = [
-        format!(r#"{{"type":"user",{},"message":{{"role":"user","content":"Please look at module {t} and fix the failing test"}}}}"#, env(&u, &parent_json)),
-        format!(r#"{{"type":"assistant",{},"requestId":"req_{t}","message":{{"id":"msg_{t}_{sid}","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{{"type":"text","text":"Let me read the file first."}}],"stop_reason":"tool_use","usage":{{"input_tokens":3,"output_tokens":120,"cache_read_input_tokens":40000,"cache_creation_input_tokens":900}}}}}}"#, env(&a1, &format!("\"{u}\""))),
-        format!(r#"{{"type":"assistant",{},"requestId":"req_{t}","message":{{"id":"msg_{t}_{sid}","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{{"type":"tool_use","id":"toolu_{t}_{sid}","name":"Read","input":{{"file_path":"/workspace/app/src/m{t}.rs"}}}}],"stop_reason":"tool_use","usage":{{"input_tokens":3,"output_tokens":120,"cache_read_input_tokens":40000,"cache_creation_input_tokens":900}}}}}}"#, env(&a2, &format!("\"{a1}\""))),
-        format!(r#"{{"type":"user",{},"message":{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"toolu_{t}_{sid}","content":{result}}}]}},"toolUseResult":{{"type":"text"}}}}"#, env(&r, &format!("\"{a2}\""))),
+        format!(
+            r#"{{"type":"user",{},"message":{{"role":"user","content":"Please look at module {t} and fix the failing test"}}}}"#,
+            env(&u, &parent_json)
+        ),
+        format!(
+            r#"{{"type":"assistant",{},"requestId":"req_{t}","message":{{"id":"msg_{t}_{sid}","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{{"type":"text","text":"Let me read the file first."}}],"stop_reason":"tool_use","usage":{{"input_tokens":3,"output_tokens":120,"cache_read_input_tokens":40000,"cache_creation_input_tokens":900}}}}}}"#,
+            env(&a1, &format!("\"{u}\""))
+        ),
+        format!(
+            r#"{{"type":"assistant",{},"requestId":"req_{t}","message":{{"id":"msg_{t}_{sid}","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{{"type":"tool_use","id":"toolu_{t}_{sid}","name":"Read","input":{{"file_path":"/workspace/app/src/m{t}.rs"}}}}],"stop_reason":"tool_use","usage":{{"input_tokens":3,"output_tokens":120,"cache_read_input_tokens":40000,"cache_creation_input_tokens":900}}}}}}"#,
+            env(&a2, &format!("\"{a1}\""))
+        ),
+        format!(
+            r#"{{"type":"user",{},"message":{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"toolu_{t}_{sid}","content":{result}}}]}},"toolUseResult":{{"type":"text"}}}}"#,
+            env(&r, &format!("\"{a2}\""))
+        ),
     ];
     let mut n = 0;
     for l in lines {
@@ -74,15 +94,38 @@ fn codex_turn(w: &mut impl Write, t: usize, total: &mut u64, big: usize) -> usiz
     let out = serde_json::to_string(&payload(big, t)).unwrap_or_default();
     *total += 50_000;
     let lines = [
-        format!(r#"{{"timestamp":"{ts}","type":"turn_context","payload":{{"cwd":"/workspace/app","model":"gpt-5.2","approval_policy":"never","sandbox_policy":{{"type":"workspace-write"}}}}}}"#),
-        format!(r#"{{"timestamp":"{ts}","type":"event_msg","payload":{{"type":"user_message","message":"Run the tests for module {t}"}}}}"#),
-        format!(r#"{{"timestamp":"{ts}","type":"response_item","payload":{{"type":"message","role":"user","content":[{{"type":"input_text","text":"Run the tests for module {t}"}}]}}}}"#),
-        format!(r#"{{"timestamp":"{ts}","type":"response_item","payload":{{"type":"reasoning","summary":[{{"type":"summary_text","text":"Run cargo test."}}],"encrypted_content":"gAAAAB{t}"}}}}"#),
-        format!(r#"{{"timestamp":"{ts}","type":"response_item","payload":{{"type":"function_call","name":"exec_command","arguments":"{{\"cmd\":\"cargo test m{t}\"}}","call_id":"call_{t}"}}}}"#),
-        format!(r#"{{"timestamp":"{ts}","type":"event_msg","payload":{{"type":"token_count","info":{{"total_token_usage":{{"input_tokens":{},"cached_input_tokens":{},"output_tokens":{},"reasoning_output_tokens":{},"total_tokens":{}}}}}}}}}"#, *total, *total / 2, *total / 10, *total / 50, *total + *total / 10),
-        format!(r#"{{"timestamp":"{ts}","type":"response_item","payload":{{"type":"function_call_output","call_id":"call_{t}","output":{out}}}}}"#),
-        format!(r#"{{"timestamp":"{ts}","type":"event_msg","payload":{{"type":"agent_message","message":"Module {t} passes."}}}}"#),
-        format!(r#"{{"timestamp":"{ts}","type":"response_item","payload":{{"type":"message","role":"assistant","content":[{{"type":"output_text","text":"Module {t} passes."}}]}}}}"#),
+        format!(
+            r#"{{"timestamp":"{ts}","type":"turn_context","payload":{{"cwd":"/workspace/app","model":"gpt-5.2","approval_policy":"never","sandbox_policy":{{"type":"workspace-write"}}}}}}"#
+        ),
+        format!(
+            r#"{{"timestamp":"{ts}","type":"event_msg","payload":{{"type":"user_message","message":"Run the tests for module {t}"}}}}"#
+        ),
+        format!(
+            r#"{{"timestamp":"{ts}","type":"response_item","payload":{{"type":"message","role":"user","content":[{{"type":"input_text","text":"Run the tests for module {t}"}}]}}}}"#
+        ),
+        format!(
+            r#"{{"timestamp":"{ts}","type":"response_item","payload":{{"type":"reasoning","summary":[{{"type":"summary_text","text":"Run cargo test."}}],"encrypted_content":"gAAAAB{t}"}}}}"#
+        ),
+        format!(
+            r#"{{"timestamp":"{ts}","type":"response_item","payload":{{"type":"function_call","name":"exec_command","arguments":"{{\"cmd\":\"cargo test m{t}\"}}","call_id":"call_{t}"}}}}"#
+        ),
+        format!(
+            r#"{{"timestamp":"{ts}","type":"event_msg","payload":{{"type":"token_count","info":{{"total_token_usage":{{"input_tokens":{},"cached_input_tokens":{},"output_tokens":{},"reasoning_output_tokens":{},"total_tokens":{}}}}}}}}}"#,
+            *total,
+            *total / 2,
+            *total / 10,
+            *total / 50,
+            *total + *total / 10
+        ),
+        format!(
+            r#"{{"timestamp":"{ts}","type":"response_item","payload":{{"type":"function_call_output","call_id":"call_{t}","output":{out}}}}}"#
+        ),
+        format!(
+            r#"{{"timestamp":"{ts}","type":"event_msg","payload":{{"type":"agent_message","message":"Module {t} passes."}}}}"#
+        ),
+        format!(
+            r#"{{"timestamp":"{ts}","type":"response_item","payload":{{"type":"message","role":"assistant","content":[{{"type":"output_text","text":"Module {t} passes."}}]}}}}"#
+        ),
     ];
     let mut n = 0;
     for l in lines {
@@ -116,7 +159,9 @@ fn generate(agent: Agent, root: &Path, total_mb: usize) -> Tree {
         let mut w = BufWriter::new(fs::File::create(&path).unwrap());
         let mut n = 0usize;
         if agent == Agent::Codex {
-            let meta = format!(r#"{{"timestamp":"2026-01-02T03:04:05.000Z","type":"session_meta","payload":{{"id":"{sid}","cwd":"/workspace/app","originator":"codex_cli_rs","cli_version":"0.150.0","source":"cli","model_provider":"openai"}}}}"#);
+            let meta = format!(
+                r#"{{"timestamp":"2026-01-02T03:04:05.000Z","type":"session_meta","payload":{{"id":"{sid}","cwd":"/workspace/app","originator":"codex_cli_rs","cli_version":"0.150.0","source":"cli","model_provider":"openai"}}}}"#
+            );
             n += meta.len() + 1;
             writeln!(w, "{meta}").unwrap();
         }
@@ -187,7 +232,11 @@ fn main() {
         let t0 = Instant::now();
         let r = import::import(&m, &sources, &mut |_| {}).unwrap();
         let first = t0.elapsed().as_secs_f64();
-        assert!(r.errors.is_empty() && r.skipped.is_empty(), "{:?}", r.errors);
+        assert!(
+            r.errors.is_empty() && r.skipped.is_empty(),
+            "{:?}",
+            r.errors
+        );
         let t1 = Instant::now();
         let again = import::import(&m, &sources, &mut |_| {}).unwrap();
         let unchanged = t1.elapsed().as_secs_f64();
@@ -200,13 +249,22 @@ fn main() {
         let peer = ccusage.as_ref().map(|bin| {
             let t = Instant::now();
             let mut cmd = std::process::Command::new(bin);
-            cmd.args(["daily", "--json", "--offline"]).env("HOME", tmp.path());
+            cmd.args(["daily", "--json", "--offline"])
+                .env("HOME", tmp.path());
             match agent {
-                Agent::Codex => cmd.env("CODEX_HOME", &src).env("CLAUDE_CONFIG_DIR", tmp.path().join("none")),
-                _ => cmd.env("CLAUDE_CONFIG_DIR", &src).env("CODEX_HOME", tmp.path().join("none")),
+                Agent::Codex => cmd
+                    .env("CODEX_HOME", &src)
+                    .env("CLAUDE_CONFIG_DIR", tmp.path().join("none")),
+                _ => cmd
+                    .env("CLAUDE_CONFIG_DIR", &src)
+                    .env("CODEX_HOME", tmp.path().join("none")),
             };
             let ok = cmd.output().map(|o| o.status.success()).unwrap_or(false);
-            format!("{:.2} s{}", t.elapsed().as_secs_f64(), if ok { "" } else { " (failed)" })
+            format!(
+                "{:.2} s{}",
+                t.elapsed().as_secs_f64(),
+                if ok { "" } else { " (failed)" }
+            )
         });
         println!(
             "| {} | {:.0} | {} | {:.2} s | {:.0} | {:.3} s | {:.2} s (+{:.1} MB) | {:.0} MB | {} |",

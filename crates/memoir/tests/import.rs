@@ -100,13 +100,19 @@ fn claude_rewind_branch_is_a_fork_at_the_branch_point_and_compaction_is_crossed(
     let path = fixture("claude-code/dag_compact_after_rewind.jsonl");
     let report = run(&m, Agent::ClaudeCode, std::slice::from_ref(&path));
     assert_eq!(report.sessions.new, 2, "{report:?}");
-    assert!(report.skipped.is_empty() && report.notes.is_empty(), "{report:?}");
+    assert!(
+        report.skipped.is_empty() && report.notes.is_empty(),
+        "{report:?}"
+    );
 
     // Main line: u1 a1 b2u b2a b2u2 b2a2 [compact_boundary] cs p1u p1a.
     let main = read(&m, "cc-dag_compact_after_rewind");
     let texts: Vec<String> = main.messages.iter().map(|m| m.text_content()).collect();
     assert_eq!(texts.len(), 9, "{texts:?}");
-    assert_eq!(texts[..4], ["Start", "Ready", "Second attempt", "Second answer"]);
+    assert_eq!(
+        texts[..4],
+        ["Start", "Ready", "Second attempt", "Second answer"]
+    );
     assert_eq!(texts[8], "Final answer");
     assert_eq!(main.title.as_deref(), Some("Start"));
     assert_eq!(unknown_kinds(&main), vec!["system"]);
@@ -134,7 +140,11 @@ fn claude_rewind_branch_is_a_fork_at_the_branch_point_and_compaction_is_crossed(
         .find(|e| e.id != "cc-dag_compact_after_rewind")
         .unwrap();
     let b = read(&m, &branch.id);
-    let parent = b.meta.parent.as_ref().expect("branch is a fork by reference");
+    let parent = b
+        .meta
+        .parent
+        .as_ref()
+        .expect("branch is a fork by reference");
     assert_eq!(parent.session, "cc-dag_compact_after_rewind");
     assert_eq!(parent.messages, 2);
     assert_eq!(b.inherited, 2);
@@ -143,7 +153,10 @@ fn claude_rewind_branch_is_a_fork_at_the_branch_point_and_compaction_is_crossed(
     assert_eq!(b.meta.source.as_ref().unwrap().extra["kind"], "branch");
 
     let again = run(&m, Agent::ClaudeCode, &[path]);
-    assert_eq!((again.records, again.sessions.new, again.files_read), (0, 0, 0));
+    assert_eq!(
+        (again.records, again.sessions.new, again.files_read),
+        (0, 0, 0)
+    );
 }
 
 #[test]
@@ -167,8 +180,18 @@ fn claude_sidechains_become_a_linked_child_with_split_response_merged() {
     assert_eq!(main.messages[1].role, Role::Tool);
     assert_paired(&main.messages);
     let u = main.messages[0].usage.unwrap();
-    assert_eq!((u.input_tokens, u.cache_creation_input_tokens, u.output_tokens), (3, 141272, 365));
-    assert_eq!(main.meta.workspace, Path::new("e:\\Workspace\\src\\github\\claude-code-log"));
+    assert_eq!(
+        (
+            u.input_tokens,
+            u.cache_creation_input_tokens,
+            u.output_tokens
+        ),
+        (3, 141272, 365)
+    );
+    assert_eq!(
+        main.meta.workspace,
+        Path::new("e:\\Workspace\\src\\github\\claude-code-log")
+    );
     // The mojibake in the tool result is kept byte for byte.
     let tool_text = serde_json::to_string(&main.messages[1]).unwrap();
     assert!(tool_text.contains("Perfect! Now I have"), "{tool_text}");
@@ -186,8 +209,14 @@ fn claude_sidechains_become_a_linked_child_with_split_response_merged() {
     assert_eq!(merged.content.len(), 2);
     assert!(matches!(&merged.content[1], Block::ToolUse { name, .. } if name == "Grep"));
     let u = merged.usage.unwrap();
-    assert_eq!((u.cache_creation_input_tokens, u.output_tokens), (19830, 183));
-    assert_eq!(merged.extra[SOURCE_KEY]["merged"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        (u.cache_creation_input_tokens, u.output_tokens),
+        (19830, 183)
+    );
+    assert_eq!(
+        merged.extra[SOURCE_KEY]["merged"].as_array().unwrap().len(),
+        1
+    );
     let result = &child.messages[1];
     assert!(result.text_content().is_empty());
     let text = serde_json::to_string(result).unwrap();
@@ -212,9 +241,17 @@ fn claude_recent_format_pairs_parallel_agent_calls() {
     );
     assert_eq!(t.messages[8].role, Role::Tool);
     assert_eq!(t.messages[9].role, Role::Tool);
-    let usage: u64 = t.messages.iter().filter_map(|m| m.usage).map(|u| u.total()).sum();
+    let usage: u64 = t
+        .messages
+        .iter()
+        .filter_map(|m| m.usage)
+        .map(|u| u.total())
+        .sum();
     assert_eq!(usage, 5 * 160);
-    assert_eq!(t.meta.source.as_ref().unwrap().agent_version.as_deref(), Some("2.1.173"));
+    assert_eq!(
+        t.meta.source.as_ref().unwrap().agent_version.as_deref(),
+        Some("2.1.173")
+    );
     assert!(t.title.as_deref().unwrap().starts_with("Give me a tour"));
 }
 
@@ -256,16 +293,17 @@ fn claude_subagent_files_are_children_linked_to_the_spawning_call() {
     assert_eq!(child.messages.len(), 2);
     // `sessions list` shows where each session came from.
     let listed = m.list_sessions().unwrap();
-    assert!(listed.iter().all(|e| e.source.as_ref().is_some_and(|s| s.path.is_some())));
+    assert!(listed
+        .iter()
+        .all(|e| e.source.as_ref().is_some_and(|s| s.path.is_some())));
 }
 
 #[test]
 fn codex_rollout_uses_one_stream_pairs_tools_and_never_renders_encrypted_reasoning() {
     let tmp = tempfile::tempdir().unwrap();
     let m = manager(tmp.path());
-    let path = fixture(
-        "codex/rollout-2026-01-02T03-04-05-11111111-1111-4111-8111-111111111111.jsonl",
-    );
+    let path =
+        fixture("codex/rollout-2026-01-02T03-04-05-11111111-1111-4111-8111-111111111111.jsonl");
     let report = run(&m, Agent::Codex, &[path]);
     assert_eq!(report.sessions.new, 1);
     let t = read(&m, "cx-11111111-1111-4111-8111-111111111111");
@@ -278,17 +316,30 @@ fn codex_rollout_uses_one_stream_pairs_tools_and_never_renders_encrypted_reasoni
     // The user and agent texts are not duplicated: the copy written first
     // (the event) is the message, the response_item copy a source record.
     let texts: Vec<String> = t.messages.iter().map(|m| m.text_content()).collect();
-    assert_eq!(texts.iter().filter(|t| t.contains("List the synthetic files")).count(), 1);
+    assert_eq!(
+        texts
+            .iter()
+            .filter(|t| t.contains("List the synthetic files"))
+            .count(),
+        1
+    );
     assert_eq!(texts[7], "The synthetic files are alpha.txt and beta.txt.");
-    assert!(matches!(&t.messages[1].content[0], Block::Thinking { text, .. } if text == "I will inspect the synthetic directory."));
+    assert!(
+        matches!(&t.messages[1].content[0], Block::Thinking { text, .. } if text == "I will inspect the synthetic directory.")
+    );
     match &t.messages[1].content[1] {
         Block::ToolUse { id, name, input } => {
-            assert_eq!((id.as_str(), name.as_str()), ("call-structured-001", "exec_command"));
+            assert_eq!(
+                (id.as_str(), name.as_str()),
+                ("call-structured-001", "exec_command")
+            );
             assert_eq!(input["cmd"], "find . -maxdepth 1 -type f");
         }
         other => panic!("{other:?}"),
     }
-    assert!(matches!(&t.messages[4].content[0], Block::ToolResult { content, .. } if content == "Done!"));
+    assert!(
+        matches!(&t.messages[4].content[0], Block::ToolResult { content, .. } if content == "Done!")
+    );
     assert_paired(&t.messages);
     for msg in &t.messages {
         for b in &msg.content {
@@ -312,7 +363,12 @@ fn codex_rollout_uses_one_stream_pairs_tools_and_never_renders_encrypted_reasoni
         .collect();
     assert_eq!(
         kinds,
-        ["session_meta", "response_item", "response_item", "future_synthetic_record"]
+        [
+            "session_meta",
+            "response_item",
+            "response_item",
+            "future_synthetic_record"
+        ]
     );
 }
 
@@ -324,10 +380,15 @@ fn codex_malformed_line_is_skipped_and_reported() {
     let report = run(&m, Agent::Codex, std::slice::from_ref(&path));
     assert_eq!(report.skipped.len(), 1);
     assert_eq!(report.skipped[0].line, 3);
-    assert!(report.skipped[0].file.ends_with("rollout-66666666-6666-4666-8666-666666666666.malformed.jsonl"));
+    assert!(report.skipped[0]
+        .file
+        .ends_with("rollout-66666666-6666-4666-8666-666666666666.malformed.jsonl"));
     let t = read(&m, "cx-66666666-6666-4666-8666-666666666666");
     assert_eq!(t.messages.len(), 1);
-    assert_eq!(t.messages[0].text_content(), "Safe line before malformed input.");
+    assert_eq!(
+        t.messages[0].text_content(),
+        "Safe line before malformed input."
+    );
 }
 
 #[test]
@@ -340,30 +401,53 @@ fn codex_branch_replaying_its_parent_is_a_fork_and_usage_is_not_counted_twice() 
     assert_eq!(report.sessions.new, 2, "{report:?}");
     let p = read(&m, "cx-2026-05-12T08-00-00-parent");
     let b = read(&m, "cx-2026-05-12T08-02-00-branch");
-    let total = |ms: &[Message]| -> u64 { ms.iter().filter_map(|m| m.usage).map(|u| u.total()).sum() };
+    let total =
+        |ms: &[Message]| -> u64 { ms.iter().filter_map(|m| m.usage).map(|u| u.total()).sum() };
     assert_eq!(total(own(&p)), 1200);
-    assert_eq!(b.meta.parent.as_ref().unwrap().session, "cx-2026-05-12T08-00-00-parent");
+    assert_eq!(
+        b.meta.parent.as_ref().unwrap().session,
+        "cx-2026-05-12T08-00-00-parent"
+    );
     assert_eq!(total(own(&b)), 850);
     let u = own(&b)[0].usage.unwrap();
     // 1600-300 new input minus the parent's 1000-100; cached 300-100.
-    assert_eq!((u.input_tokens, u.cache_read_input_tokens, u.output_tokens, u.reasoning_tokens), (400, 200, 250, 20));
+    assert_eq!(
+        (
+            u.input_tokens,
+            u.cache_read_input_tokens,
+            u.output_tokens,
+            u.reasoning_tokens
+        ),
+        (400, 200, 250, 20)
+    );
 }
 
 #[test]
 fn reimport_is_a_no_op_and_a_lost_cursor_adds_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let m = manager(tmp.path());
-    let all: Vec<PathBuf> = ["dag_compact_after_rewind.jsonl", "sidechain_integrated.jsonl", "55550000-0000-4000-8000-000000000001.jsonl"]
-        .iter()
-        .map(|f| fixture(&format!("claude-code/{f}")))
-        .collect();
+    let all: Vec<PathBuf> = [
+        "dag_compact_after_rewind.jsonl",
+        "sidechain_integrated.jsonl",
+        "55550000-0000-4000-8000-000000000001.jsonl",
+    ]
+    .iter()
+    .map(|f| fixture(&format!("claude-code/{f}")))
+    .collect();
     let first = run(&m, Agent::ClaudeCode, &all);
     assert_eq!(first.sessions.new, 5);
     let again = run(&m, Agent::ClaudeCode, &all);
-    assert_eq!((again.records, again.files_read, again.sessions.unchanged), (0, 0, 5));
+    assert_eq!(
+        (again.records, again.files_read, again.sessions.unchanged),
+        (0, 0, 5)
+    );
     fs::remove_file(tmp.path().join("store/import/cursors.json")).unwrap();
     let lost = run(&m, Agent::ClaudeCode, &all);
-    assert_eq!((lost.records, lost.sessions.new, lost.sessions.forked), (0, 0, 0), "{lost:?}");
+    assert_eq!(
+        (lost.records, lost.sessions.new, lost.sessions.forked),
+        (0, 0, 0),
+        "{lost:?}"
+    );
     assert_eq!(m.list_sessions().unwrap().len(), 5);
 }
 
@@ -378,7 +462,8 @@ fn a_grown_source_imports_only_its_tail_even_inside_a_split_response() {
     let first = run(&m, Agent::ClaudeCode, std::slice::from_ref(&path));
     assert_eq!(first.sessions.new, 2);
     let mut f = fs::OpenOptions::new().append(true).open(&path).unwrap();
-    f.write_all((full[3..].join("\n") + "\n").as_bytes()).unwrap();
+    f.write_all((full[3..].join("\n") + "\n").as_bytes())
+        .unwrap();
     drop(f);
     let second = run(&m, Agent::ClaudeCode, std::slice::from_ref(&path));
     assert_eq!(second.sessions.forked, 0, "{second:?}");
@@ -396,7 +481,10 @@ fn a_grown_source_imports_only_its_tail_even_inside_a_split_response() {
 fn a_grown_codex_rollout_appends_only_new_records() {
     let tmp = tempfile::tempdir().unwrap();
     let m = manager(tmp.path());
-    let path = copy_to(tmp.path(), "codex/rollout-2026-01-02T03-04-05-11111111-1111-4111-8111-111111111111.jsonl");
+    let path = copy_to(
+        tmp.path(),
+        "codex/rollout-2026-01-02T03-04-05-11111111-1111-4111-8111-111111111111.jsonl",
+    );
     let full = source_lines(&path);
     fs::write(&path, full[..7].join("\n") + "\n").unwrap();
     let first = run(&m, Agent::Codex, std::slice::from_ref(&path));
@@ -404,7 +492,11 @@ fn a_grown_codex_rollout_appends_only_new_records() {
     let before = m.store().read(id).unwrap().last_seq;
     fs::write(&path, full.join("\n") + "\n").unwrap();
     let second = run(&m, Agent::Codex, std::slice::from_ref(&path));
-    assert_eq!((second.sessions.updated, second.sessions.forked), (1, 0), "{second:?}");
+    assert_eq!(
+        (second.sessions.updated, second.sessions.forked),
+        (1, 0),
+        "{second:?}"
+    );
     let after = m.store().read(id).unwrap().last_seq;
     assert_eq!(after - before, second.records as u64);
     // 11 records plus the two later copies of already-shown texts.
@@ -416,7 +508,10 @@ fn a_grown_codex_rollout_appends_only_new_records() {
 fn rewritten_and_truncated_sources_become_forks_not_silent_merges() {
     let tmp = tempfile::tempdir().unwrap();
     let m = manager(tmp.path());
-    let path = copy_to(tmp.path(), "claude-code/55550000-0000-4000-8000-000000000001.jsonl");
+    let path = copy_to(
+        tmp.path(),
+        "claude-code/55550000-0000-4000-8000-000000000001.jsonl",
+    );
     run(&m, Agent::ClaudeCode, std::slice::from_ref(&path));
     let id = "cc-55550000-0000-4000-8000-000000000001";
     let original = read(&m, id);
@@ -445,7 +540,11 @@ fn rewritten_and_truncated_sources_become_forks_not_silent_merges() {
     // Growing again continues the newest fork.
     fs::write(&path, lines[..6].join("\n") + "\n").unwrap();
     let g = run(&m, Agent::ClaudeCode, &[path]);
-    assert_eq!((g.sessions.forked, g.sessions.updated, g.messages), (0, 1, 2), "{g:?}");
+    assert_eq!(
+        (g.sessions.forked, g.sessions.updated, g.messages),
+        (0, 1, 2),
+        "{g:?}"
+    );
     assert_eq!(read(&m, &format!("{id}-r2")).messages.len(), 6);
 }
 
@@ -453,7 +552,10 @@ fn rewritten_and_truncated_sources_become_forks_not_silent_merges() {
 fn a_torn_last_line_is_reported_and_retried_next_run() {
     let tmp = tempfile::tempdir().unwrap();
     let m = manager(tmp.path());
-    let path = copy_to(tmp.path(), "codex/rollout-2026-01-02T03-04-05-11111111-1111-4111-8111-111111111111.jsonl");
+    let path = copy_to(
+        tmp.path(),
+        "codex/rollout-2026-01-02T03-04-05-11111111-1111-4111-8111-111111111111.jsonl",
+    );
     let full = source_lines(&path);
     let half = &full[3][..full[3].len() / 2];
     fs::write(&path, full[..3].join("\n") + "\n" + half).unwrap();
@@ -469,7 +571,10 @@ fn a_torn_last_line_is_reported_and_retried_next_run() {
     fs::write(&path, full[..4].join("\n") + "\n").unwrap();
     let second = run(&m, Agent::Codex, std::slice::from_ref(&path));
     assert!(second.torn.is_empty());
-    assert_eq!((second.records, second.messages, second.sessions.forked), (1, 0, 0));
+    assert_eq!(
+        (second.records, second.messages, second.sessions.forked),
+        (1, 0, 0)
+    );
     let t = read(&m, id);
     assert_eq!(t.messages[0].text_content(), "List the synthetic files.");
     assert_eq!(t.unknown.last().map(|r| r.seq), Some(t.last_seq));
@@ -575,7 +680,12 @@ fn gemini_legacy_json_and_jsonl_with_set_records() {
     let sources = import::sources_of(Agent::GeminiCli, Some(&tmp.path().join(".gemini"))).unwrap();
     assert_eq!(sources.len(), 2);
     for s in &sources {
-        assert_eq!(import::detect_file(&s.path).unwrap(), Some(Agent::GeminiCli), "{:?}", s.path);
+        assert_eq!(
+            import::detect_file(&s.path).unwrap(),
+            Some(Agent::GeminiCli),
+            "{:?}",
+            s.path
+        );
     }
     let r = import::import(&m, &sources, &mut |_| {}).unwrap();
     assert_eq!(r.sessions.new, 2, "{r:?}");
@@ -584,8 +694,18 @@ fn gemini_legacy_json_and_jsonl_with_set_records() {
     assert_eq!(a.messages.len(), 3);
     assert_paired(&a.messages);
     let u = a.messages[1].usage.unwrap();
-    assert_eq!((u.input_tokens, u.cache_read_input_tokens, u.output_tokens, u.reasoning_tokens), (60, 40, 15, 5));
-    assert!(matches!(&a.messages[1].content[0], Block::Thinking { text, .. } if text == "Plan: list them"));
+    assert_eq!(
+        (
+            u.input_tokens,
+            u.cache_read_input_tokens,
+            u.output_tokens,
+            u.reasoning_tokens
+        ),
+        (60, 40, 15, 5)
+    );
+    assert!(
+        matches!(&a.messages[1].content[0], Block::Thinking { text, .. } if text == "Plan: list them")
+    );
     assert_eq!(a.unknown.len(), 1);
     let b = read(&m, "gm-bbbb");
     assert_eq!(b.messages.len(), 2);
@@ -627,7 +747,14 @@ fn opencode_database_is_read_without_being_written() {
     assert_eq!(t.messages.len(), 3);
     assert_paired(&t.messages);
     let u = t.messages[1].usage.unwrap();
-    assert_eq!((u.output_tokens, u.reasoning_tokens, u.cache_read_input_tokens), (24, 4, 3));
+    assert_eq!(
+        (
+            u.output_tokens,
+            u.reasoning_tokens,
+            u.cache_read_input_tokens
+        ),
+        (24, 4, 3)
+    );
     assert_eq!(fs::read(&db).unwrap(), before);
     let again = run(&m, Agent::OpenCode, &[db]);
     assert_eq!(again.records, 0);

@@ -97,12 +97,16 @@ fn plan(args: &Args) -> anyhow::Result<Plan> {
         } else {
             match import::detect_file(&path)? {
                 Some(agent) => plan.files.push(Source { agent, path }),
-                None => anyhow::bail!("{t}: not a Claude Code, Codex, Gemini CLI or OpenCode session"),
+                None => {
+                    anyhow::bail!("{t}: not a Claude Code, Codex, Gemini CLI or OpenCode session")
+                }
             }
         }
     }
     if plan.roots.is_empty() && plan.files.is_empty() {
-        anyhow::bail!("nothing to import: name an agent (claude, codex, gemini, opencode), files, or --all");
+        anyhow::bail!(
+            "nothing to import: name an agent (claude, codex, gemini, opencode), files, or --all"
+        );
     }
     Ok(plan)
 }
@@ -149,7 +153,10 @@ fn print_report(report: &ImportReport, as_json: bool, compact: bool) {
         } else {
             serde_json::to_string_pretty(report)
         };
-        println!("{}", text.unwrap_or_else(|e| json!({"error": e.to_string()}).to_string()));
+        println!(
+            "{}",
+            text.unwrap_or_else(|e| json!({"error": e.to_string()}).to_string())
+        );
         return;
     }
     let s = &report.sessions;
@@ -169,10 +176,18 @@ fn print_report(report: &ImportReport, as_json: bool, compact: bool) {
         eprintln!("skipped {}:{}: {}", k.file.display(), k.line, k.reason);
     }
     if report.skipped.len() > 20 {
-        eprintln!("... and {} more skipped lines (see --json)", report.skipped.len() - 20);
+        eprintln!(
+            "... and {} more skipped lines (see --json)",
+            report.skipped.len() - 20
+        );
     }
     for t in &report.torn {
-        eprintln!("torn {}:{}: {} (retried next run)", t.file.display(), t.line, t.reason);
+        eprintln!(
+            "torn {}:{}: {} (retried next run)",
+            t.file.display(),
+            t.line,
+            t.reason
+        );
     }
     for e in &report.errors {
         eprintln!("error {}: {}", e.file.display(), e.error);
@@ -188,10 +203,8 @@ fn progress_bar(enabled: bool) -> Box<dyn FnMut(&Progress)> {
     }
     let bar = indicatif::ProgressBar::new(0);
     bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{bar:30} {pos}/{len} files  {msg}  [{elapsed}]",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} files  {msg}  [{elapsed}]")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
     Box::new(move |p: &Progress| {
         if p.files_total == 0 {

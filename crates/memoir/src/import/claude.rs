@@ -52,8 +52,8 @@ pub fn parse(path: &Path, bytes: &[u8], ctx: &ParseContext) -> Parsed {
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let child_file = path.components().any(|c| c.as_os_str() == "subagents")
-        || stem.starts_with("agent-");
+    let child_file =
+        path.components().any(|c| c.as_os_str() == "subagents") || stem.starts_with("agent-");
     let tree = Tree::build(&entries, child_file, path, &mut parsed.notes);
 
     let session_id = entries
@@ -61,7 +61,9 @@ pub fn parse(path: &Path, bytes: &[u8], ctx: &ParseContext) -> Parsed {
         .find_map(|e| str_of(&e.value, "sessionId"))
         .map(str::to_string);
     let main_id = if child_file {
-        let parent = session_id.clone().unwrap_or_else(|| parent_dir_session(path));
+        let parent = session_id
+            .clone()
+            .unwrap_or_else(|| parent_dir_session(path));
         make_id(AGENT, &[&parent, &stem])
     } else {
         make_id(AGENT, &[&stem])
@@ -82,7 +84,12 @@ pub fn parse(path: &Path, bytes: &[u8], ctx: &ParseContext) -> Parsed {
 
     // ----- the main line and its branches ----------------------------------
     let mut out: Vec<Planned> = Vec::new();
-    let main_leaf = tree.main.iter().rev().copied().find(|&i| is_message(&entries[i]));
+    let main_leaf = tree
+        .main
+        .iter()
+        .rev()
+        .copied()
+        .find(|&i| is_message(&entries[i]));
     let mut queue: Vec<LineJob> = vec![LineJob {
         key: "main".into(),
         id: main_id.clone(),
@@ -108,7 +115,11 @@ pub fn parse(path: &Path, bytes: &[u8], ctx: &ParseContext) -> Parsed {
                 }
                 if let Some(leaf) = tree.last_message.get(&c).copied() {
                     let uuid = str_of(&entries[c].value, "uuid").unwrap_or("").to_string();
-                    let short: String = uuid.chars().filter(|c| c.is_ascii_alphanumeric()).take(12).collect();
+                    let short: String = uuid
+                        .chars()
+                        .filter(|c| c.is_ascii_alphanumeric())
+                        .take(12)
+                        .collect();
                     queue.push(LineJob {
                         key: format!("branch:{uuid}"),
                         id: make_id(AGENT, &[&job.id, "b", &short]),
@@ -152,9 +163,23 @@ pub fn parse(path: &Path, bytes: &[u8], ctx: &ParseContext) -> Parsed {
             stream.sort_unstable();
         }
         let mut counts = HashMap::new();
-        let records = build_records(&entries, &stream, ctx, job.key == "main", inherited, &mut counts);
+        let records = build_records(
+            &entries,
+            &stream,
+            ctx,
+            job.key == "main",
+            inherited,
+            &mut counts,
+        );
         message_counts.insert(job.key.clone(), counts);
-        let mut meta = header(&entries, &stream, &job.id, path, session_id.as_deref(), &records);
+        let mut meta = header(
+            &entries,
+            &stream,
+            &job.id,
+            path,
+            session_id.as_deref(),
+            &records,
+        );
         if let Some(src) = meta.source.as_mut() {
             if child_file {
                 src.extra.insert("kind".into(), json!("subagent"));
@@ -196,7 +221,14 @@ pub fn parse(path: &Path, bytes: &[u8], ctx: &ParseContext) -> Parsed {
             let mut counts = HashMap::new();
             let records = build_records(&entries, &group.nodes, ctx, false, 0, &mut counts);
             let id = make_id(AGENT, &[&stem, "agent", &group.key]);
-            let mut meta = header(&entries, &group.nodes, &id, path, session_id.as_deref(), &records);
+            let mut meta = header(
+                &entries,
+                &group.nodes,
+                &id,
+                path,
+                session_id.as_deref(),
+                &records,
+            );
             if let Some(src) = meta.source.as_mut() {
                 src.extra.insert("kind".into(), json!("subagent"));
                 src.extra.insert("parent_session".into(), json!(main_id));
@@ -204,7 +236,8 @@ pub fn parse(path: &Path, bytes: &[u8], ctx: &ParseContext) -> Parsed {
                     src.extra.insert("agent_id".into(), json!(a));
                 }
                 if let Some(call) = &group.call {
-                    src.extra.insert("tool_use_id".into(), json!(call.tool_use_id));
+                    src.extra
+                        .insert("tool_use_id".into(), json!(call.tool_use_id));
                     if let Some(d) = &call.description {
                         meta.title = Some(crate::manager::short_title(d));
                     }
@@ -261,7 +294,9 @@ impl Tree {
                 by_uuid.entry(u).or_insert(i);
             }
         }
-        let side = |i: usize| !child_file && entries[i].value.get("isSidechain") == Some(&Value::Bool(true));
+        let side = |i: usize| {
+            !child_file && entries[i].value.get("isSidechain") == Some(&Value::Bool(true))
+        };
         let mut tree = Tree {
             parent: HashMap::new(),
             children: BTreeMap::new(),
@@ -274,8 +309,11 @@ impl Tree {
             if str_of(&e.value, "uuid").is_none() {
                 continue;
             }
-            let named = str_of(&e.value, "parentUuid").or_else(|| str_of(&e.value, "logicalParentUuid"));
-            let found = named.and_then(|p| by_uuid.get(p).copied()).filter(|&p| p < i);
+            let named =
+                str_of(&e.value, "parentUuid").or_else(|| str_of(&e.value, "logicalParentUuid"));
+            let found = named
+                .and_then(|p| by_uuid.get(p).copied())
+                .filter(|&p| p < i);
             if side(i) {
                 tree.sidechain.insert(i);
                 if let Some(p) = found.filter(|&p| side(p)) {
@@ -289,7 +327,9 @@ impl Tree {
                     notes.push(Skipped {
                         file: path.to_path_buf(),
                         line: e.number,
-                        reason: format!("parent {missing} is not in the file; attached in file order"),
+                        reason: format!(
+                            "parent {missing} is not in the file; attached in file order"
+                        ),
                     });
                     prev_main
                 }
@@ -345,7 +385,13 @@ fn is_message(e: &Line) -> bool {
 /// `<session>/subagents/agent-x.jsonl` → `<session>`.
 fn parent_dir_session(path: &Path) -> String {
     path.parent()
-        .and_then(|p| if p.ends_with("subagents") { p.parent() } else { Some(p) })
+        .and_then(|p| {
+            if p.ends_with("subagents") {
+                p.parent()
+            } else {
+                Some(p)
+            }
+        })
         .and_then(|p| p.file_name())
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default()
@@ -409,7 +455,9 @@ fn build_records(
             _ => None,
         };
         if let Some(t) = title.filter(|t| !t.trim().is_empty()) {
-            records.push(Record::Title { title: t.to_string() });
+            records.push(Record::Title {
+                title: t.to_string(),
+            });
         }
     }
     records
@@ -418,14 +466,29 @@ fn build_records(
 /// One message entry as a memoir message, with its source trace.
 fn to_message(e: &Line) -> Message {
     let v = &e.value;
-    let msg = v.get("message").and_then(Value::as_object).cloned().unwrap_or_default();
-    let role = if str_of(v, "type") == Some("assistant") { "assistant" } else { "user" };
-    let content = msg.get("content").cloned().unwrap_or(Value::Array(Vec::new()));
+    let msg = v
+        .get("message")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let role = if str_of(v, "type") == Some("assistant") {
+        "assistant"
+    } else {
+        "user"
+    };
+    let content = msg
+        .get("content")
+        .cloned()
+        .unwrap_or(Value::Array(Vec::new()));
     let wire = json!({"role": role, "content": content});
     let mut m = match from_anthropic(None, std::slice::from_ref(&wire)) {
         Ok(mut v) if v.len() == 1 => v.remove(0),
         _ => Message::new(
-            if role == "assistant" { Role::Assistant } else { Role::User },
+            if role == "assistant" {
+                Role::Assistant
+            } else {
+                Role::User
+            },
             vec![Block::Unknown(content)],
         ),
     };
@@ -444,7 +507,11 @@ fn to_message(e: &Line) -> Message {
     }
     let mut trace = Map::new();
     trace.insert("line".into(), json!(e.number));
-    for (key, name) in [("uuid", "uuid"), ("parentUuid", "parent_uuid"), ("requestId", "request_id")] {
+    for (key, name) in [
+        ("uuid", "uuid"),
+        ("parentUuid", "parent_uuid"),
+        ("requestId", "request_id"),
+    ] {
         if let Some(s) = str_of(v, key) {
             trace.insert(name.into(), json!(s));
         }
@@ -460,10 +527,7 @@ fn to_message(e: &Line) -> Message {
         .filter(|(k, _)| !TRACE_KEYS.contains(&k.as_str()))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    let rest: Map<String, Value> = msg
-        .into_iter()
-        .filter(|(k, _)| k != "content")
-        .collect();
+    let rest: Map<String, Value> = msg.into_iter().filter(|(k, _)| k != "content").collect();
     entry.insert("message".into(), Value::Object(rest));
     trace.insert("entry".into(), Value::Object(entry));
     m.extra.insert(SOURCE_KEY.into(), Value::Object(trace));
@@ -483,7 +547,9 @@ fn merge_into(prev: &mut Message, next: Message) {
     let Some(Value::Object(next_trace)) = next.extra.get(SOURCE_KEY) else {
         return;
     };
-    let parts = trace.entry("merged").or_insert_with(|| Value::Array(Vec::new()));
+    let parts = trace
+        .entry("merged")
+        .or_insert_with(|| Value::Array(Vec::new()));
     if let Value::Array(parts) = parts {
         parts.push(Value::Object(next_trace.clone()));
     }
@@ -575,9 +641,16 @@ fn agent_calls(entries: &[Line], tree: &Tree) -> Vec<AgentCall> {
         for block in content {
             match block.get("type").and_then(Value::as_str) {
                 Some("tool_use")
-                    if matches!(block.get("name").and_then(Value::as_str), Some("Task" | "Agent")) =>
+                    if matches!(
+                        block.get("name").and_then(Value::as_str),
+                        Some("Task" | "Agent")
+                    ) =>
                 {
-                    let id = block.get("id").and_then(Value::as_str).unwrap_or("").to_string();
+                    let id = block
+                        .get("id")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string();
                     by_id.insert(id.clone(), calls.len());
                     calls.push(AgentCall {
                         tool_use_id: id,
@@ -592,7 +665,10 @@ fn agent_calls(entries: &[Line], tree: &Tree) -> Vec<AgentCall> {
                     });
                 }
                 Some("tool_result") => {
-                    let id = block.get("tool_use_id").and_then(Value::as_str).unwrap_or("");
+                    let id = block
+                        .get("tool_use_id")
+                        .and_then(Value::as_str)
+                        .unwrap_or("");
                     if let Some(&k) = by_id.get(id) {
                         calls[k].answered = time_of(v, "timestamp");
                         calls[k].agent_id = v
@@ -624,7 +700,12 @@ fn sidechain_groups(entries: &[Line], tree: &Tree, calls: &[AgentCall]) -> Vec<S
     nodes.sort_unstable();
     let mut root_of: HashMap<usize, usize> = HashMap::new();
     for &i in &nodes {
-        let root = tree.parent.get(&i).and_then(|p| root_of.get(p)).copied().unwrap_or(i);
+        let root = tree
+            .parent
+            .get(&i)
+            .and_then(|p| root_of.get(p))
+            .copied()
+            .unwrap_or(i);
         root_of.insert(i, root);
     }
     let mut runs: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
@@ -636,7 +717,9 @@ fn sidechain_groups(entries: &[Line], tree: &Tree, calls: &[AgentCall]) -> Vec<S
         let agent_id = run
             .iter()
             .find_map(|&i| str_of(&entries[i].value, "agentId").map(str::to_string));
-        let when = run.iter().find_map(|&i| time_of(&entries[i].value, "timestamp"));
+        let when = run
+            .iter()
+            .find_map(|&i| time_of(&entries[i].value, "timestamp"));
         let call = agent_id
             .as_ref()
             .and_then(|a| calls.iter().find(|c| c.agent_id.as_ref() == Some(a)))
@@ -644,7 +727,9 @@ fn sidechain_groups(entries: &[Line], tree: &Tree, calls: &[AgentCall]) -> Vec<S
                 let t = when?;
                 calls
                     .iter()
-                    .filter(|c| c.called.is_some_and(|c| c <= t) && c.answered.is_none_or(|a| t <= a))
+                    .filter(|c| {
+                        c.called.is_some_and(|c| c <= t) && c.answered.is_none_or(|a| t <= a)
+                    })
                     .next_back()
             })
             .cloned();

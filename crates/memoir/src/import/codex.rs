@@ -112,7 +112,11 @@ fn blocks_of(content: Option<&Value>) -> Vec<Block> {
             for p in parts {
                 match p.get("type").and_then(Value::as_str) {
                     Some("input_text" | "output_text" | "text") => out.push(Block::Text {
-                        text: p.get("text").and_then(Value::as_str).unwrap_or("").to_string(),
+                        text: p
+                            .get("text")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_string(),
                     }),
                     Some("input_image") => {
                         let url = p.get("image_url").and_then(Value::as_str).unwrap_or("");
@@ -298,7 +302,13 @@ impl Builder<'_> {
         }
     }
 
-    fn assistant_part(&mut self, line: &Line, kind: &str, payload: &Map<String, Value>, block: Option<Block>) {
+    fn assistant_part(
+        &mut self,
+        line: &Line,
+        kind: &str,
+        payload: &Map<String, Value>,
+        block: Option<Block>,
+    ) {
         if let Some(t) = self.tools.take() {
             self.records.push(Record::Message(t));
         }
@@ -350,7 +360,14 @@ impl Builder<'_> {
         }
     }
 
-    fn user(&mut self, line: &Line, kind: &str, payload: &Map<String, Value>, blocks: Vec<Block>, role: Option<&str>) {
+    fn user(
+        &mut self,
+        line: &Line,
+        kind: &str,
+        payload: &Map<String, Value>,
+        blocks: Vec<Block>,
+        role: Option<&str>,
+    ) {
         self.flush();
         let text: String = blocks
             .iter()
@@ -400,10 +417,13 @@ impl Builder<'_> {
             return;
         }
         let turn_start = self.turns.last().copied().unwrap_or(0);
-        let last = self.records[turn_start..].iter_mut().rev().find_map(|r| match r {
-            Record::Message(m) if m.role == Role::Assistant && m.usage.is_none() => Some(m),
-            _ => None,
-        });
+        let last = self.records[turn_start..]
+            .iter_mut()
+            .rev()
+            .find_map(|r| match r {
+                Record::Message(m) if m.role == Role::Assistant && m.usage.is_none() => Some(m),
+                _ => None,
+            });
         match last {
             Some(m) => set(m),
             None => {
@@ -553,7 +573,8 @@ pub fn parse(path: &Path, bytes: &[u8], ctx: &ParseContext) -> Parsed {
             }
             "turn_context" => {
                 b.flush();
-                b.records.push(Record::Config(Box::new(run_config(line, payload))));
+                b.records
+                    .push(Record::Config(Box::new(run_config(line, payload))));
             }
             "response_item" => {
                 response_item(&mut b, line, payload, &raw);
@@ -638,7 +659,11 @@ fn response_item(
         "message" => match str_of(p, "role") {
             Some(role @ ("assistant" | "user"))
                 if b.duplicate(
-                    if role == "user" { Role::User } else { Role::Assistant },
+                    if role == "user" {
+                        Role::User
+                    } else {
+                        Role::Assistant
+                    },
                     &text_of_content(p.get("content")),
                     false,
                 ) =>
@@ -697,7 +722,10 @@ fn response_item(
         }
         "local_shell_call" => {
             let block = Block::ToolUse {
-                id: str_of(p, "call_id").or_else(|| str_of(p, "id")).unwrap_or("").into(),
+                id: str_of(p, "call_id")
+                    .or_else(|| str_of(p, "id"))
+                    .unwrap_or("")
+                    .into(),
                 name: "local_shell".into(),
                 input: p.get("action").cloned().unwrap_or(Value::Null),
             };
@@ -724,7 +752,9 @@ fn event(
     raw: &dyn Fn() -> Record,
 ) {
     let t = str_of(p, "type").unwrap_or("");
-    let text = str_of(p, "message").or_else(|| str_of(p, "text")).unwrap_or("");
+    let text = str_of(p, "message")
+        .or_else(|| str_of(p, "text"))
+        .unwrap_or("");
     match t {
         "user_message" if b.duplicate(Role::User, text, true) => b.raw(raw()),
         "agent_message" if b.duplicate(Role::Assistant, text, true) => b.raw(raw()),
@@ -799,7 +829,9 @@ fn header(
     m.created_at = time_of(meta, "timestamp")
         .or_else(|| lines.first().and_then(|l| time_of(&l.value, "timestamp")))
         .unwrap_or_else(chrono::Utc::now);
-    m.provider = str_of(meta, "model_provider").unwrap_or("openai").to_string();
+    m.provider = str_of(meta, "model_provider")
+        .unwrap_or("openai")
+        .to_string();
     let config = records.iter().find_map(|r| match r {
         Record::Config(c) => Some(c),
         _ => None,

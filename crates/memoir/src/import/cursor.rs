@@ -272,7 +272,10 @@ mod tests {
             ..stat
         };
         assert_eq!(c.change(&s2, grown), Change::Grown);
-        assert_eq!(c.change(&s2, b"line ONE\nline two\nline three\n"), Change::Rewritten);
+        assert_eq!(
+            c.change(&s2, b"line ONE\nline two\nline three\n"),
+            Change::Rewritten
+        );
         assert_eq!(c.change(&s2, b"line one\n"), Change::Truncated);
     }
 }

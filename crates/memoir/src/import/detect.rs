@@ -83,7 +83,10 @@ pub fn find_sources(agent: Agent, dir: &Path) -> Result<Vec<PathBuf>, ImportErro
 }
 
 fn is_session_file(agent: Agent, p: &Path) -> bool {
-    let name = p.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+    let name = p
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
     match agent {
         Agent::ClaudeCode => {
             name.ends_with(".jsonl")
@@ -102,7 +105,9 @@ fn is_session_file(agent: Agent, p: &Path) -> bool {
 fn walk(dir: &Path, f: &mut dyn FnMut(&Path)) -> Result<(), ImportError> {
     let entries = fs::read_dir(dir).map_err(|e| ImportError::io("list", dir, e))?;
     for entry in entries.flatten() {
-        let Ok(kind) = entry.file_type() else { continue };
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
         let path = entry.path();
         if kind.is_dir() {
             walk(&path, f)?;
@@ -127,8 +132,15 @@ pub fn detect_file(path: &Path) -> Result<Option<Agent>, ImportError> {
     let text = String::from_utf8_lossy(&head);
     let first = text.trim_start();
     // One JSON object over the whole file: a legacy Gemini chat.
-    if first.starts_with('{') && !first.lines().next().is_some_and(|l| l.trim_end().ends_with('}')) {
-        return Ok(first.contains("\"projectHash\"").then_some(Agent::GeminiCli));
+    if first.starts_with('{')
+        && !first
+            .lines()
+            .next()
+            .is_some_and(|l| l.trim_end().ends_with('}'))
+    {
+        return Ok(first
+            .contains("\"projectHash\"")
+            .then_some(Agent::GeminiCli));
     }
     for line in first.lines().take(20) {
         let Ok(serde_json::Value::Object(v)) = serde_json::from_str::<serde_json::Value>(line)

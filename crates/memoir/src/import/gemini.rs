@@ -27,7 +27,10 @@ const AGENT: Agent = Agent::GeminiCli;
 
 /// Parse one Gemini CLI chat file (either format).
 pub fn parse(path: &Path, bytes: &[u8]) -> Parsed {
-    let trimmed = bytes.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(0);
+    let trimmed = bytes
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(0);
     let legacy = path.extension().is_some_and(|e| e == "json") && bytes.get(trimmed) == Some(&b'{');
     let (meta_obj, events, mut parsed) = if legacy {
         match serde_json::from_slice::<Map<String, Value>>(bytes) {
@@ -105,7 +108,11 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Parsed {
             continue;
         }
         let id = str_of(&e.value, "id").map(str::to_string);
-        match id.and_then(|id| ordered.iter().position(|o| str_of(&o.value, "id") == Some(&id))) {
+        match id.and_then(|id| {
+            ordered
+                .iter()
+                .position(|o| str_of(&o.value, "id") == Some(&id))
+        }) {
             Some(k) => ordered[k] = e,
             None => ordered.push(e),
         }
@@ -192,7 +199,11 @@ fn content_blocks(content: Option<&Value>) -> Vec<Block> {
                 Some(t) => Block::Text { text: t.into() },
                 None => match p.get("inlineData") {
                     Some(d) => Block::Image {
-                        media_type: d.get("mimeType").and_then(Value::as_str).unwrap_or("").into(),
+                        media_type: d
+                            .get("mimeType")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .into(),
                         data: d.get("data").and_then(Value::as_str).unwrap_or("").into(),
                     },
                     None => Block::Unknown(p.clone()),
@@ -225,7 +236,11 @@ fn gemini_message(e: &Line, records: &mut Vec<Record>) {
     let mut results = Vec::new();
     if let Some(Value::Array(calls)) = v.get("toolCalls") {
         for c in calls {
-            let id = c.get("id").and_then(Value::as_str).unwrap_or("").to_string();
+            let id = c
+                .get("id")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
             blocks.push(Block::ToolUse {
                 id: id.clone(),
                 name: c.get("name").and_then(Value::as_str).unwrap_or("").into(),

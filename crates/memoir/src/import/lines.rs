@@ -111,7 +111,10 @@ fn memchr_newline(bytes: &[u8]) -> Option<usize> {
 fn trim_line(raw: &[u8]) -> &[u8] {
     let is_pad = |b: &u8| b.is_ascii_whitespace() || *b == 0;
     let start = raw.iter().position(|b| !is_pad(b)).unwrap_or(raw.len());
-    let end = raw.iter().rposition(|b| !is_pad(b)).map_or(start, |i| i + 1);
+    let end = raw
+        .iter()
+        .rposition(|b| !is_pad(b))
+        .map_or(start, |i| i + 1);
     &raw[start..end]
 }
 

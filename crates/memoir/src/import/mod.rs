@@ -405,7 +405,10 @@ pub(crate) fn str_of<'a>(obj: &'a Map<String, Value>, key: &str) -> Option<&'a s
 }
 
 /// An RFC 3339 timestamp at `key`.
-pub(crate) fn time_of(obj: &Map<String, Value>, key: &str) -> Option<chrono::DateTime<chrono::Utc>> {
+pub(crate) fn time_of(
+    obj: &Map<String, Value>,
+    key: &str,
+) -> Option<chrono::DateTime<chrono::Utc>> {
     str_of(obj, key)
         .and_then(|s| chrono::DateTime::parse_from_rfc3339(s).ok())
         .map(|t| t.with_timezone(&chrono::Utc))

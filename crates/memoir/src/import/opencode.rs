@@ -56,7 +56,9 @@ fn open(db: &Path) -> Result<(Connection, Option<tempfile::TempDir>), ImportErro
     let uri = format!("file:{}?mode=ro&immutable=1", db.display());
     let conn = Connection::open_with_flags(
         uri,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
     .map_err(|e| sql_err(db, e))?;
     Ok((conn, None))
@@ -90,7 +92,13 @@ pub fn parse(db: &Path) -> Result<Parsed, ImportError> {
         });
     }
     let has = |c: &str| scols.iter().any(|x| x == c);
-    let pick = |c: &str| if has(c) { c.to_string() } else { "NULL".to_string() };
+    let pick = |c: &str| {
+        if has(c) {
+            c.to_string()
+        } else {
+            "NULL".to_string()
+        }
+    };
     let sql = format!(
         "SELECT id, {}, {}, {}, {}, {}, {} FROM session ORDER BY {}, id",
         pick("title"),
@@ -99,7 +107,11 @@ pub fn parse(db: &Path) -> Result<Parsed, ImportError> {
         pick("version"),
         pick("time_created"),
         pick("project_id"),
-        if has("time_created") { "time_created" } else { "id" }
+        if has("time_created") {
+            "time_created"
+        } else {
+            "id"
+        }
     );
     struct Row {
         id: String,
@@ -177,7 +189,11 @@ pub fn parse(db: &Path) -> Result<Parsed, ImportError> {
             if model.is_empty() {
                 if let Some(m) = data.get("modelID").and_then(Value::as_str) {
                     model = m.to_string();
-                    provider = data.get("providerID").and_then(Value::as_str).unwrap_or("").into();
+                    provider = data
+                        .get("providerID")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .into();
                 }
             }
             convert(&mid, created, data, msg_parts, &mut records);
@@ -185,7 +201,10 @@ pub fn parse(db: &Path) -> Result<Parsed, ImportError> {
         let mut meta = SessionMeta::new(make_id(AGENT, &[&s.id]));
         meta.created_at = ms_time(s.created).unwrap_or_else(chrono::Utc::now);
         meta.workspace = s.directory.clone().map(Into::into).unwrap_or_default();
-        meta.title = s.title.clone().or_else(|| super::first_user_title(&records));
+        meta.title = s
+            .title
+            .clone()
+            .or_else(|| super::first_user_title(&records));
         meta.model = model;
         meta.provider = provider;
         meta.kind = Some("imported".into());
@@ -250,7 +269,11 @@ fn convert(
                     let content = state
                         .get("output")
                         .or_else(|| state.get("error"))
-                        .map(|v| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string()))
+                        .map(|v| {
+                            v.as_str()
+                                .map(str::to_string)
+                                .unwrap_or_else(|| v.to_string())
+                        })
                         .unwrap_or_default();
                     results.push(Block::ToolResult {
                         tool_use_id: id,
@@ -264,8 +287,10 @@ fn convert(
                 match url
                     .strip_prefix("data:")
                     .and_then(|r| r.split_once(','))
-                    .and_then(|(h, d)| h.strip_suffix(";base64").map(|m| (m.to_string(), d.to_string())))
-                {
+                    .and_then(|(h, d)| {
+                        h.strip_suffix(";base64")
+                            .map(|m| (m.to_string(), d.to_string()))
+                    }) {
                     Some((media_type, data)) if media_type.starts_with("image/") => {
                         blocks.push(Block::Image { media_type, data })
                     }
@@ -283,7 +308,10 @@ fn convert(
             .or(created),
     );
     if role == Role::Assistant {
-        m.model = data.get("modelID").and_then(Value::as_str).map(str::to_string);
+        m.model = data
+            .get("modelID")
+            .and_then(Value::as_str)
+            .map(str::to_string);
         m.provider_id = Some(mid.to_string());
         if let Some(t) = data.get("tokens") {
             let n = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0);
@@ -306,8 +334,10 @@ fn convert(
     if !results.is_empty() {
         let mut r = Message::new(Role::Tool, results);
         r.timestamp = ms_time(created);
-        r.extra
-            .insert(SOURCE_KEY.into(), json!({"uuid": mid, "tool_results": true}));
+        r.extra.insert(
+            SOURCE_KEY.into(),
+            json!({"uuid": mid, "tool_results": true}),
+        );
         records.push(Record::Message(r));
     }
 }

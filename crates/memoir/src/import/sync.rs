@@ -297,9 +297,16 @@ impl Run<'_> {
                     }
                 }
                 None => self.report.notes.push(super::Skipped {
-                    file: planned.meta.source.as_ref().and_then(|s| s.path.clone()).unwrap_or_default(),
+                    file: planned
+                        .meta
+                        .source
+                        .as_ref()
+                        .and_then(|s| s.path.clone())
+                        .unwrap_or_default(),
                     line: 0,
-                    reason: format!("fork parent of {id} is not imported; imported without the reference"),
+                    reason: format!(
+                        "fork parent of {id} is not imported; imported without the reference"
+                    ),
                 }),
             }
         }
@@ -350,7 +357,8 @@ impl Run<'_> {
         meta.parent = point;
         meta.created_at = chrono::Utc::now();
         if let Some(src) = meta.source.as_mut() {
-            src.extra.insert("replaces".into(), Value::String(old.to_string()));
+            src.extra
+                .insert("replaces".into(), Value::String(old.to_string()));
         }
         self.manager.create_with_header(meta.clone())?;
         self.touched.insert(meta.id.clone());

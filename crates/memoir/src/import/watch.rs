@@ -106,7 +106,13 @@ fn notify_waker(options: &WatchOptions) -> Option<notify_impl::Waker> {
             Some(d) => Some(d.clone()),
             None => super::default_home(*agent).ok().flatten(),
         };
-        dirs.extend(d.map(|d| if d.is_file() { d.parent().map(Into::into).unwrap_or(d) } else { d }));
+        dirs.extend(d.map(|d| {
+            if d.is_file() {
+                d.parent().map(Into::into).unwrap_or(d)
+            } else {
+                d
+            }
+        }));
     }
     for s in &options.files {
         dirs.extend(s.path.parent().map(std::path::Path::to_path_buf));
