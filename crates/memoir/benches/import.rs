@@ -39,7 +39,7 @@ fn payload(n: usize, seed: usize) -> String {
     let mut i = seed;
     while s.len() < n {
         s.push_str(words[i % words.len()]);
-        s.push(if i % 13 == 0 { '\n' } else { ' ' });
+        s.push(if i.is_multiple_of(13) { '\n' } else { ' ' });
         i = i.wrapping_mul(31).wrapping_add(7);
     }
     s
@@ -200,7 +200,7 @@ fn grow(agent: Agent, tree: &Tree) -> u64 {
         for t in 0..20 {
             added += match agent {
                 Agent::Codex => codex_turn(&mut w, 100_000 + t + k, &mut total, 8_000),
-                _ => claude_turn(&mut w, &sid, 100_000 + t, &mut parent, 8_000) as usize,
+                _ => claude_turn(&mut w, &sid, 100_000 + t, &mut parent, 8_000),
             } as u64;
         }
     }

@@ -228,7 +228,7 @@ fn claude_recent_format_pairs_parallel_agent_calls() {
     let tmp = tempfile::tempdir().unwrap();
     let m = manager(tmp.path());
     let path = fixture("claude-code/55550000-0000-4000-8000-000000000001.jsonl");
-    let report = run(&m, Agent::ClaudeCode, &[path.clone()]);
+    let report = run(&m, Agent::ClaudeCode, &[path]);
     assert_eq!(report.sessions.new, 1);
     assert_eq!(report.messages, 11);
     let t = read(&m, "cc-55550000-0000-4000-8000-000000000001");

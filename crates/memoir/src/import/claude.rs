@@ -727,10 +727,9 @@ fn sidechain_groups(entries: &[Line], tree: &Tree, calls: &[AgentCall]) -> Vec<S
                 let t = when?;
                 calls
                     .iter()
-                    .filter(|c| {
+                    .rfind(|c| {
                         c.called.is_some_and(|c| c <= t) && c.answered.is_none_or(|a| t <= a)
                     })
-                    .next_back()
             })
             .cloned();
         let key: String = call

@@ -351,10 +351,13 @@ impl Builder<'_> {
             // Outputs that are not plain text (content items) are kept whole.
             if matches!(payload.get("output"), Some(Value::Array(_))) {
                 if let Some(Value::Object(t)) = m.extra.get_mut(SOURCE_KEY) {
-                    t.entry("outputs")
+                    if let Some(outputs) = t
+                        .entry("outputs")
                         .or_insert_with(|| Value::Array(Vec::new()))
                         .as_array_mut()
-                        .map(|a| a.push(payload.get("output").cloned().unwrap_or(Value::Null)));
+                    {
+                        outputs.push(payload.get("output").cloned().unwrap_or(Value::Null));
+                    }
                 }
             }
         }

@@ -60,6 +60,10 @@ pub struct FileCursor {
     pub cuts: Vec<u64>,
     /// Its planned sessions, by key.
     pub sessions: BTreeMap<String, SessionCursor>,
+    /// Codex: BLAKE3 (hex) of the first line, to recognise forks that replay
+    /// another rollout without reading every unchanged rollout again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_line: Option<String>,
 }
 
 /// Every cursor of a store.
@@ -222,6 +226,7 @@ impl FileCursor {
             prefix_hash: prefix_hash(&[]),
             cuts: Vec::new(),
             sessions: BTreeMap::new(),
+            first_line: None,
         }
     }
 }

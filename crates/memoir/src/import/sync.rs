@@ -133,7 +133,7 @@ impl Run<'_> {
             if fc.unchanged(&stat) {
                 self.report.sessions.unchanged += fc.sessions.len();
                 if source.agent == Agent::Codex {
-                    self.note_first_line(source)?;
+                    self.note_first_line(source, fc.first_line.as_deref())?;
                 }
                 return Ok(());
             }
@@ -145,7 +145,9 @@ impl Run<'_> {
             codex_parent: None,
         };
         if source.agent == Agent::Codex {
-            ctx.codex_parent = self.note_first_line(source)?;
+            ctx.codex_parent = self.note_first_line(source, None)?;
+            fc.first_line = super::codex::first_line(&source.path)?
+                .map(|l| blake3::hash(&l).to_hex().to_string());
         }
         let bytes = if source.agent == Agent::OpenCode {
             Vec::new()
@@ -203,11 +205,18 @@ impl Run<'_> {
 
     /// Codex: remember the rollout's first line; return an earlier rollout
     /// that starts with the same line (a fork that replays its parent).
-    fn note_first_line(&mut self, source: &Source) -> Result<Option<PathBuf>, ImportError> {
-        let Some(line) = super::codex::first_line(&source.path)? else {
-            return Ok(None);
+    fn note_first_line(
+        &mut self,
+        source: &Source,
+        known: Option<&str>,
+    ) -> Result<Option<PathBuf>, ImportError> {
+        let hash = match known.and_then(|h| blake3::Hash::from_hex(h).ok()) {
+            Some(h) => h,
+            None => match super::codex::first_line(&source.path)? {
+                Some(line) => blake3::hash(&line),
+                None => return Ok(None),
+            },
         };
-        let hash = blake3::hash(&line);
         match self.first_lines.get(&hash) {
             Some(p) if p != &source.path => Ok(Some(p.clone())),
             Some(_) => Ok(None),
