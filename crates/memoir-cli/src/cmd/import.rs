@@ -17,7 +17,7 @@ use memoir::import::{self, Agent, ImportReport, Progress, Source};
 use memoir::store::Durability;
 use serde_json::json;
 
-use super::sessions::StoreArgs;
+use super::store::StoreArgs;
 
 /// Arguments of `memoir import`.
 #[derive(clap::Args)]
@@ -194,26 +194,26 @@ fn print_report(report: &ImportReport, as_json: bool, compact: bool) {
     }
 }
 
-/// A progress bar on a terminal (files, MB, sessions), nothing elsewhere.
-/// Call it with `Progress::default()` to clear it.
+/// A progress bar on a terminal (files, MB, sessions), nothing elsewhere
+/// (the CLI's progress helper). Call it with `Progress::default()` to clear it.
 fn progress_bar(enabled: bool) -> Box<dyn FnMut(&Progress)> {
-    use std::io::IsTerminal;
-    if !enabled || !std::io::stderr().is_terminal() {
+    if !enabled || !crate::progress::Progress::enabled() {
         return Box::new(|_| {});
     }
-    let bar = indicatif::ProgressBar::new(0);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} files  {msg}  [{elapsed}]")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
+    let mut bar: Option<crate::progress::Progress> = None;
+    let mut shown = 0usize;
     Box::new(move |p: &Progress| {
         if p.files_total == 0 {
-            bar.finish_and_clear();
+            if let Some(b) = bar.take() {
+                b.finish();
+            }
             return;
         }
-        bar.set_length(p.files_total as u64);
-        bar.set_position(p.files_done as u64);
-        bar.set_message(format!(
+        let b = bar
+            .get_or_insert_with(|| crate::progress::Progress::bar(p.files_total as u64, "sources"));
+        b.inc(p.files_done.saturating_sub(shown) as u64);
+        shown = p.files_done;
+        b.message(format!(
             "{:.0}/{:.0} MB  {} sessions",
             p.bytes_done as f64 / 1e6,
             p.bytes_total as f64 / 1e6,
