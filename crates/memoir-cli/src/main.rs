@@ -53,6 +53,12 @@ enum Command {
     Completions(cmd::completions::Args),
     /// Print the man page (roff) on stdout.
     Man,
+    /// Search every session of the store (persistent index, caught up first).
+    Search(cmd::search::Args),
+    /// Bring the search index up to date (--rebuild, --embed).
+    Index(cmd::index::Args),
+    /// Print (or --exec) the command that resumes a session in its agent.
+    Resume(cmd::resume::Args),
     /// Tools for crash and concurrency tests.
     #[command(subcommand, hide = true)]
     Debug(cmd::debug::Command),
@@ -78,6 +84,9 @@ fn main() -> ExitCode {
         Command::Import(args) => cmd::import::run(args),
         Command::Usage(args) => cmd::usage::run(args),
         Command::Prices(c) => cmd::usage::run_prices(c),
+        Command::Search(args) => cmd::search::run(args),
+        Command::Index(args) => cmd::index::run(args),
+        Command::Resume(args) => cmd::resume::run(args),
     };
     match result {
         Ok(code) => code,

@@ -21,6 +21,8 @@ pub mod manager;
 pub mod message;
 pub mod paths;
 pub mod record;
+#[cfg(feature = "search")]
+pub mod search;
 pub mod store;
 pub mod transcript;
 pub mod usage;

@@ -130,6 +130,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         id: session.meta.id.clone(),
         store: args.store.clone(),
         json: false,
+        around: None,
+        context: 3,
     })?;
     crate::outln!("integrity: {}", memoir::store::scan::describe(&report));
     crate::outln!(

@@ -12,3 +12,6 @@ pub mod serve;
 pub mod sessions;
 pub mod usage;
 pub mod store;
+pub mod index;
+pub mod resume;
+pub mod search;

@@ -46,6 +46,12 @@ pub enum Command {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        /// Only the messages around this seq (e.g. a `memoir search` hit's).
+        #[arg(long, value_name = "SEQ")]
+        around: Option<u64>,
+        /// With --around: how many messages on each side.
+        #[arg(short = 'C', long = "context", value_name = "N", default_value_t = 3)]
+        context: usize,
     },
     /// Print a session's summed token usage and turns.
     Usage {
@@ -193,7 +199,13 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
                 list(&store, json)
             }
         }
-        Command::Show { id, store, json } => show(&store, &id, json),
+        Command::Show {
+            id,
+            store,
+            json,
+            around,
+            context,
+        } => show(&store, &id, json, around.map(|seq| (seq, context))),
         Command::Usage { id, store, json } => usage(&store, &id, json),
         Command::Verify { id, store, json } => verify(&store, &id, json),
         Command::New {
@@ -370,13 +382,23 @@ fn list_trash(store: &StoreArgs, as_json: bool) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn show(store: &StoreArgs, id: &str, as_json: bool) -> anyhow::Result<ExitCode> {
+fn show(
+    store: &StoreArgs,
+    id: &str,
+    as_json: bool,
+    around: Option<(u64, usize)>,
+) -> anyhow::Result<ExitCode> {
     let m = store.reader()?;
     let id = resolve_id(&m, id)?;
-    let t = m
+    let mut t = m
         .read_session(&id)
         .map_err(|e| name_store(e, m.sessions_dir()))
         .with_context(|| format!("reading session {id}"))?;
+    if let Some((seq, n)) = around {
+        let range = memoir::search::around(&t.message_seqs, seq, n);
+        t.messages = t.messages[range.clone()].to_vec();
+        t.message_seqs = t.message_seqs[range].to_vec();
+    }
     if as_json {
         return print_json(&json!({
             "meta": t.meta,

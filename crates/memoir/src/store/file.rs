@@ -18,6 +18,7 @@ use std::sync::Mutex;
 use std::os::unix::fs::{FileExt, MetadataExt};
 
 use super::{scan, sort_newest_first, Appended, Durability, Listed, LogStore, RawLog, TornTail};
+use crate::blob::{ExternalizePolicy, PayloadStore};
 use crate::error::{Error, IoContext, Result};
 use crate::id;
 use crate::paths;
@@ -45,6 +46,8 @@ pub struct FileStore {
     dir: PathBuf,
     durability: Durability,
     tails: Mutex<HashMap<String, Tail>>,
+    /// Which payloads go to `<dir>/blobs/` (see [`LogStore::blobs`]).
+    blob_policy: ExternalizePolicy,
 }
 
 impl FileStore {
@@ -54,7 +57,16 @@ impl FileStore {
             dir: dir.into(),
             durability,
             tails: Mutex::new(HashMap::new()),
+            blob_policy: ExternalizePolicy::TRANSCRIPT,
         }
+    }
+
+    /// Builder: which payloads go to the blob store beside the transcripts
+    /// (default [`ExternalizePolicy::TRANSCRIPT`]: above 64 KiB;
+    /// [`ExternalizePolicy::NEVER`] keeps everything inline).
+    pub fn with_blob_policy(mut self, policy: ExternalizePolicy) -> Self {
+        self.blob_policy = policy;
+        self
     }
 
     /// The store's directory.
@@ -172,6 +184,10 @@ impl FileStore {
 }
 
 impl LogStore for FileStore {
+    fn blobs(&self) -> Option<PayloadStore> {
+        Some(PayloadStore::beside(&self.dir, self.blob_policy))
+    }
+
     fn create(&self, meta: &SessionMeta) -> Result<Appended> {
         let path = self.path_of(&meta.id)?;
         paths::create_private_dir(&self.dir)?;

@@ -1,0 +1,198 @@
+//! `memoir search "<query>"`: search every session of the store through the
+//! persistent index ([`memoir::search`]), catching it up first (cheap when
+//! nothing changed). Hits print as `session seq role time title` plus a
+//! snippet with the match in colour on a terminal (`NO_COLOR` respected) or
+//! between `[[`/`]]` otherwise; `--json` prints the library's `SearchHit`s.
+
+use std::io::IsTerminal as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use chrono::{DateTime, NaiveDate, Utc};
+use memoir::message::Role;
+use memoir::search::{SearchFilter, SearchHit, SearchIndex, SearchMode, SearchQuery};
+
+use super::store::StoreArgs;
+
+/// Arguments of `memoir search`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Words to look for (`"quoted parts"` must match as phrases). Empty with
+    /// filters: the newest matching messages.
+    #[arg(default_value = "")]
+    pub query: String,
+    /// How many hits.
+    #[arg(short = 'k', long = "top", default_value_t = 10)]
+    pub k: usize,
+    /// Only sessions of this project (its directory, or one under it).
+    #[arg(long, value_name = "PATH")]
+    pub project: Option<String>,
+    /// Only sessions written by this agent (claude-code, codex, gemini-cli, opencode, memoir).
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// Only this session (id or id prefix).
+    #[arg(long)]
+    pub session: Option<String>,
+    /// Only messages written at or after this time (RFC 3339, YYYY-MM-DD, or 7d / 12h ago).
+    #[arg(long, value_parser = parse_time)]
+    pub since: Option<DateTime<Utc>>,
+    /// Only messages written before this time (same forms as --since).
+    #[arg(long, value_parser = parse_time)]
+    pub until: Option<DateTime<Utc>>,
+    /// Only messages of this role (user, assistant, tool, system).
+    #[arg(long, value_parser = parse_role)]
+    pub role: Option<Role>,
+    /// Only tool calls of this tool and their results (e.g. Bash).
+    #[arg(long, value_name = "NAME")]
+    pub tool: Option<String>,
+    /// lexical, semantic or hybrid.
+    #[arg(long, default_value = "hybrid")]
+    pub mode: SearchMode,
+    /// Session directory (default: the current project's, else the global store).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Search the index as it is, without catching up first.
+    #[arg(long)]
+    pub no_update: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `2026-05-01`, an RFC 3339 time, or `<n>d` / `<n>h` / `<n>m` ago.
+pub fn parse_time(s: &str) -> Result<DateTime<Utc>, String> {
+    if let Ok(t) = DateTime::parse_from_rfc3339(s) {
+        return Ok(t.with_timezone(&Utc));
+    }
+    if let Ok(d) = NaiveDate::parse_from_str(s, "%Y-%m-%d") {
+        if let Some(t) = d.and_hms_opt(0, 0, 0) {
+            return Ok(t.and_utc());
+        }
+    }
+    let (num, unit) = s.split_at(s.len().saturating_sub(1));
+    if let Ok(n) = num.parse::<i64>() {
+        let ago = match unit {
+            "d" => chrono::Duration::try_days(n),
+            "h" => chrono::Duration::try_hours(n),
+            "m" => chrono::Duration::try_minutes(n),
+            _ => None,
+        };
+        if let Some(ago) = ago {
+            return Ok(Utc::now() - ago);
+        }
+    }
+    Err(format!(
+        "{s:?} is not a time (use 2026-05-01, 2026-05-01T10:00:00Z, or 7d / 12h / 30m)"
+    ))
+}
+
+fn parse_role(s: &str) -> Result<Role, String> {
+    match s {
+        "user" => Ok(Role::User),
+        "assistant" => Ok(Role::Assistant),
+        "tool" => Ok(Role::Tool),
+        "system" => Ok(Role::System),
+        other => Err(format!(
+            "unknown role {other:?} (user, assistant, tool or system)"
+        )),
+    }
+}
+
+/// The sessions directory `--dir` or the defaults name.
+pub fn sessions_dir(dir: &Option<PathBuf>) -> anyhow::Result<PathBuf> {
+    Ok(StoreArgs {
+        dir: dir.clone(),
+        project: None,
+    }
+    .resolve()?
+    .dir)
+}
+
+/// Open the index of `dir` with the configured embedder when `mode` needs one.
+pub fn open_index(dir: &std::path::Path, mode: SearchMode) -> anyhow::Result<SearchIndex> {
+    let ix = SearchIndex::open(dir)
+        .with_context(|| format!("opening the index of {}", dir.display()))?;
+    Ok(if mode == SearchMode::Lexical {
+        ix
+    } else {
+        ix.with_embedder(super::eval::embedder(None)?)
+    })
+}
+
+/// Run `memoir search`.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let dir = sessions_dir(&args.dir)?;
+    let mut ix = open_index(&dir, args.mode)?;
+    if !args.no_update {
+        ix.update().context("updating the search index")?;
+    }
+    let query = SearchQuery {
+        text: args.query.clone(),
+        k: args.k,
+        mode: args.mode,
+        filter: SearchFilter {
+            project: args.project.clone(),
+            agent: args.agent.clone(),
+            session: args.session.clone(),
+            since: args.since,
+            until: args.until,
+            role: args.role,
+            tool: args.tool.clone(),
+        },
+    };
+    let hits = ix.search(&query)?;
+    if args.json {
+        let out = serde_json::json!({
+            "query": args.query,
+            "mode": args.mode,
+            "hits": hits,
+        });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if hits.is_empty() {
+        eprintln!("no match");
+        return Ok(ExitCode::from(1));
+    }
+    let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    for h in &hits {
+        print_hit(h, colour);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_hit(h: &SearchHit, colour: bool) {
+    let (open, close, dim, reset) = if colour {
+        ("\x1b[1;33m", "\x1b[0m", "\x1b[2m", "\x1b[0m")
+    } else {
+        (
+            memoir::search::snippet::MARK_OPEN,
+            memoir::search::snippet::MARK_CLOSE,
+            "",
+            "",
+        )
+    };
+    let tools = if h.tools.is_empty() {
+        String::new()
+    } else {
+        format!(" [{}]", h.tools.join(","))
+    };
+    println!(
+        "{dim}{} seq {} {}{} {} {} {}{}  {:.3}{reset}",
+        h.session,
+        h.seq,
+        h.role.as_str(),
+        tools,
+        h.time.format("%Y-%m-%d %H:%M"),
+        h.agent,
+        h.title.as_deref().unwrap_or("(untitled)"),
+        if h.project.is_empty() {
+            String::new()
+        } else {
+            format!("  {}", h.project)
+        },
+        h.score,
+    );
+    println!("    {}", h.snippet.marked(open, close));
+}

@@ -1,0 +1,207 @@
+//! The index database: opening (checking the version stamp, rebuilding what
+//! cannot be trusted), clearing, statistics, and stored vectors.
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use super::schema::{CREATE, SCHEMA_VERSION, TOKENIZER};
+use super::{IndexStats, Result, SearchError};
+use crate::embed::EmbeddingProvider;
+
+/// An open index database.
+pub(super) struct Db {
+    pub(super) conn: Connection,
+    path: PathBuf,
+}
+
+/// Attach the database path to SQLite errors.
+pub(super) trait SqlContext<T> {
+    fn at(self, path: &Path) -> Result<T>;
+}
+
+impl<T> SqlContext<T> for rusqlite::Result<T> {
+    fn at(self, path: &Path) -> Result<T> {
+        self.map_err(|source| SearchError::Database {
+            path: path.to_path_buf(),
+            source,
+        })
+    }
+}
+
+fn connect(path: &Path) -> rusqlite::Result<Connection> {
+    let conn = Connection::open(path)?;
+    conn.busy_timeout(std::time::Duration::from_secs(10))?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    Ok(conn)
+}
+
+/// The stamp of an existing database, `None` when it has none or is unreadable.
+fn stamp(conn: &Connection) -> Option<(String, String)> {
+    let get = |key: &str| -> Option<String> {
+        conn.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+            .optional()
+            .ok()
+            .flatten()
+    };
+    Some((get("schema")?, get("tokenizer")?))
+}
+
+fn remove_files(path: &Path) {
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+        let mut p = path.as_os_str().to_owned();
+        p.push(suffix);
+        let _ = std::fs::remove_file(PathBuf::from(p));
+    }
+}
+
+fn create(path: &Path) -> Result<Connection> {
+    let conn = connect(path).at(path)?;
+    conn.execute_batch(&format!(
+        "BEGIN; {CREATE} INSERT INTO meta VALUES ('schema', '{SCHEMA_VERSION}'), \
+         ('tokenizer', '{TOKENIZER}'); COMMIT;"
+    ))
+    .at(path)?;
+    Ok(conn)
+}
+
+impl Db {
+    /// Open the index at `path`; a missing, stale or unreadable one is
+    /// replaced by an empty index (the flag says so).
+    pub(super) fn open(path: &Path) -> Result<(Db, bool)> {
+        if path.exists() {
+            if let Ok(conn) = connect(path) {
+                let expected = (SCHEMA_VERSION.to_string(), TOKENIZER.to_string());
+                if stamp(&conn).as_ref() == Some(&expected) {
+                    return Ok((
+                        Db {
+                            conn,
+                            path: path.to_path_buf(),
+                        },
+                        false,
+                    ));
+                }
+            }
+            remove_files(path);
+        }
+        let conn = create(path)?;
+        Ok((
+            Db {
+                conn,
+                path: path.to_path_buf(),
+            },
+            true,
+        ))
+    }
+
+    pub(super) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Replace the database with an empty one.
+    pub(super) fn clear(&mut self) -> Result<()> {
+        let placeholder = Connection::open_in_memory().at(&self.path)?;
+        drop(std::mem::replace(&mut self.conn, placeholder));
+        remove_files(&self.path);
+        self.conn = create(&self.path)?;
+        Ok(())
+    }
+
+    pub(super) fn stats(&self) -> Result<IndexStats> {
+        let count = |sql: &str| -> Result<u64> {
+            self.conn
+                .query_row(sql, [], |r| r.get::<_, i64>(0))
+                .at(&self.path)
+                .map(|n| n.max(0) as u64)
+        };
+        let mut bytes = 0;
+        for suffix in ["", "-wal"] {
+            let mut p = self.path.as_os_str().to_owned();
+            p.push(suffix);
+            bytes += std::fs::metadata(PathBuf::from(p)).map_or(0, |m| m.len());
+        }
+        Ok(IndexStats {
+            sessions: count("SELECT count(*) FROM sessions")?,
+            messages: count("SELECT count(*) FROM docs")?,
+            vectors: count("SELECT count(*) FROM vectors")?,
+            bytes,
+        })
+    }
+}
+
+/// A vector as stored: little-endian `f32`s.
+pub(super) fn encode_vector(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// A stored vector, `None` when its length is not `dims` floats.
+pub(super) fn decode_vector(bytes: &[u8], dims: usize) -> Option<Vec<f32>> {
+    if bytes.len() != dims * 4 {
+        return None;
+    }
+    Some(
+        bytes
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect(),
+    )
+}
+
+/// Store vectors for every distinct content hash that has none for this model.
+pub(super) fn embed_missing(
+    db: &mut Db,
+    embedder: &dyn EmbeddingProvider,
+    batch: usize,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<u64> {
+    let model = embedder.model_id();
+    let batch = batch.max(1);
+    let path = db.path.clone();
+    let missing_sql = "SELECT count(DISTINCT d.chash) FROM docs d \
+         WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.model = ?1 AND v.chash = d.chash)";
+    let total: i64 = db
+        .conn
+        .query_row(missing_sql, [&model], |r| r.get(0))
+        .at(&path)?;
+    let total = total.max(0) as u64;
+    let mut done = 0u64;
+    loop {
+        // Read one batch (bounded memory), embed it, store it; repeat.
+        let rows: Vec<(Vec<u8>, String)> = {
+            let mut st = db
+                .conn
+                .prepare_cached(
+                    "SELECT d.chash, min(d.text) FROM docs d WHERE NOT EXISTS \
+                     (SELECT 1 FROM vectors v WHERE v.model = ?1 AND v.chash = d.chash) \
+                     GROUP BY d.chash LIMIT ?2",
+                )
+                .at(&path)?;
+            let mapped = st
+                .query_map(params![model, batch as i64], |r| Ok((r.get(0)?, r.get(1)?)))
+                .at(&path)?;
+            mapped.collect::<rusqlite::Result<_>>().at(&path)?
+        };
+        if rows.is_empty() {
+            break;
+        }
+        let texts: Vec<&str> = rows.iter().map(|(_, t)| t.as_str()).collect();
+        let vectors = crate::embed::block_on(embedder.embed_batch(&texts))?;
+        let tx = db.conn.transaction().at(&path)?;
+        {
+            let mut ins = tx
+                .prepare_cached(
+                    "INSERT OR REPLACE INTO vectors(model, chash, vec) VALUES (?1, ?2, ?3)",
+                )
+                .at(&path)?;
+            for ((hash, _), v) in rows.iter().zip(&vectors) {
+                ins.execute(params![model, hash, encode_vector(v)])
+                    .at(&path)?;
+            }
+        }
+        tx.commit().at(&path)?;
+        done += rows.len() as u64;
+        progress(done, total.max(done));
+    }
+    Ok(done)
+}

@@ -1,0 +1,495 @@
+//! Catching the index up with the store: which sessions to read, and turning
+//! their records into documents.
+//!
+//! Memory: the listing's cursors (a few dozen bytes per session), one
+//! session's log at a time, and the open batch (SQLite's page cache); commits
+//! happen every [`BATCH_DOCS`] documents, each with the cursor of the session
+//! in progress, so a crash loses at most one batch and never indexes a record
+//! twice.
+
+use std::collections::{HashMap, HashSet};
+
+use rusqlite::{params, OptionalExtension};
+
+use super::cursor::{self, record_hash, Cursor, Fingerprint, Plan, RecordHash};
+use super::engine::{Db, SqlContext};
+use super::text::{self, MessageText};
+use super::{Result, UpdateReport, NATIVE_AGENT};
+use crate::message::Message;
+use crate::record::{Record, SessionMeta};
+use crate::store::LogStore;
+use crate::view::lexical::Tokenizer;
+
+/// Documents per committed batch.
+pub const BATCH_DOCS: usize = 20_000;
+
+/// A stored session row: its key and cursor.
+struct Known {
+    sid: i64,
+    cursor: Cursor,
+}
+
+const KNOWN_SQL: &str = "SELECT id, sid, last_seq, last_hash, fp_len, fp_mtime FROM sessions";
+
+fn known_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(String, Known)> {
+    let hash: Vec<u8> = r.get(3)?;
+    let fp_len: Option<i64> = r.get(4)?;
+    let fp_mtime: Option<i64> = r.get(5)?;
+    Ok((
+        r.get::<_, String>(0)?,
+        Known {
+            sid: r.get(1)?,
+            cursor: Cursor {
+                last_seq: r.get::<_, i64>(2)?.max(0) as u64,
+                // A malformed hash can only force a re-index.
+                last_hash: hash.try_into().unwrap_or([0; 32]),
+                fingerprint: fp_len.zip(fp_mtime).map(|(len, mtime_ns)| Fingerprint {
+                    len: len.max(0) as u64,
+                    mtime_ns,
+                }),
+            },
+        },
+    ))
+}
+
+fn known_sessions(db: &Db) -> Result<HashMap<String, Known>> {
+    let mut st = db.conn.prepare(KNOWN_SQL).at(db.path())?;
+    let rows = st.query_map([], known_row).at(db.path())?;
+    rows.collect::<rusqlite::Result<_>>().at(db.path())
+}
+
+fn known_session(db: &Db, id: &str) -> Result<Option<Known>> {
+    let found = db
+        .conn
+        .query_row(&format!("{KNOWN_SQL} WHERE id = ?1"), [id], known_row)
+        .optional()
+        .at(db.path())?;
+    Ok(found.map(|(_, k)| k))
+}
+
+/// Delete everything the index holds for session row `sid`.
+fn forget_docs(db: &Db, sid: i64) -> Result<()> {
+    let p = db.path();
+    db.conn
+        .execute(
+            "DELETE FROM terms WHERE rowid IN (SELECT rowid FROM docs WHERE sid = ?1)",
+            [sid],
+        )
+        .at(p)?;
+    db.conn
+        .execute("DELETE FROM docs WHERE sid = ?1", [sid])
+        .at(p)?;
+    db.conn
+        .execute("DELETE FROM calls WHERE sid = ?1", [sid])
+        .at(p)?;
+    db.conn
+        .execute(
+            "UPDATE sessions SET docs = 0, tokens = 0 WHERE sid = ?1",
+            [sid],
+        )
+        .at(p)?;
+    Ok(())
+}
+
+fn forget_session(db: &Db, sid: i64) -> Result<()> {
+    forget_docs(db, sid)?;
+    db.conn
+        .execute("DELETE FROM sessions WHERE sid = ?1", [sid])
+        .at(db.path())?;
+    Ok(())
+}
+
+/// An open write transaction that commits every [`BATCH_DOCS`] documents.
+struct Batch<'a> {
+    db: &'a Db,
+    pending: usize,
+}
+
+impl<'a> Batch<'a> {
+    fn begin(db: &'a Db) -> Result<Batch<'a>> {
+        db.conn.execute_batch("BEGIN IMMEDIATE").at(db.path())?;
+        Ok(Batch { db, pending: 0 })
+    }
+
+    fn commit(self) -> Result<()> {
+        self.db.conn.execute_batch("COMMIT").at(self.db.path())
+    }
+
+    /// Commit and start the next transaction when the batch is full.
+    fn maybe_rotate(&mut self) -> Result<bool> {
+        if self.pending < BATCH_DOCS {
+            return Ok(false);
+        }
+        self.db
+            .conn
+            .execute_batch("COMMIT; BEGIN IMMEDIATE")
+            .at(self.db.path())?;
+        self.pending = 0;
+        Ok(true)
+    }
+}
+
+impl Drop for Batch<'_> {
+    fn drop(&mut self) {
+        // Only reached with the transaction still open on an error path.
+        if !self.db.conn.is_autocommit() {
+            let _ = self.db.conn.execute_batch("ROLLBACK");
+        }
+    }
+}
+
+fn agent_of(meta: &SessionMeta) -> String {
+    meta.source
+        .as_ref()
+        .map_or_else(|| NATIVE_AGENT.to_string(), |s| s.agent.clone())
+}
+
+fn ms(t: chrono::DateTime<chrono::Utc>) -> i64 {
+    t.timestamp_millis()
+}
+
+/// Index the whole store: every listed session from its cursor, deleted
+/// sessions dropped.
+pub(super) fn update_all(
+    db: &mut Db,
+    store: &dyn LogStore,
+    tk: &Tokenizer,
+) -> Result<UpdateReport> {
+    let (listed, unreadable) = store.list()?;
+    let mut known = known_sessions(db)?;
+    let mut report = UpdateReport {
+        sessions: listed.len(),
+        unreadable,
+        ..UpdateReport::default()
+    };
+    let listed_ids: HashSet<&str> = listed.iter().map(|l| l.meta.id.as_str()).collect();
+    let mut batch = Batch::begin(db)?;
+    let gone: Vec<String> = known
+        .keys()
+        .filter(|id| !listed_ids.contains(id.as_str()))
+        .cloned()
+        .collect();
+    for id in gone {
+        if let Some(k) = known.remove(&id) {
+            forget_session(batch.db, k.sid)?;
+            report.removed += 1;
+        }
+    }
+    for l in &listed {
+        let fp = Fingerprint::of(&l.location);
+        let k = known.remove(&l.meta.id);
+        if let (Some(k), Some(fp)) = (&k, fp) {
+            if k.cursor.fingerprint == Some(fp) {
+                report.unchanged += 1;
+                continue;
+            }
+        }
+        index_session(&mut batch, store, tk, &l.meta.id, k, fp, &mut report)?;
+    }
+    batch.commit()?;
+    Ok(report)
+}
+
+/// Index one session (after an append); drop it when the store lost it.
+pub(super) fn update_one(
+    db: &mut Db,
+    store: &dyn LogStore,
+    tk: &Tokenizer,
+    id: &str,
+) -> Result<UpdateReport> {
+    crate::id::validate(id)?;
+    let mut report = UpdateReport::default();
+    let known = known_session(db, id)?;
+    let mut batch = Batch::begin(db)?;
+    match store.read_header(id) {
+        Ok(Some(_)) => {
+            report.sessions = 1;
+            let fp = Fingerprint::of(&store.location(id));
+            index_session(&mut batch, store, tk, id, known, fp, &mut report)?;
+        }
+        Ok(None) | Err(crate::Error::NotFound(_)) => {
+            if let Some(k) = known {
+                forget_session(batch.db, k.sid)?;
+                report.removed = 1;
+            }
+        }
+        Err(e) => return Err(e.into()),
+    }
+    batch.commit()?;
+    Ok(report)
+}
+
+/// Everything needed while turning one session's records into documents.
+struct SessionWriter<'s> {
+    sid: i64,
+    default_ms: i64,
+    tk: &'s Tokenizer,
+    /// Content hashes of the messages a fork inherited (loaded on the first
+    /// rewrite of a fork: a rewrite repeats them, and they belong to the parent).
+    inherited: Option<HashSet<RecordHash>>,
+}
+
+fn content_hash(text: &str) -> RecordHash {
+    *blake3::hash(text.as_bytes()).as_bytes()
+}
+
+impl SessionWriter<'_> {
+    /// Add one document; returns its number of terms.
+    fn add(
+        &self,
+        db: &Db,
+        seq: u64,
+        m: &Message,
+        t: &MessageText,
+        hash: &RecordHash,
+    ) -> Result<u64> {
+        let p = db.path();
+        for (call, name) in &t.calls {
+            db.conn
+                .prepare_cached(
+                    "INSERT OR REPLACE INTO calls(sid, call_id, name) VALUES (?1, ?2, ?3)",
+                )
+                .at(p)?
+                .execute(params![self.sid, call, name])
+                .at(p)?;
+        }
+        let mut tools: Vec<String> = t.calls.iter().map(|(_, n)| n.clone()).collect();
+        for answer in &t.answers {
+            let name: Option<String> = db
+                .conn
+                .prepare_cached("SELECT name FROM calls WHERE sid = ?1 AND call_id = ?2")
+                .at(p)?
+                .query_row(params![self.sid, answer], |r| r.get(0))
+                .optional()
+                .at(p)?;
+            tools.extend(name);
+        }
+        tools.sort();
+        tools.dedup();
+        let tools = if tools.is_empty() {
+            String::new()
+        } else {
+            format!(" {} ", tools.join(" "))
+        };
+        let ts = m.timestamp.map_or(self.default_ms, ms);
+        db.conn
+            .prepare_cached(
+                "INSERT INTO docs(sid, seq, role, ts_ms, tools, chash, text) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )
+            .at(p)?
+            .execute(params![
+                self.sid,
+                seq as i64,
+                m.role.as_str(),
+                ts,
+                tools,
+                &hash[..],
+                t.text
+            ])
+            .at(p)?;
+        let rowid = db.conn.last_insert_rowid();
+        let tokens = self.tk.tokens(&t.text);
+        db.conn
+            .prepare_cached("INSERT INTO terms(rowid, body) VALUES (?1, ?2)")
+            .at(p)?
+            .execute(params![rowid, tokens.join(" ")])
+            .at(p)?;
+        Ok(tokens.len() as u64)
+    }
+
+    fn already_indexed(&self, db: &Db, hash: &RecordHash) -> Result<bool> {
+        db.conn
+            .prepare_cached("SELECT 1 FROM docs WHERE sid = ?1 AND chash = ?2 LIMIT 1")
+            .at(db.path())?
+            .query_row(params![self.sid, &hash[..]], |_| Ok(()))
+            .optional()
+            .at(db.path())
+            .map(|r| r.is_some())
+    }
+}
+
+/// Read session `id` and index what its cursor has not seen.
+fn index_session(
+    batch: &mut Batch<'_>,
+    store: &dyn LogStore,
+    tk: &Tokenizer,
+    id: &str,
+    known: Option<Known>,
+    fp: Option<Fingerprint>,
+    report: &mut UpdateReport,
+) -> Result<()> {
+    // The fingerprint is taken before reading: if the file grows meanwhile,
+    // the next update sees a new fingerprint and reads on from the cursor.
+    let raw = match store.read(id) {
+        Ok(raw) => raw,
+        Err(crate::Error::NotFound(_)) => {
+            if let Some(k) = known {
+                forget_session(batch.db, k.sid)?;
+                report.removed += 1;
+            }
+            return Ok(());
+        }
+        Err(_) => {
+            report.unreadable += 1;
+            return Ok(());
+        }
+    };
+    let Some(meta) = raw.header.clone() else {
+        report.unreadable += 1;
+        return Ok(());
+    };
+    let header_hash = record_hash(&Record::Meta(meta.clone()));
+    let plan = cursor::plan(
+        known.as_ref().map(|k| &k.cursor),
+        &header_hash,
+        &raw.records,
+    );
+    let title = raw
+        .records
+        .iter()
+        .rev()
+        .find_map(|r| match &r.record {
+            Record::Title { title } => Some(title.clone()),
+            _ => None,
+        })
+        .or_else(|| meta.title.clone());
+    let db = batch.db;
+    let p = db.path();
+    let (sid, from) = match (known, plan) {
+        (Some(k), Plan::Extend { from }) => {
+            report.extended += 1;
+            (k.sid, from)
+        }
+        (Some(k), Plan::Reindex) => {
+            forget_docs(db, k.sid)?;
+            report.reindexed += 1;
+            (k.sid, 0)
+        }
+        (None, _) => {
+            db.conn
+                .execute(
+                    "INSERT INTO sessions(id, agent, project, created_ms, last_seq, last_hash) \
+                     VALUES (?1, '', '', 0, 0, ?2)",
+                    params![id, &header_hash[..]],
+                )
+                .at(p)?;
+            report.reindexed += 1;
+            (db.conn.last_insert_rowid(), 0)
+        }
+    };
+    db.conn
+        .execute(
+            "UPDATE sessions SET title = ?2, agent = ?3, project = ?4, created_ms = ?5 WHERE sid = ?1",
+            params![
+                sid,
+                title,
+                agent_of(&meta),
+                meta.workspace.to_string_lossy(),
+                ms(meta.created_at)
+            ],
+        )
+        .at(p)?;
+    let mut writer = SessionWriter {
+        sid,
+        default_ms: ms(meta.created_at),
+        tk,
+        inherited: None,
+    };
+    let save_cursor = |seq: u64, hash: &RecordHash, fp: Option<Fingerprint>| -> Result<()> {
+        db.conn
+            .execute(
+                "UPDATE sessions SET last_seq = ?2, last_hash = ?3, fp_len = ?4, fp_mtime = ?5 \
+                 WHERE sid = ?1",
+                params![
+                    sid,
+                    seq as i64,
+                    &hash[..],
+                    fp.map(|f| f.len as i64),
+                    fp.map(|f| f.mtime_ns)
+                ],
+            )
+            .at(p)?;
+        Ok(())
+    };
+    // (documents, terms) added since the counters were last saved.
+    let mut counts = (0u64, 0u64);
+    let save_counts = |(docs, tokens): (u64, u64)| -> Result<()> {
+        db.conn
+            .execute(
+                "UPDATE sessions SET docs = docs + ?2, tokens = tokens + ?3 WHERE sid = ?1",
+                params![sid, docs as i64, tokens as i64],
+            )
+            .at(p)?;
+        Ok(())
+    };
+    let records = &raw.records[from.min(raw.records.len())..];
+    for rec in records {
+        match &rec.record {
+            Record::Message(m) => {
+                let t = text::of_message(m);
+                if !t.text.is_empty() {
+                    counts.1 += writer.add(db, rec.seq, m, &t, &content_hash(&t.text))?;
+                    counts.0 += 1;
+                    report.messages += 1;
+                    batch.pending += 1;
+                }
+            }
+            Record::Rewrite { messages } => {
+                for m in messages {
+                    let t = text::of_message(m);
+                    if t.text.is_empty() {
+                        continue;
+                    }
+                    let hash = content_hash(&t.text);
+                    if writer.already_indexed(db, &hash)?
+                        || inherited_contains(&mut writer, store, &meta, &hash)
+                    {
+                        continue;
+                    }
+                    counts.1 += writer.add(db, rec.seq, m, &t, &hash)?;
+                    counts.0 += 1;
+                    report.messages += 1;
+                    batch.pending += 1;
+                }
+            }
+            _ => {}
+        }
+        if batch.pending >= BATCH_DOCS {
+            // Commit with the cursor at this record, file fingerprint unknown
+            // (so the next update reads on from here).
+            save_cursor(rec.seq, &record_hash(&rec.record), None)?;
+            save_counts(std::mem::take(&mut counts))?;
+            batch.maybe_rotate()?;
+        }
+    }
+    save_counts(counts)?;
+    match raw.records.last() {
+        Some(last) => save_cursor(last.seq, &record_hash(&last.record), fp)?,
+        None => save_cursor(0, &header_hash, fp)?,
+    }
+    Ok(())
+}
+
+/// Whether a fork inherited a message with this content hash from its parent.
+fn inherited_contains(
+    writer: &mut SessionWriter<'_>,
+    store: &dyn LogStore,
+    meta: &SessionMeta,
+    hash: &RecordHash,
+) -> bool {
+    let Some(fork) = &meta.parent else {
+        return false;
+    };
+    let set = writer.inherited.get_or_insert_with(|| {
+        crate::transcript::read_at(store, fork)
+            .map(|t| {
+                t.messages
+                    .iter()
+                    .map(|m| content_hash(&text::of_message(m).text))
+                    .collect()
+            })
+            .unwrap_or_default()
+    });
+    set.contains(hash)
+}

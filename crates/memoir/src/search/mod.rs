@@ -1,0 +1,333 @@
+//! Search every session: one persistent, incremental, bounded index across a
+//! whole store (issue 13).
+//!
+//! [`SearchIndex`] keeps a derived, rebuildable SQLite database (FTS5) under
+//! the store, by default `<sessions dir>/search/index.sqlite`. Deleting it
+//! loses nothing: the next [`SearchIndex::update`] rebuilds it from the
+//! transcripts. What it holds:
+//!
+//! - one document per message a session ever held in its OWN log (a fork's
+//!   inherited prefix is indexed once, in its parent), including the turns a
+//!   `rewrite` (compaction) dropped, each with the `seq` of the record that
+//!   wrote it;
+//! - per session, a [`cursor::Cursor`]: the last indexed `seq`, that record's
+//!   hash and the file's size and mtime. An unchanged file is skipped without
+//!   reading it; a changed one is read and indexed from the cursor on; a cursor
+//!   whose record no longer verifies (a rewritten or repaired file) re-indexes
+//!   the whole session;
+//! - a version stamp ([`schema::SCHEMA_VERSION`] and the tokenizer's name): an
+//!   index written by another memoir, or one that does not open, is deleted
+//!   and rebuilt, never trusted.
+//!
+//! Terms come from the semantic view's tokenizer
+//! ([`crate::view::lexical::Tokenizer`]: lowercase, stop words, Snowball
+//! stems), stored space-separated in the FTS5 table, so phrase queries work on
+//! stems and FTS5's BM25 ranks them. Hybrid search re-scores the lexical
+//! candidates with the configured embedder and fuses the two lists with the
+//! view's fusion ([`crate::view::retrieve::fuse`], linear, the LoCoMo winner);
+//! recency breaks ties. Bounds: indexing holds one session's log plus one
+//! batch of documents; a search holds its candidate list (`depth`) only.
+
+pub mod context;
+pub mod cursor;
+mod engine;
+mod error;
+mod indexer;
+mod query;
+pub mod resume;
+pub mod schema;
+pub mod snippet;
+mod text;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+pub use context::around;
+pub use error::SearchError;
+pub use resume::{resume_command, ResumeCommand};
+pub use snippet::Snippet;
+
+use crate::embed::{EmbeddingProvider, HashEmbedder};
+use crate::message::Role;
+use crate::store::file::FileStore;
+use crate::store::{Durability, LogStore};
+use crate::view::lexical::{Tokenizer, TokenizerConfig};
+use crate::view::retrieve::HybridParams;
+
+/// Result with [`SearchError`].
+pub type Result<T, E = SearchError> = std::result::Result<T, E>;
+
+/// Directory (under the sessions directory) that holds the index.
+pub const INDEX_DIR: &str = "search";
+/// File name of the index database.
+pub const INDEX_FILE: &str = "index.sqlite";
+/// The `agent` of sessions written natively through memoir (no `source`).
+pub const NATIVE_AGENT: &str = "memoir";
+
+/// Which lists answer a query.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SearchMode {
+    /// BM25 over the terms only (never touches an embedder).
+    Lexical,
+    /// Embedding similarity only (scans every message the filters allow).
+    Semantic,
+    /// Lexical candidates re-scored by embedding similarity, fused (default).
+    #[default]
+    Hybrid,
+}
+
+impl std::str::FromStr for SearchMode {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
+        match s {
+            "lexical" => Ok(SearchMode::Lexical),
+            "semantic" | "vector" => Ok(SearchMode::Semantic),
+            "hybrid" => Ok(SearchMode::Hybrid),
+            other => Err(format!(
+                "unknown search mode {other:?} (lexical, semantic or hybrid)"
+            )),
+        }
+    }
+}
+
+/// What a search may return (every set field must match).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SearchFilter {
+    /// The session's project (workspace) is this path or lies under it.
+    pub project: Option<String>,
+    /// The agent that wrote the session (`claude-code`, `codex`, ...,
+    /// [`NATIVE_AGENT`] for native sessions).
+    pub agent: Option<String>,
+    /// Session id or id prefix.
+    pub session: Option<String>,
+    /// Messages written at or after this time.
+    pub since: Option<DateTime<Utc>>,
+    /// Messages written before this time.
+    pub until: Option<DateTime<Utc>>,
+    /// The message's role.
+    pub role: Option<Role>,
+    /// The message calls this tool, or answers a call of it.
+    pub tool: Option<String>,
+}
+
+/// One search.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchQuery {
+    /// Words to look for; `"double quoted"` parts must match as phrases.
+    /// Empty: every message the filters allow, newest first.
+    pub text: String,
+    /// How many hits.
+    pub k: usize,
+    /// Which lists answer it.
+    pub mode: SearchMode,
+    /// Restrictions.
+    pub filter: SearchFilter,
+}
+
+impl SearchQuery {
+    /// A hybrid query for `text`, ten hits, no filter.
+    pub fn new(text: impl Into<String>) -> Self {
+        SearchQuery {
+            text: text.into(),
+            k: 10,
+            mode: SearchMode::Hybrid,
+            filter: SearchFilter::default(),
+        }
+    }
+}
+
+/// One message that matched: where it is, and the part that matched. The one
+/// hit shape of the library, the CLI (`memoir search --json`) and HTTP.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SearchHit {
+    /// The session's id.
+    pub session: String,
+    /// The session's current title.
+    pub title: Option<String>,
+    /// The agent that wrote the session ([`NATIVE_AGENT`] for native ones).
+    pub agent: String,
+    /// The session's project (workspace), empty when unknown.
+    pub project: String,
+    /// When the message was written (the session's creation time when the
+    /// message has no timestamp).
+    pub time: DateTime<Utc>,
+    /// The `seq` of the record that wrote the message (a `rewrite`'s for a
+    /// message that first appeared in one).
+    pub seq: u64,
+    /// The message's role.
+    pub role: Role,
+    /// Tools the message calls or answers.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<String>,
+    /// Relevance (higher is better; comparable within one search only).
+    pub score: f32,
+    /// The text around the match, with the matched words marked.
+    pub snippet: Snippet,
+}
+
+/// What an update did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct UpdateReport {
+    /// Sessions in the store's listing.
+    pub sessions: usize,
+    /// Sessions skipped without reading (unchanged since the last update).
+    pub unchanged: usize,
+    /// Sessions indexed from their cursor on.
+    pub extended: usize,
+    /// Sessions indexed from scratch (new, restored, or rewritten).
+    pub reindexed: usize,
+    /// Sessions dropped from the index (deleted from the store).
+    pub removed: usize,
+    /// Messages added to the index.
+    pub messages: u64,
+    /// Sessions that could not be read (left as they were; retried next time).
+    pub unreadable: usize,
+    /// Whether the index was (re)created from nothing (missing, stale version,
+    /// or unreadable).
+    pub rebuilt: bool,
+}
+
+/// Size of the index.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct IndexStats {
+    /// Sessions indexed.
+    pub sessions: u64,
+    /// Messages indexed.
+    pub messages: u64,
+    /// Stored vectors (from [`SearchIndex::embed_missing`]).
+    pub vectors: u64,
+    /// Bytes on disk (database plus write-ahead log).
+    pub bytes: u64,
+}
+
+/// The persistent cross-session index of one store.
+pub struct SearchIndex {
+    db: engine::Db,
+    store: Arc<dyn LogStore>,
+    tokenizer: Tokenizer,
+    embedder: Arc<dyn EmbeddingProvider>,
+    hybrid: HybridParams,
+    rebuilt_on_open: bool,
+}
+
+impl std::fmt::Debug for SearchIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SearchIndex")
+            .field("path", &self.db.path())
+            .field("store", &self.store)
+            .finish()
+    }
+}
+
+/// The tokenizer every index uses (its name is part of the version stamp).
+fn index_tokenizer() -> Tokenizer {
+    Tokenizer::new(TokenizerConfig::default())
+}
+
+impl SearchIndex {
+    /// The index of the file store in `sessions_dir`, kept in
+    /// `<sessions_dir>/search/`. Creates it (empty) when missing and
+    /// rebuilds it when stale; call [`SearchIndex::update`] to catch up.
+    pub fn open(sessions_dir: &Path) -> Result<SearchIndex> {
+        let store = Arc::new(FileStore::new(sessions_dir, Durability::Fsync));
+        SearchIndex::open_store(store, &sessions_dir.join(INDEX_DIR))
+    }
+
+    /// The index of any store, kept in `index_dir`.
+    pub fn open_store(store: Arc<dyn LogStore>, index_dir: &Path) -> Result<SearchIndex> {
+        crate::paths::create_private_dir(index_dir)?;
+        let (db, rebuilt) = engine::Db::open(&index_dir.join(INDEX_FILE))?;
+        Ok(SearchIndex {
+            db,
+            store,
+            tokenizer: index_tokenizer(),
+            embedder: Arc::new(HashEmbedder::new(crate::embed::hash::DEFAULT_DIMS)),
+            hybrid: HybridParams::default(),
+            rebuilt_on_open: rebuilt,
+        })
+    }
+
+    /// Use `embedder` for the semantic side (default: the hash embedder).
+    /// Vectors stored by [`SearchIndex::embed_missing`] for its model are
+    /// used; the others are computed at query time.
+    pub fn with_embedder(mut self, embedder: Arc<dyn EmbeddingProvider>) -> SearchIndex {
+        self.embedder = embedder;
+        self
+    }
+
+    /// The embedder of the semantic side.
+    pub fn embedder(&self) -> &Arc<dyn EmbeddingProvider> {
+        &self.embedder
+    }
+
+    /// Where the database lives.
+    pub fn path(&self) -> &Path {
+        self.db.path()
+    }
+
+    /// Whether opening found no usable index (missing, stale, unreadable)
+    /// and started a new one.
+    pub fn rebuilt_on_open(&self) -> bool {
+        self.rebuilt_on_open
+    }
+
+    /// Catch up with the store: index new and changed sessions, drop deleted
+    /// ones. Unchanged sessions cost one `stat` each.
+    pub fn update(&mut self) -> Result<UpdateReport> {
+        let mut report = indexer::update_all(&mut self.db, self.store.as_ref(), &self.tokenizer)?;
+        report.rebuilt |= std::mem::take(&mut self.rebuilt_on_open);
+        Ok(report)
+    }
+
+    /// Catch up with one session after an append (the manager's hook): reads
+    /// only that session, from its cursor on. A session the store no longer
+    /// has is dropped from the index.
+    pub fn note_append(&mut self, session: &str) -> Result<UpdateReport> {
+        indexer::update_one(&mut self.db, self.store.as_ref(), &self.tokenizer, session)
+    }
+
+    /// Forget everything and index the whole store again.
+    pub fn rebuild(&mut self) -> Result<UpdateReport> {
+        self.db.clear()?;
+        let mut report = self.update()?;
+        report.rebuilt = true;
+        Ok(report)
+    }
+
+    /// Run a search. Lexical mode never touches the embedder.
+    pub fn search(&self, query: &SearchQuery) -> Result<Vec<SearchHit>> {
+        query::search(
+            &self.db,
+            &self.tokenizer,
+            self.embedder.as_ref(),
+            &self.hybrid,
+            query,
+        )
+    }
+
+    /// Compute and store the embedder's vectors for messages that have none
+    /// yet (cached by content hash: a text seen twice is embedded once),
+    /// `batch` texts at a time; `progress(done, total)` after each batch.
+    /// Returns how many vectors were stored.
+    pub fn embed_missing(
+        &mut self,
+        batch: usize,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<u64> {
+        engine::embed_missing(&mut self.db, self.embedder.as_ref(), batch, progress)
+    }
+
+    /// Size of the index.
+    pub fn stats(&self) -> Result<IndexStats> {
+        self.db.stats()
+    }
+}
+
+/// The index location of a sessions directory.
+pub fn index_path(sessions_dir: &Path) -> PathBuf {
+    sessions_dir.join(INDEX_DIR).join(INDEX_FILE)
+}

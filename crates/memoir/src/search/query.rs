@@ -1,0 +1,529 @@
+//! Running a search: the FTS5 query, the filters, the semantic side and the
+//! fusion.
+//!
+//! Query text: words are OR'ed and ranked by BM25 (FTS5's `bm25()`, k1 1.2,
+//! b 0.75, as the view's index); each `"double quoted"` part must match as a
+//! phrase (of stems, so `"ran tests"` matches "running the test"), and when a
+//! query has both, at least one of its other words must match too. Hybrid
+//! mode reads [`HybridParams::depth`] lexical candidates, scores each by
+//! cosine similarity to the query embedding (stored vectors for the
+//! embedder's model when [`super::SearchIndex::embed_missing`] made them,
+//! computed otherwise) and fuses the two rankings with the view's
+//! [`fuse`]. Semantic mode scans every message the filters allow, keeping
+//! only the best `k` (memory bounded by `k`, time by the store). Ties are
+//! broken by recency.
+
+use std::collections::HashSet;
+
+use chrono::{TimeZone, Utc};
+use rusqlite::types::ToSql;
+use rusqlite::OptionalExtension;
+
+use super::engine::{decode_vector, Db, SqlContext};
+use super::snippet::{self, DEFAULT_WIDTH};
+use super::{Result, SearchError, SearchFilter, SearchHit, SearchMode, SearchQuery};
+use crate::embed::EmbeddingProvider;
+use crate::message::Role;
+use crate::view::lexical::Tokenizer;
+use crate::view::retrieve::{fuse, HybridParams};
+
+/// Queries longer than this are refused (they would only be slow).
+pub const MAX_QUERY_BYTES: usize = 4096;
+/// At most this many hits per search.
+pub const MAX_K: usize = 1000;
+
+/// A query split into FTS5 syntax and the terms to highlight.
+struct Parsed {
+    /// The FTS5 MATCH expression, `None` when the query has no terms.
+    fts: Option<String>,
+    /// Every term, for snippets.
+    terms: HashSet<String>,
+    /// The distinct words when the query has no phrase (the OR-only case the
+    /// rare-term path can answer).
+    words: Option<Vec<String>>,
+}
+
+fn quote(tokens: &[String]) -> String {
+    // Tokens are letters and digits only: no quote can occur inside.
+    format!("\"{}\"", tokens.join(" "))
+}
+
+fn parse(text: &str, tk: &Tokenizer) -> Parsed {
+    let mut phrases = Vec::new();
+    let mut words = Vec::new();
+    for (i, part) in text.split('"').enumerate() {
+        let tokens = tk.tokens(part);
+        if i % 2 == 1 {
+            if !tokens.is_empty() {
+                phrases.push(quote(&tokens));
+            }
+        } else {
+            words.extend(tokens);
+        }
+    }
+    let mut terms: HashSet<String> = words.iter().cloned().collect();
+    for part in text.split('"').skip(1).step_by(2) {
+        terms.extend(tk.tokens(part));
+    }
+    let mut distinct = Vec::new();
+    for w in words {
+        if !distinct.contains(&w) {
+            distinct.push(w);
+        }
+    }
+    let any_word = (!distinct.is_empty()).then(|| {
+        distinct
+            .iter()
+            .map(|w| quote(std::slice::from_ref(w)))
+            .collect::<Vec<_>>()
+            .join(" OR ")
+    });
+    let fts = match (phrases.is_empty(), any_word) {
+        (true, None) => None,
+        (true, Some(w)) => Some(w),
+        (false, None) => Some(phrases.join(" AND ")),
+        (false, Some(w)) => Some(format!("{} AND ({w})", phrases.join(" AND "))),
+    };
+    let words = (phrases.is_empty() && !distinct.is_empty()).then_some(distinct);
+    Parsed { fts, terms, words }
+}
+
+/// One candidate row.
+struct Candidate {
+    score: f32,
+    seq: u64,
+    role: String,
+    ts_ms: i64,
+    tools: String,
+    text: String,
+    chash: Vec<u8>,
+    session: String,
+    title: Option<String>,
+    agent: String,
+    project: String,
+}
+
+const COLUMNS: &str =
+    "d.seq, d.role, d.ts_ms, d.tools, d.text, d.chash, s.id, s.title, s.agent, s.project";
+
+fn candidate(r: &rusqlite::Row<'_>, score: f32) -> rusqlite::Result<Candidate> {
+    Ok(Candidate {
+        score,
+        seq: r.get::<_, i64>(0)?.max(0) as u64,
+        role: r.get(1)?,
+        ts_ms: r.get(2)?,
+        tools: r.get(3)?,
+        text: r.get(4)?,
+        chash: r.get(5)?,
+        session: r.get(6)?,
+        title: r.get(7)?,
+        agent: r.get(8)?,
+        project: r.get(9)?,
+    })
+}
+
+/// The filters as SQL conditions, with their parameters (numbered from `first`).
+fn filter_sql(f: &SearchFilter, first: usize) -> (String, Vec<Box<dyn ToSql>>) {
+    let mut sql = String::new();
+    let mut args: Vec<Box<dyn ToSql>> = Vec::new();
+    let mut add = |cond: &str, arg: Box<dyn ToSql>, args: &mut Vec<Box<dyn ToSql>>| {
+        let n = first + args.len();
+        sql.push_str(" AND ");
+        sql.push_str(&cond.replace("?N", &format!("?{n}")));
+        args.push(arg);
+    };
+    if let Some(p) = &f.project {
+        let p = p.trim_end_matches('/').to_string();
+        add(
+            "(s.project = ?N OR substr(s.project, 1, length(?N) + 1) = ?N || '/')",
+            Box::new(p),
+            &mut args,
+        );
+    }
+    if let Some(a) = &f.agent {
+        add("s.agent = ?N", Box::new(a.clone()), &mut args);
+    }
+    if let Some(id) = &f.session {
+        add(
+            "substr(s.id, 1, length(?N)) = ?N",
+            Box::new(id.clone()),
+            &mut args,
+        );
+    }
+    if let Some(t) = f.since {
+        add("d.ts_ms >= ?N", Box::new(t.timestamp_millis()), &mut args);
+    }
+    if let Some(t) = f.until {
+        add("d.ts_ms < ?N", Box::new(t.timestamp_millis()), &mut args);
+    }
+    if let Some(r) = f.role {
+        add("d.role = ?N", Box::new(r.as_str()), &mut args);
+    }
+    if let Some(t) = &f.tool {
+        add(
+            "instr(d.tools, ' ' || ?N || ' ') > 0",
+            Box::new(t.clone()),
+            &mut args,
+        );
+    }
+    (sql, args)
+}
+
+fn run_query(
+    db: &Db,
+    sql: &str,
+    args: &[Box<dyn ToSql>],
+    score: &dyn Fn(&rusqlite::Row<'_>) -> rusqlite::Result<f32>,
+) -> Result<Vec<Candidate>> {
+    let mut st = db.conn.prepare_cached(sql).at(db.path())?;
+    let params: Vec<&dyn ToSql> = args.iter().map(|b| b.as_ref()).collect();
+    let rows = st
+        .query_map(params.as_slice(), |r| candidate(r, score(r)?))
+        .at(db.path())?;
+    rows.collect::<rusqlite::Result<_>>().at(db.path())
+}
+
+/// BM25 parameters of the rare-term path (the view's and FTS5's defaults).
+const K1: f64 = 1.2;
+const B: f64 = 0.75;
+/// The rare-term path reads at most this many candidate documents.
+const RARE_CANDIDATES: i64 = 2000;
+
+/// The best `limit` lexical candidates, BM25 then recency.
+///
+/// FTS5 scores every document that matches any word, and its `bm25()` walks
+/// every word's whole posting list, so a query with one common word costs
+/// time in proportion to the store. When some words are rare (together in at
+/// most [`RARE_CANDIDATES`] documents), only the documents holding one of
+/// them are scored, in Rust, with BM25 over all the words (the view's
+/// non-negative IDF; document frequencies from `terms_vocab`, lengths and
+/// counts from `sessions`). The answer is kept when its `limit`-th score
+/// beats the most any other document could reach (the sum of the common
+/// words' `idf × (k1 + 1)`: the MaxScore bound), so it is the exact top
+/// `limit` under that BM25; otherwise the full FTS5 query runs.
+fn lexical(
+    db: &Db,
+    tk: &Tokenizer,
+    parsed: &Parsed,
+    fts: &str,
+    f: &SearchFilter,
+    limit: usize,
+) -> Result<Vec<Candidate>> {
+    if let Some(words) = &parsed.words {
+        if let Some(found) = rare_first(db, tk, words, f, limit)? {
+            return Ok(found);
+        }
+    }
+    lexical_where(db, fts, f, limit)
+}
+
+fn rare_first(
+    db: &Db,
+    tk: &Tokenizer,
+    words: &[String],
+    f: &SearchFilter,
+    limit: usize,
+) -> Result<Option<Vec<Candidate>>> {
+    let p = db.path();
+    let (n, total): (i64, i64) = db
+        .conn
+        .query_row(
+            "SELECT coalesce(sum(docs), 0), coalesce(sum(tokens), 0) FROM sessions",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .at(p)?;
+    if n == 0 {
+        return Ok(None);
+    }
+    let avgdl = (total as f64 / n as f64).max(1.0);
+    let idf = |df: i64| (1.0 + (n - df) as f64 / (df as f64 + 0.5)).ln().max(0.0);
+    let mut rare = Vec::new();
+    let mut weights: Vec<(String, f64)> = Vec::new();
+    let mut rare_docs = 0i64;
+    let mut bound = 0f64;
+    let mut common = false;
+    for w in words {
+        let df: i64 = db
+            .conn
+            .prepare_cached("SELECT doc FROM terms_vocab WHERE term = ?1")
+            .at(p)?
+            .query_row([w], |r| r.get(0))
+            .optional()
+            .at(p)?
+            .unwrap_or(0);
+        if df == 0 {
+            continue;
+        }
+        weights.push((w.clone(), idf(df)));
+        if rare_docs + df <= RARE_CANDIDATES {
+            rare.push(w.clone());
+            rare_docs += df;
+        } else {
+            bound += idf(df) * (K1 + 1.0);
+            common = true;
+        }
+    }
+    if rare.is_empty() {
+        return Ok(None);
+    }
+    let rare_fts = rare
+        .iter()
+        .map(|w| quote(std::slice::from_ref(w)))
+        .collect::<Vec<_>>()
+        .join(" OR ");
+    let rowids: Vec<i64> = {
+        let mut st = db
+            .conn
+            .prepare_cached("SELECT rowid FROM terms WHERE terms MATCH ?1")
+            .at(p)?;
+        let rows = st.query_map([rare_fts], |r| r.get(0)).at(p)?;
+        rows.collect::<rusqlite::Result<_>>().at(p)?
+    };
+    let list = rowids
+        .iter()
+        .map(i64::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
+    let (cond, args) = filter_sql(f, 1);
+    let sql = format!(
+        "SELECT {COLUMNS} FROM docs d JOIN sessions s ON s.sid = d.sid \
+         WHERE d.rowid IN ({list}){cond}"
+    );
+    let mut found = run_query(db, &sql, &args, &|_| Ok(0.0))?;
+    for c in &mut found {
+        let tokens = tk.tokens(&c.text);
+        let norm = K1 * (1.0 - B + B * tokens.len() as f64 / avgdl);
+        let mut score = 0.0;
+        for (w, weight) in &weights {
+            let tf = tokens.iter().filter(|t| *t == w).count() as f64;
+            if tf > 0.0 {
+                score += weight * tf * (K1 + 1.0) / (tf + norm);
+            }
+        }
+        c.score = score as f32;
+    }
+    rank(&mut found);
+    found.truncate(limit);
+    // Without common words every matching document was a candidate.
+    let exact = !common || (found.len() >= limit && found[limit - 1].score as f64 > bound);
+    Ok(exact.then_some(found))
+}
+
+fn lexical_where(db: &Db, fts: &str, f: &SearchFilter, limit: usize) -> Result<Vec<Candidate>> {
+    let (cond, mut args) = filter_sql(f, 3);
+    // Rank on (rowid, score, time) only, then read the texts of the winners:
+    // sorting every match with its text is what makes a naive join slow.
+    // Without filters, rank on the FTS table alone (no per-match lookups).
+    let inner = if cond.is_empty() {
+        "SELECT rowid AS id, bm25(terms) AS b FROM terms WHERE terms MATCH ?1 \
+         ORDER BY b LIMIT ?2"
+            .to_string()
+    } else {
+        format!(
+            "SELECT terms.rowid AS id, bm25(terms) AS b FROM terms \
+             JOIN docs d ON d.rowid = terms.rowid JOIN sessions s ON s.sid = d.sid \
+             WHERE terms MATCH ?1{cond} ORDER BY b, d.ts_ms DESC LIMIT ?2"
+        )
+    };
+    let sql = format!(
+        "WITH top AS ({inner}) SELECT {COLUMNS}, -top.b FROM top \
+         JOIN docs d ON d.rowid = top.id JOIN sessions s ON s.sid = d.sid \
+         ORDER BY top.b, d.ts_ms DESC"
+    );
+    let mut all: Vec<Box<dyn ToSql>> = vec![Box::new(fts.to_string()), Box::new(limit as i64)];
+    all.append(&mut args);
+    run_query(db, &sql, &all, &|r| r.get::<_, f64>(10).map(|s| s as f32))
+}
+
+/// The newest `limit` messages the filters allow (a query without terms).
+fn newest(db: &Db, f: &SearchFilter, limit: usize) -> Result<Vec<Candidate>> {
+    let (cond, mut args) = filter_sql(f, 2);
+    let sql = format!(
+        "SELECT {COLUMNS} FROM docs d JOIN sessions s ON s.sid = d.sid WHERE 1{cond} \
+         ORDER BY d.ts_ms DESC, d.rowid DESC LIMIT ?1"
+    );
+    let mut all: Vec<Box<dyn ToSql>> = vec![Box::new(limit as i64)];
+    all.append(&mut args);
+    run_query(db, &sql, &all, &|_| Ok(0.0))
+}
+
+/// The embedding of a candidate: the stored one for this model, else computed.
+fn vector_of(
+    db: &Db,
+    embedder: &dyn EmbeddingProvider,
+    model: &str,
+    c: &Candidate,
+) -> Result<Vec<f32>> {
+    let stored: Option<Vec<u8>> = db
+        .conn
+        .prepare_cached("SELECT vec FROM vectors WHERE model = ?1 AND chash = ?2")
+        .at(db.path())?
+        .query_row(rusqlite::params![model, c.chash], |r| r.get(0))
+        .optional()
+        .at(db.path())?;
+    if let Some(v) = stored.and_then(|b| decode_vector(&b, embedder.dimensions())) {
+        return Ok(v);
+    }
+    Ok(crate::embed::block_on(embedder.embed(&c.text))?)
+}
+
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// Sort best first: score, then recency.
+fn rank(list: &mut [Candidate]) {
+    list.sort_by(|a, b| b.score.total_cmp(&a.score).then(b.ts_ms.cmp(&a.ts_ms)));
+}
+
+/// Every filtered message scored by similarity; the best `k` kept.
+fn semantic(
+    db: &Db,
+    embedder: &dyn EmbeddingProvider,
+    query_vec: &[f32],
+    f: &SearchFilter,
+    k: usize,
+) -> Result<Vec<Candidate>> {
+    let (cond, args) = filter_sql(f, 1);
+    let sql =
+        format!("SELECT {COLUMNS} FROM docs d JOIN sessions s ON s.sid = d.sid WHERE 1{cond}");
+    let model = embedder.model_id();
+    let mut st = db.conn.prepare(&sql).at(db.path())?;
+    let params: Vec<&dyn ToSql> = args.iter().map(|b| b.as_ref()).collect();
+    let mut rows = st.query(params.as_slice()).at(db.path())?;
+    let mut best: Vec<Candidate> = Vec::with_capacity(2 * k + 1);
+    while let Some(r) = rows.next().at(db.path())? {
+        let mut c = candidate(r, 0.0).at(db.path())?;
+        c.score = dot(query_vec, &vector_of(db, embedder, &model, &c)?);
+        best.push(c);
+        if best.len() > 2 * k {
+            rank(&mut best);
+            best.truncate(k);
+        }
+    }
+    rank(&mut best);
+    best.truncate(k);
+    Ok(best)
+}
+
+fn role_of(s: &str) -> Role {
+    match s {
+        "system" => Role::System,
+        "user" => Role::User,
+        "tool" => Role::Tool,
+        _ => Role::Assistant,
+    }
+}
+
+fn hit(c: Candidate, terms: &HashSet<String>, tk: &Tokenizer) -> SearchHit {
+    SearchHit {
+        snippet: snippet::cut(&c.text, terms, tk, DEFAULT_WIDTH),
+        session: c.session,
+        title: c.title,
+        agent: c.agent,
+        project: c.project,
+        time: Utc
+            .timestamp_millis_opt(c.ts_ms)
+            .single()
+            .unwrap_or_default(),
+        seq: c.seq,
+        role: role_of(&c.role),
+        tools: c.tools.split_whitespace().map(str::to_string).collect(),
+        score: c.score,
+    }
+}
+
+/// Run `q` against the index.
+pub(super) fn search(
+    db: &Db,
+    tk: &Tokenizer,
+    embedder: &dyn EmbeddingProvider,
+    hybrid: &HybridParams,
+    q: &SearchQuery,
+) -> Result<Vec<SearchHit>> {
+    if q.text.len() > MAX_QUERY_BYTES {
+        return Err(SearchError::Invalid(format!(
+            "query of {} bytes; at most {MAX_QUERY_BYTES}",
+            q.text.len()
+        )));
+    }
+    let k = q.k.min(MAX_K);
+    if k == 0 {
+        return Ok(Vec::new());
+    }
+    let parsed = parse(&q.text, tk);
+    let Some(fts) = parsed.fts.as_deref() else {
+        if !q.text.trim().is_empty() {
+            // Only stop words or punctuation: nothing can match.
+            return Ok(Vec::new());
+        }
+        let list = newest(db, &q.filter, k)?;
+        return Ok(list
+            .into_iter()
+            .map(|c| hit(c, &parsed.terms, tk))
+            .collect());
+    };
+    let list = match q.mode {
+        SearchMode::Lexical => lexical(db, tk, &parsed, fts, &q.filter, k)?,
+        SearchMode::Semantic => {
+            let qv = crate::embed::block_on(embedder.embed_query(&q.text))?;
+            semantic(db, embedder, &qv, &q.filter, k)?
+        }
+        SearchMode::Hybrid => {
+            let mut cands = lexical(db, tk, &parsed, fts, &q.filter, hybrid.depth.max(k))?;
+            if cands.is_empty() {
+                return Ok(Vec::new());
+            }
+            let qv = crate::embed::block_on(embedder.embed_query(&q.text))?;
+            let model = embedder.model_id();
+            let lex: Vec<(u32, f32)> = cands
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (i as u32, c.score))
+                .collect();
+            let mut vec_list = Vec::with_capacity(cands.len());
+            for (i, c) in cands.iter().enumerate() {
+                vec_list.push((i as u32, dot(&qv, &vector_of(db, embedder, &model, c)?)));
+            }
+            vec_list.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            let fused = fuse(&vec_list, &lex, hybrid);
+            for (slot, score) in &fused {
+                cands[*slot as usize].score = *score;
+            }
+            rank(&mut cands);
+            cands.truncate(k);
+            cands
+        }
+    };
+    Ok(list
+        .into_iter()
+        .map(|c| hit(c, &parsed.terms, tk))
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::view::lexical::TokenizerConfig;
+
+    #[test]
+    fn words_are_ored_and_quoted_parts_are_phrases_of_stems() {
+        let tk = Tokenizer::new(TokenizerConfig::default());
+        assert_eq!(
+            parse("Running the tests", &tk).fts.as_deref(),
+            Some("\"run\" OR \"test\"")
+        );
+        assert_eq!(
+            parse("\"cargo tests\" failed", &tk).fts.as_deref(),
+            Some("\"cargo test\" AND (\"fail\")")
+        );
+        assert_eq!(parse("\"the\"", &tk).fts, None);
+        assert_eq!(parse("the of", &tk).fts, None);
+        // FTS5 syntax in the input is only words to us.
+        assert_eq!(
+            parse("cargo* NEAR(build)", &tk).fts.as_deref(),
+            Some("\"cargo\" OR \"near\" OR \"build\"")
+        );
+    }
+}

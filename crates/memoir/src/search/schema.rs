@@ -1,0 +1,64 @@
+//! The index database's schema and version stamp.
+//!
+//! Tables: `meta` (the stamp), `sessions` (one row per indexed session, with
+//! its listing fields, document and term counts, and [`super::cursor::Cursor`]), `docs` (one row per
+//! indexed message: session, `seq`, role, time, tools, content hash, text),
+//! `terms` (a contentless FTS5 table whose `body` is the tokenizer's terms, `rowid` =
+//! `docs.rowid`; `terms_vocab` its document frequencies), `calls` (tool call id → name, so a result can be found by
+//! its tool), `vectors` (embeddings by model and content hash).
+//!
+//! The stamp is [`SCHEMA_VERSION`] plus [`TOKENIZER`]; any other stamp (an
+//! older or newer memoir, a different tokenizer) means the index is deleted
+//! and rebuilt.
+
+/// Version of the index layout written by this build.
+pub const SCHEMA_VERSION: &str = "3";
+
+/// Name of the term pipeline the `terms` table was filled with.
+pub const TOKENIZER: &str = "memoir-view-stem-stop-v1";
+
+/// Statements that create an empty index.
+pub const CREATE: &str = "
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE sessions(
+    sid INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    title TEXT,
+    agent TEXT NOT NULL,
+    project TEXT NOT NULL,
+    created_ms INTEGER NOT NULL,
+    last_seq INTEGER NOT NULL,
+    last_hash BLOB NOT NULL,
+    fp_len INTEGER,
+    fp_mtime INTEGER,
+    docs INTEGER NOT NULL DEFAULT 0,
+    tokens INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE docs(
+    rowid INTEGER PRIMARY KEY,
+    sid INTEGER NOT NULL,
+    seq INTEGER NOT NULL,
+    role TEXT NOT NULL,
+    ts_ms INTEGER NOT NULL,
+    tools TEXT NOT NULL,
+    chash BLOB NOT NULL,
+    text TEXT NOT NULL
+);
+CREATE INDEX docs_by_session ON docs(sid, chash);
+CREATE TABLE calls(
+    sid INTEGER NOT NULL,
+    call_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    PRIMARY KEY(sid, call_id)
+) WITHOUT ROWID;
+CREATE VIRTUAL TABLE terms USING fts5(
+    body, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 0'
+);
+CREATE VIRTUAL TABLE terms_vocab USING fts5vocab(terms, 'row');
+CREATE TABLE vectors(
+    model TEXT NOT NULL,
+    chash BLOB NOT NULL,
+    vec BLOB NOT NULL,
+    PRIMARY KEY(model, chash)
+) WITHOUT ROWID;
+";

@@ -1,0 +1,206 @@
+//! Snippets: the part of a message around the match, with matched words marked.
+//!
+//! Words are cut and stemmed exactly as the index cuts them (the view's
+//! [`Tokenizer`]), so "running" in the text is marked for a query "run". The
+//! window is the one holding the most distinct query terms; whitespace runs
+//! become one space; `…` marks a cut.
+
+use std::collections::HashSet;
+
+use serde::ser::SerializeStruct;
+
+use crate::view::lexical::Tokenizer;
+
+/// Plain-text marker opening a highlighted match (in [`Snippet::marked`]).
+pub const MARK_OPEN: &str = "[[";
+/// Plain-text marker closing a highlighted match.
+pub const MARK_CLOSE: &str = "]]";
+
+/// Default snippet width, in bytes of the source text.
+pub const DEFAULT_WIDTH: usize = 240;
+
+/// At most this many matches are considered when choosing the window.
+const MAX_MATCHES: usize = 512;
+
+/// A cut of a message's text with the matched words located.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Snippet {
+    /// The text (whitespace collapsed, `…` where cut).
+    pub text: String,
+    /// Byte ranges of `text` that matched, ascending, non-overlapping.
+    pub highlights: Vec<(usize, usize)>,
+}
+
+impl Snippet {
+    /// The text with each match wrapped in `open` and `close` (e.g. terminal
+    /// colour codes, or [`MARK_OPEN`] / [`MARK_CLOSE`]).
+    pub fn marked(&self, open: &str, close: &str) -> String {
+        let mut out = String::with_capacity(self.text.len() + self.highlights.len() * 4);
+        let mut at = 0;
+        for &(s, e) in &self.highlights {
+            out.push_str(&self.text[at..s]);
+            out.push_str(open);
+            out.push_str(&self.text[s..e]);
+            out.push_str(close);
+            at = e;
+        }
+        out.push_str(&self.text[at..]);
+        out
+    }
+}
+
+/// Serialised as `{"text", "marked" (with the plain-text markers), "highlights"}`.
+impl serde::Serialize for Snippet {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut st = s.serialize_struct("Snippet", 3)?;
+        st.serialize_field("text", &self.text)?;
+        st.serialize_field("marked", &self.marked(MARK_OPEN, MARK_CLOSE))?;
+        st.serialize_field("highlights", &self.highlights)?;
+        st.end()
+    }
+}
+
+/// Byte ranges of the words of `text` whose term is in `terms`, with the term.
+fn matches<'a>(
+    text: &str,
+    terms: &'a HashSet<String>,
+    tokenizer: &Tokenizer,
+) -> Vec<(usize, usize, &'a str)> {
+    let mut out = Vec::new();
+    let mut start = None;
+    let check = |s: usize, e: usize, out: &mut Vec<(usize, usize, &'a str)>| {
+        if let Some(term) = tokenizer.tokens(&text[s..e]).first() {
+            if let Some(t) = terms.get(term) {
+                out.push((s, e, t.as_str()));
+            }
+        }
+    };
+    for (i, c) in text.char_indices() {
+        if c.is_alphanumeric() {
+            start.get_or_insert(i);
+        } else if let Some(s) = start.take() {
+            check(s, i, &mut out);
+            if out.len() >= MAX_MATCHES {
+                return out;
+            }
+        }
+    }
+    if let Some(s) = start {
+        check(s, text.len(), &mut out);
+    }
+    out
+}
+
+fn floor_boundary(text: &str, mut i: usize) -> usize {
+    i = i.min(text.len());
+    while !text.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// Cut `text` around the best match of `terms` (index terms, as the
+/// tokenizer produces them), about `width` bytes wide.
+pub fn cut(text: &str, terms: &HashSet<String>, tokenizer: &Tokenizer, width: usize) -> Snippet {
+    let found = matches(text, terms, tokenizer);
+    // The window starting at the match that covers the most distinct terms,
+    // the tightest such cluster on a tie.
+    let mut best = (0usize, usize::MAX, 0usize); // (distinct terms, span, match index)
+    for (i, &(s, _, _)) in found.iter().enumerate() {
+        let mut seen: HashSet<&str> = HashSet::new();
+        let mut span = 0;
+        for &(_, e2, t) in found[i..].iter().take_while(|m| m.1 <= s + width) {
+            if seen.insert(t) {
+                span = e2 - s;
+            }
+        }
+        if seen.len() > best.0 || (seen.len() == best.0 && span < best.1) {
+            best = (seen.len(), span, i);
+        }
+    }
+    let (start, end) = match found.get(best.2) {
+        Some(&(s, _, _)) => {
+            let lead = width / 5;
+            let mut start = floor_boundary(text, s.saturating_sub(lead));
+            // Start at a word boundary when one is near.
+            if start > 0 {
+                if let Some(ws) = text[start..s].find(char::is_whitespace) {
+                    start += ws + 1;
+                }
+            }
+            (start, floor_boundary(text, start + width))
+        }
+        None => (0, floor_boundary(text, width)),
+    };
+    let mut out = Snippet::default();
+    if start > 0 {
+        out.text.push('…');
+    }
+    let mut pending = found
+        .iter()
+        .filter(|m| m.0 >= start && m.1 <= end)
+        .peekable();
+    let mut open_at: Option<(usize, usize)> = None; // (source end, output start)
+    let mut last_space = true;
+    for (i, c) in text[start..end].char_indices() {
+        let i = i + start;
+        if let Some((src_end, out_start)) = open_at {
+            if i == src_end {
+                out.highlights.push((out_start, out.text.len()));
+                open_at = None;
+            }
+        }
+        if let Some(m) = pending.peek() {
+            if m.0 == i {
+                open_at = Some((m.1, out.text.len()));
+                pending.next();
+            }
+        }
+        if c.is_whitespace() {
+            if !last_space {
+                out.text.push(' ');
+            }
+            last_space = true;
+        } else {
+            out.text.push(c);
+            last_space = false;
+        }
+    }
+    if let Some((_, out_start)) = open_at {
+        out.highlights.push((out_start, out.text.len()));
+    }
+    if end < text.len() {
+        let trimmed = out.text.trim_end().len();
+        out.text.truncate(trimmed);
+        out.highlights.retain(|h| h.1 <= trimmed);
+        out.text.push('…');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::view::lexical::TokenizerConfig;
+
+    #[test]
+    fn the_window_holds_the_most_terms_and_stemmed_words_are_marked() {
+        let tk = Tokenizer::new(TokenizerConfig::default());
+        let terms: HashSet<String> = tk.tokens("running tests").into_iter().collect();
+        let filler = "lorem ipsum ".repeat(40);
+        let text = format!("a test here. {filler}\n\nthen   we RUN the Tests again. {filler}");
+        let s = cut(&text, &terms, &tk, 80);
+        assert!(s.text.starts_with('…') && s.text.ends_with('…'), "{s:?}");
+        assert!(
+            s.marked(MARK_OPEN, MARK_CLOSE)
+                .contains("we [[RUN]] the [[Tests]] again"),
+            "{}",
+            s.marked(MARK_OPEN, MARK_CLOSE)
+        );
+        let json = serde_json::to_value(&s).unwrap();
+        assert_eq!(json["highlights"].as_array().unwrap().len(), 2);
+        let none = cut("nothing to see", &terms, &tk, 80);
+        assert_eq!(none.text, "nothing to see");
+        assert!(none.highlights.is_empty());
+    }
+}

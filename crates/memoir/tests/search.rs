@@ -1,0 +1,522 @@
+//! The cross-session search index (issue 13) on real files: every filter on a
+//! generated 1,000-session store, crash safety under SIGKILL, compaction,
+//! rewritten files, trash and restore, forks, stale indexes.
+
+mod support;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use chrono::Duration;
+use memoir::message::{Message, Role};
+use memoir::record::{ForkPoint, Record, SessionMeta};
+use memoir::search::{SearchFilter, SearchHit, SearchIndex, SearchMode, SearchQuery};
+use memoir::store::file::FileStore;
+use memoir::store::{Durability, LogStore};
+use support::corpus::{self, KnownAnswer, Spec};
+
+fn store(dir: &Path) -> Arc<dyn LogStore> {
+    Arc::new(FileStore::new(dir, Durability::None))
+}
+
+fn query(text: &str, mode: SearchMode, filter: SearchFilter) -> SearchQuery {
+    SearchQuery {
+        text: text.to_string(),
+        k: 10,
+        mode,
+        filter,
+    }
+}
+
+fn found(hits: &[SearchHit], a: &KnownAnswer) -> bool {
+    hits.iter()
+        .any(|h| h.session == a.session && h.seq == a.seq)
+}
+
+fn first_is(hits: &[SearchHit], session: &str, seq: u64) -> bool {
+    hits.first()
+        .is_some_and(|h| h.session == session && h.seq == seq)
+}
+
+#[test]
+fn every_filter_finds_the_known_message_in_a_1000_session_store() {
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = Spec {
+        sessions: 1000,
+        messages_per_session: 8,
+        answer_every: 25,
+        seed: 7,
+    };
+    let answers = corpus::generate(tmp.path(), &spec);
+    assert_eq!(answers.len(), 40);
+    let mut ix = SearchIndex::open(tmp.path()).unwrap();
+    let report = ix.update().unwrap();
+    assert_eq!((report.sessions, report.reindexed), (1000, 1000));
+    assert_eq!(report.messages, 8000);
+    for a in &answers {
+        let tool_filter = SearchFilter {
+            tool: a.tool.clone(),
+            ..Default::default()
+        };
+        let filters = [
+            SearchFilter::default(),
+            SearchFilter {
+                project: Some(a.project.clone()),
+                ..Default::default()
+            },
+            SearchFilter {
+                agent: Some(a.agent.clone()),
+                ..Default::default()
+            },
+            SearchFilter {
+                session: Some(a.session[..5].to_string()),
+                ..Default::default()
+            },
+            SearchFilter {
+                since: Some(a.time),
+                until: Some(a.time + Duration::seconds(1)),
+                ..Default::default()
+            },
+            SearchFilter {
+                role: Some(a.role),
+                ..Default::default()
+            },
+            tool_filter,
+            SearchFilter {
+                project: Some(a.project.clone()),
+                agent: Some(a.agent.clone()),
+                session: Some(a.session.clone()),
+                since: Some(a.time - Duration::hours(1)),
+                until: Some(a.time + Duration::hours(1)),
+                role: Some(a.role),
+                tool: a.tool.clone(),
+            },
+        ];
+        for (n, f) in filters.iter().enumerate() {
+            for mode in [SearchMode::Lexical, SearchMode::Hybrid] {
+                let hits = ix.search(&query(&a.query, mode, f.clone())).unwrap();
+                assert!(
+                    first_is(&hits, &a.session, a.seq),
+                    "filter #{n} {f:?} {mode:?}: {a:?} -> {:?}",
+                    hits.first()
+                );
+                let h = &hits[0];
+                assert_eq!(h.project, a.project);
+                assert_eq!(h.agent, a.agent);
+                assert_eq!(h.role, a.role);
+                assert_eq!(h.time, a.time);
+                assert!(
+                    h.snippet
+                        .marked("[[", "]]")
+                        .contains("[[migration]] was never applied"),
+                    "{:?}",
+                    h.snippet
+                );
+                if let Some(t) = &a.tool {
+                    assert!(h.tools.contains(t), "{h:?}");
+                }
+            }
+        }
+        // Each filter also excludes: the answer is not found where it is not.
+        let other_project = format!("/home/dev/proj-{:02}", (a.seq as usize + 1) % 20);
+        let excluding = [
+            SearchFilter {
+                project: Some(if other_project == a.project {
+                    "/elsewhere".into()
+                } else {
+                    other_project
+                }),
+                ..Default::default()
+            },
+            SearchFilter {
+                agent: Some(
+                    if a.agent == "codex" {
+                        "memoir"
+                    } else {
+                        "codex"
+                    }
+                    .into(),
+                ),
+                ..Default::default()
+            },
+            SearchFilter {
+                session: Some("s9".into()),
+                ..Default::default()
+            },
+            SearchFilter {
+                since: Some(a.time + Duration::seconds(1)),
+                ..Default::default()
+            },
+            SearchFilter {
+                until: Some(a.time),
+                ..Default::default()
+            },
+            SearchFilter {
+                role: Some(if a.role == Role::User {
+                    Role::Tool
+                } else {
+                    Role::User
+                }),
+                ..Default::default()
+            },
+            SearchFilter {
+                tool: Some("NoSuchTool".into()),
+                ..Default::default()
+            },
+        ];
+        for f in excluding {
+            let hits = ix
+                .search(&query(&a.query, SearchMode::Lexical, f.clone()))
+                .unwrap();
+            assert!(!found(&hits, a), "{f:?} should exclude {a:?}");
+        }
+    }
+    // The project filter is a path prefix, not a string prefix.
+    let hits = ix
+        .search(&query(
+            &answers[0].query,
+            SearchMode::Lexical,
+            SearchFilter {
+                project: Some("/home/dev/proj-0".into()),
+                ..Default::default()
+            },
+        ))
+        .unwrap();
+    assert!(hits.is_empty(), "{hits:?}");
+    // Semantic mode scans everything and still ranks the planted text first.
+    let a = &answers[3];
+    let hits = ix
+        .search(&query(
+            "handler fails because the migration was never applied",
+            SearchMode::Semantic,
+            SearchFilter {
+                session: Some(a.session.clone()),
+                ..Default::default()
+            },
+        ))
+        .unwrap();
+    assert!(first_is(&hits, &a.session, a.seq), "{:?}", hits.first());
+    // An unchanged store costs no reading.
+    let again = ix.update().unwrap();
+    assert_eq!((again.unchanged, again.messages), (1000, 0));
+}
+
+fn append(store: &dyn LogStore, id: &str, records: Vec<Record>) {
+    store.append(id, &records, None).unwrap();
+}
+
+fn texts(ix: &SearchIndex, q: &str) -> Vec<(String, u64)> {
+    ix.search(&query(q, SearchMode::Lexical, SearchFilter::default()))
+        .unwrap()
+        .into_iter()
+        .map(|h| (h.session, h.seq))
+        .collect()
+}
+
+#[test]
+fn a_compaction_indexes_the_summary_and_compacted_turns_stay_findable() {
+    let tmp = tempfile::tempdir().unwrap();
+    let st = store(tmp.path());
+    st.create(&SessionMeta::new("comp")).unwrap();
+    append(
+        st.as_ref(),
+        "comp",
+        vec![
+            Record::Message(Message::user("the quokka colony needs counting")),
+            Record::Message(Message::assistant("counted seven quokkas")),
+        ],
+    );
+    let mut ix = SearchIndex::open_store(st.clone(), &tmp.path().join("search")).unwrap();
+    ix.update().unwrap();
+    append(
+        st.as_ref(),
+        "comp",
+        vec![Record::Rewrite {
+            messages: vec![
+                Message::user("the quokka colony needs counting"),
+                Message::assistant("summary: a marsupial census happened"),
+            ],
+        }],
+    );
+    let r = ix.update().unwrap();
+    assert_eq!((r.extended, r.reindexed, r.messages), (1, 0, 1), "{r:?}");
+    assert_eq!(texts(&ix, "marsupial census"), vec![("comp".into(), 3)]);
+    // Dropped by the compaction, still findable at its own seq.
+    assert_eq!(texts(&ix, "seven"), vec![("comp".into(), 2)]);
+    // Kept by the compaction: indexed once, at its original seq.
+    assert_eq!(texts(&ix, "colony"), vec![("comp".into(), 1)]);
+}
+
+#[test]
+fn a_rewritten_file_is_reindexed_from_scratch() {
+    let tmp = tempfile::tempdir().unwrap();
+    let st = store(tmp.path());
+    st.create(&SessionMeta::new("rw")).unwrap();
+    append(
+        st.as_ref(),
+        "rw",
+        vec![
+            Record::Message(Message::user("original axolotl text")),
+            Record::Message(Message::user("second axolotl line")),
+        ],
+    );
+    let mut ix = SearchIndex::open_store(st.clone(), &tmp.path().join("search")).unwrap();
+    ix.update().unwrap();
+    assert_eq!(texts(&ix, "axolotl").len(), 2);
+    // Replace the file: same id, same number of records, different content
+    // (what a repair or an external rewrite leaves behind).
+    std::fs::remove_file(tmp.path().join("rw.jsonl")).unwrap();
+    let st2 = store(tmp.path());
+    st2.create(&SessionMeta::new("rw")).unwrap();
+    append(
+        st2.as_ref(),
+        "rw",
+        vec![
+            Record::Message(Message::user("replacement pangolin text")),
+            Record::Message(Message::user("second pangolin line")),
+            Record::Message(Message::user("third pangolin line")),
+        ],
+    );
+    let r = ix.update().unwrap();
+    assert_eq!((r.reindexed, r.extended), (1, 0), "{r:?}");
+    assert!(texts(&ix, "axolotl").is_empty());
+    assert_eq!(texts(&ix, "pangolin").len(), 3);
+    assert_eq!(ix.stats().unwrap().messages, 3);
+}
+
+#[test]
+fn deleting_a_session_hides_it_and_restoring_brings_it_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    let st = store(tmp.path());
+    for id in ["keep", "gone"] {
+        st.create(&SessionMeta::new(id)).unwrap();
+        append(
+            st.as_ref(),
+            id,
+            vec![Record::Message(Message::user(format!(
+                "narwhal note from {id}"
+            )))],
+        );
+    }
+    let mut ix = SearchIndex::open_store(st.clone(), &tmp.path().join("search")).unwrap();
+    ix.update().unwrap();
+    assert_eq!(texts(&ix, "narwhal").len(), 2);
+    st.delete("gone").unwrap();
+    let r = ix.update().unwrap();
+    assert_eq!(r.removed, 1);
+    assert_eq!(texts(&ix, "narwhal"), vec![("keep".into(), 1)]);
+    st.restore("gone").unwrap();
+    let r = ix.update().unwrap();
+    assert_eq!(r.reindexed, 1);
+    assert_eq!(texts(&ix, "narwhal").len(), 2);
+    // The per-session hook sees a deletion too.
+    st.delete("keep").unwrap();
+    assert_eq!(ix.note_append("keep").unwrap().removed, 1);
+    assert_eq!(texts(&ix, "narwhal"), vec![("gone".into(), 1)]);
+}
+
+#[test]
+fn a_fork_indexes_only_its_own_messages_and_appends_are_cheap_to_catch_up() {
+    let tmp = tempfile::tempdir().unwrap();
+    let st = store(tmp.path());
+    st.create(&SessionMeta::new("parent")).unwrap();
+    append(
+        st.as_ref(),
+        "parent",
+        vec![
+            Record::Message(Message::user("inherited okapi question")),
+            Record::Message(Message::assistant("inherited okapi answer")),
+        ],
+    );
+    let mut fork = SessionMeta::new("child");
+    fork.parent = Some(ForkPoint {
+        session: "parent".into(),
+        seq: 2,
+        messages: 2,
+        parent_created_at: None,
+    });
+    st.create(&fork).unwrap();
+    append(
+        st.as_ref(),
+        "child",
+        vec![Record::Message(Message::user(
+            "the fork's own okapi follow-up",
+        ))],
+    );
+    let mut ix = SearchIndex::open_store(st.clone(), &tmp.path().join("search")).unwrap();
+    ix.update().unwrap();
+    let mut hits = texts(&ix, "okapi");
+    hits.sort();
+    assert_eq!(
+        hits,
+        vec![
+            ("child".into(), 1),
+            ("parent".into(), 1),
+            ("parent".into(), 2)
+        ]
+    );
+    // A compaction in the fork repeats the inherited messages: still not the fork's.
+    append(
+        st.as_ref(),
+        "child",
+        vec![Record::Rewrite {
+            messages: vec![
+                Message::user("inherited okapi question"),
+                Message::assistant("compacted okapi summary"),
+            ],
+        }],
+    );
+    let r = ix.note_append("child").unwrap();
+    assert_eq!((r.extended, r.messages), (1, 1), "{r:?}");
+    let mut hits = texts(&ix, "okapi");
+    hits.sort();
+    assert_eq!(hits.len(), 4, "{hits:?}");
+    assert_eq!(texts(&ix, "question"), vec![("parent".into(), 1)]);
+}
+
+#[test]
+fn a_stale_or_corrupt_index_is_rebuilt_never_trusted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let st = store(tmp.path());
+    st.create(&SessionMeta::new("one")).unwrap();
+    append(
+        st.as_ref(),
+        "one",
+        vec![Record::Message(Message::user("wombat burrow"))],
+    );
+    let dir = tmp.path().join("search");
+    {
+        let mut ix = SearchIndex::open_store(st.clone(), &dir).unwrap();
+        assert!(ix.update().unwrap().rebuilt, "a missing index is built");
+        assert_eq!(texts(&ix, "wombat").len(), 1);
+    }
+    // An index stamped by another version.
+    {
+        let conn = rusqlite::Connection::open(dir.join("index.sqlite")).unwrap();
+        conn.execute("UPDATE meta SET value = '0' WHERE key = 'schema'", [])
+            .unwrap();
+    }
+    let mut ix = SearchIndex::open_store(st.clone(), &dir).unwrap();
+    assert!(ix.rebuilt_on_open());
+    assert!(texts(&ix, "wombat").is_empty(), "nothing is trusted");
+    ix.update().unwrap();
+    assert_eq!(texts(&ix, "wombat").len(), 1);
+    drop(ix);
+    // Garbage where the database was.
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(dir.join(format!("index.sqlite{suffix}")));
+    }
+    std::fs::write(dir.join("index.sqlite"), b"not a database at all, really").unwrap();
+    let mut ix = SearchIndex::open_store(st.clone(), &dir).unwrap();
+    assert!(ix.rebuilt_on_open());
+    assert!(ix.update().unwrap().rebuilt);
+    assert_eq!(texts(&ix, "wombat").len(), 1);
+}
+
+/// The child half of the SIGKILL test: index the store named by the
+/// environment, forever (the parent kills it).
+#[test]
+fn child_index_until_killed() {
+    let Ok(dir) = std::env::var("MEMOIR_SEARCH_KILL_DIR") else {
+        return;
+    };
+    let mut ix = SearchIndex::open(Path::new(&dir)).unwrap();
+    ix.update().unwrap();
+    // Finished before the kill: tell the parent.
+    std::fs::write(Path::new(&dir).join("finished"), b"1").unwrap();
+}
+
+#[test]
+fn the_index_survives_sigkill_mid_update_and_catches_up() {
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = Spec {
+        sessions: 800,
+        messages_per_session: 100,
+        answer_every: 8,
+        seed: 11,
+    };
+    let answers = corpus::generate(tmp.path(), &spec);
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "child_index_until_killed", "--nocapture"])
+        .env("MEMOIR_SEARCH_KILL_DIR", tmp.path())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait for the first committed batch, then SIGKILL.
+    let db = memoir::search::index_path(tmp.path());
+    let committed = |db: &Path| -> i64 {
+        rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .and_then(|c| c.query_row("SELECT count(*) FROM sessions", [], |r| r.get(0)))
+            .unwrap_or(0)
+    };
+    let start = std::time::Instant::now();
+    while committed(&db) == 0 {
+        assert!(start.elapsed().as_secs() < 120, "indexing never committed");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the indexing child died"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        !tmp.path().join("finished").exists(),
+        "the child finished before the kill; the test proves nothing"
+    );
+    let partial = committed(&db);
+    assert!(partial > 0 && partial < 800, "{partial}");
+    let mut ix = SearchIndex::open(tmp.path()).unwrap();
+    assert!(
+        !ix.rebuilt_on_open(),
+        "a killed update leaves a usable index"
+    );
+    let r = ix.update().unwrap();
+    assert!(r.extended + r.reindexed > 0, "{r:?}");
+    let stats = ix.stats().unwrap();
+    assert_eq!(stats.sessions, 800);
+    assert_eq!(stats.messages, 80_000, "every message exactly once");
+    for a in &answers {
+        let hits = ix
+            .search(&query(
+                &a.query,
+                SearchMode::Lexical,
+                SearchFilter::default(),
+            ))
+            .unwrap();
+        assert!(first_is(&hits, &a.session, a.seq), "{a:?}");
+    }
+}
+
+#[test]
+fn rare_words_answer_fast_but_never_hide_better_or_further_common_matches() {
+    let tmp = tempfile::tempdir().unwrap();
+    let st = store(tmp.path());
+    st.create(&SessionMeta::new("mix")).unwrap();
+    let mut records = vec![Record::Message(Message::user("the quetzal saw one lemur"))];
+    // More documents than the rare-term path reads (2,000): "lemur" is common.
+    for i in 0..2100 {
+        records.push(Record::Message(Message::user(format!(
+            "lemur note {i} lemur lemur"
+        ))));
+    }
+    append(st.as_ref(), "mix", records);
+    let mut ix = SearchIndex::open_store(st.clone(), &tmp.path().join("search")).unwrap();
+    ix.update().unwrap();
+    let q = |text: &str, k: usize| {
+        ix.search(&SearchQuery {
+            text: text.into(),
+            k,
+            mode: SearchMode::Lexical,
+            filter: SearchFilter::default(),
+        })
+        .unwrap()
+    };
+    // One rare word and one common one: the rare document ranks first, and
+    // the common word's documents still fill the rest of the list.
+    let hits = q("quetzal lemur", 5);
+    assert_eq!(hits.len(), 5, "{hits:?}");
+    assert_eq!(hits[0].seq, 1);
+    // Only rare words: every match is found.
+    assert_eq!(q("quetzal", 5).len(), 1);
+}
