@@ -46,6 +46,8 @@ enum Command {
     /// Use sessions on a `memoir serve` server (--remote URL, --token).
     #[cfg(feature = "client")]
     Remote(cmd::serve::RemoteArgs),
+    /// Import Claude Code, Codex, Gemini CLI or OpenCode sessions (incremental; --watch).
+    Import(cmd::import::Args),
     /// Token usage and cost over the store, grouped or as 5-hour billing blocks.
     Usage(cmd::usage::Args),
     /// The offline price table (`memoir prices update FILE` imports a LiteLLM JSON).
@@ -85,6 +87,7 @@ fn main() -> ExitCode {
         Command::Completions(args) => cmd::completions::completions(args, Cli::command()),
         Command::Man => cmd::completions::man(Cli::command()),
         Command::Debug(c) => cmd::debug::run(c),
+        Command::Import(args) => cmd::import::run(args),
         Command::Usage(args) => cmd::usage::run(args),
         Command::Prices(c) => cmd::usage::run_prices(c),
         Command::Search(args) => cmd::search::run(args),

@@ -53,6 +53,8 @@ pub mod embed;
 pub mod error;
 pub mod error_class;
 pub mod id;
+#[cfg(feature = "import")]
+pub mod import;
 pub mod manager;
 pub mod message;
 pub mod paths;

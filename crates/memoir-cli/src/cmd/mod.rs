@@ -6,6 +6,7 @@ pub mod debug;
 pub mod demo;
 pub mod embed;
 pub mod eval;
+pub mod import;
 pub mod recall;
 #[cfg(any(feature = "server", feature = "client"))]
 pub mod serve;

@@ -122,6 +122,9 @@ pub struct IndexEntry {
     /// Model from the header.
     #[serde(default)]
     pub model: String,
+    /// The agent session it was imported from (header `source`), if imported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<crate::record::SourceRef>,
     /// Active, damaged or deleted.
     pub status: Status,
     /// Integrity issues found when the entry was built from the transcript.
@@ -187,6 +190,7 @@ impl IndexEntry {
             workspace: t.meta.workspace.clone(),
             provider: t.meta.provider.clone(),
             model: t.meta.model.clone(),
+            source: t.meta.source.clone(),
             status: if t.report.is_clean() {
                 Status::Active
             } else {

@@ -34,6 +34,7 @@ pub mod export;
 pub mod fork;
 pub mod index;
 #[cfg(feature = "redact")]
+pub mod ingest;
 pub mod redact;
 mod resolve;
 pub mod trash;

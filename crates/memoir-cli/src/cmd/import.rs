@@ -1,0 +1,223 @@
+//! `memoir import`: bring coding agents' own sessions into the store (see
+//! `memoir::import`). Glue only: resolve what to read, call the library,
+//! print the report.
+//!
+//! - `memoir import claude [DIR]...`, `codex [DIR]...`, `gemini [DIR]...`,
+//!   `opencode [DB]`: the agent's sessions under DIR (its home by default);
+//! - `memoir import FILE...`: files (or folders) whose format is detected;
+//! - `memoir import --all`: every agent found on this machine;
+//! - `--watch`: keep importing as agents write.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use memoir::import::{self, Agent, ImportReport, Progress, Source};
+use memoir::store::Durability;
+use serde_json::json;
+
+use super::store::StoreArgs;
+
+/// Arguments of `memoir import`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// `claude`, `codex`, `gemini` or `opencode`, optionally followed by
+    /// directories (or the database); or files and folders to detect.
+    pub targets: Vec<String>,
+    /// Import every agent whose home exists on this machine.
+    #[arg(long)]
+    pub all: bool,
+    /// Keep importing as the sources grow (Ctrl-C to stop).
+    #[arg(long)]
+    pub watch: bool,
+    /// With --watch: longest time between rescans, in seconds.
+    #[arg(long, default_value_t = 1.0)]
+    pub interval: f64,
+    /// Print a JSON summary.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// What the arguments ask for: agent homes or folders, and single files.
+struct Plan {
+    roots: Vec<(Agent, Option<PathBuf>)>,
+    files: Vec<Source>,
+}
+
+fn plan(args: &Args) -> anyhow::Result<Plan> {
+    let mut plan = Plan {
+        roots: Vec::new(),
+        files: Vec::new(),
+    };
+    if args.all {
+        for agent in Agent::ALL {
+            if import::default_home(agent)?.is_some() {
+                plan.roots.push((agent, None));
+            }
+        }
+    }
+    let mut targets = args.targets.iter();
+    let mut rest: Vec<&String> = Vec::new();
+    if let Some(first) = args.targets.first() {
+        if let Ok(agent) = first.parse::<Agent>() {
+            targets.next();
+            let dirs: Vec<&String> = targets.collect();
+            if dirs.is_empty() {
+                if import::default_home(agent)?.is_none() {
+                    anyhow::bail!("no {} sessions found (no home directory)", agent.as_str());
+                }
+                plan.roots.push((agent, None));
+            }
+            for d in dirs {
+                plan.roots.push((agent, Some(PathBuf::from(d))));
+            }
+            return Ok(plan);
+        }
+    }
+    rest.extend(targets);
+    for t in rest {
+        let path = PathBuf::from(t);
+        let meta = std::fs::metadata(&path).with_context(|| format!("reading {t}"))?;
+        if meta.is_dir() {
+            let mut found = false;
+            for agent in [Agent::ClaudeCode, Agent::Codex, Agent::GeminiCli] {
+                for file in import::find_sources(agent, &path)? {
+                    if import::detect_file(&file)? == Some(agent) {
+                        plan.files.push(Source { agent, path: file });
+                        found = true;
+                    }
+                }
+            }
+            if !found {
+                anyhow::bail!("no agent session files found under {t}");
+            }
+        } else {
+            match import::detect_file(&path)? {
+                Some(agent) => plan.files.push(Source { agent, path }),
+                None => {
+                    anyhow::bail!("{t}: not a Claude Code, Codex, Gemini CLI or OpenCode session")
+                }
+            }
+        }
+    }
+    if plan.roots.is_empty() && plan.files.is_empty() {
+        anyhow::bail!(
+            "nothing to import: name an agent (claude, codex, gemini, opencode), files, or --all"
+        );
+    }
+    Ok(plan)
+}
+
+/// Run `memoir import`.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let plan = plan(&args)?;
+    // Appends are handed to the OS as they go; the import fsyncs every
+    // session it touched before it records its cursors.
+    let manager = args.store.manager(Durability::Flush)?;
+    if args.watch {
+        let options = import::watch::WatchOptions {
+            roots: plan.roots,
+            files: plan.files,
+            interval: Duration::from_secs_f64(args.interval.max(0.05)),
+        };
+        let json = args.json;
+        import::watch::watch(&manager, &options, &mut || true, &mut |report| {
+            if report.records > 0 || !report.errors.is_empty() {
+                print_report(report, json, true);
+            }
+        })?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut sources = plan.files;
+    for (agent, dir) in &plan.roots {
+        sources.extend(import::sources_of(*agent, dir.as_deref())?);
+    }
+    let mut bar = progress_bar(!args.json);
+    let report = import::import(&manager, &sources, &mut |p| bar(p))?;
+    bar(&Progress::default());
+    print_report(&report, args.json, false);
+    Ok(if report.errors.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn print_report(report: &ImportReport, as_json: bool, compact: bool) {
+    if as_json {
+        let text = if compact {
+            serde_json::to_string(report)
+        } else {
+            serde_json::to_string_pretty(report)
+        };
+        println!(
+            "{}",
+            text.unwrap_or_else(|e| json!({"error": e.to_string()}).to_string())
+        );
+        return;
+    }
+    let s = &report.sessions;
+    println!(
+        "{} new, {} updated, {} unchanged, {} re-imported as forks; {} messages ({} records) from {} of {} sources ({:.1} MB read)",
+        s.new,
+        s.updated,
+        s.unchanged,
+        s.forked,
+        report.messages,
+        report.records,
+        report.files_read,
+        report.files,
+        report.bytes_read as f64 / 1e6
+    );
+    for k in report.skipped.iter().take(20) {
+        eprintln!("skipped {}:{}: {}", k.file.display(), k.line, k.reason);
+    }
+    if report.skipped.len() > 20 {
+        eprintln!(
+            "... and {} more skipped lines (see --json)",
+            report.skipped.len() - 20
+        );
+    }
+    for t in &report.torn {
+        eprintln!(
+            "torn {}:{}: {} (retried next run)",
+            t.file.display(),
+            t.line,
+            t.reason
+        );
+    }
+    for e in &report.errors {
+        eprintln!("error {}: {}", e.file.display(), e.error);
+    }
+}
+
+/// A progress bar on a terminal (files, MB, sessions), nothing elsewhere
+/// (the CLI's progress helper). Call it with `Progress::default()` to clear it.
+fn progress_bar(enabled: bool) -> Box<dyn FnMut(&Progress)> {
+    if !enabled || !crate::progress::Progress::enabled() {
+        return Box::new(|_| {});
+    }
+    let mut bar: Option<crate::progress::Progress> = None;
+    let mut shown = 0usize;
+    Box::new(move |p: &Progress| {
+        if p.files_total == 0 {
+            if let Some(b) = bar.take() {
+                b.finish();
+            }
+            return;
+        }
+        let b = bar
+            .get_or_insert_with(|| crate::progress::Progress::bar(p.files_total as u64, "sources"));
+        b.inc(p.files_done.saturating_sub(shown) as u64);
+        shown = p.files_done;
+        b.message(format!(
+            "{:.0}/{:.0} MB  {} sessions",
+            p.bytes_done as f64 / 1e6,
+            p.bytes_total as f64 / 1e6,
+            p.sessions
+        ));
+    })
+}

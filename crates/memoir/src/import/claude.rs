@@ -1,0 +1,769 @@
+//! Claude Code transcripts (`~/.claude/projects/<project>/<session>.jsonl`,
+//! subagents in `<session>/subagents/agent-<id>.jsonl` or, older,
+//! `agent-<id>.jsonl`) into planned memoir sessions.
+//!
+//! The `uuid`/`parentUuid` tree is rebuilt (across `compact_boundary` through
+//! `logicalParentUuid`); a parent that is not in the file is reported and the
+//! entry hangs from the previous entry in file order. The main line ends at
+//! the newest message (the last in the file); every other branch holding
+//! messages (a rewind or edit) becomes a fork by reference of the line it
+//! leaves, at the branch point. Inline sidechains (`isSidechain`) become child
+//! sessions linked to the `Task`/`Agent` call that spawned them (through
+//! `agentId`, else the call whose run covers their time). Assistant lines that
+//! share `message.id` (one response split per content block) merge into one
+//! message whose usage is the last line's. Every entry that is not a message
+//! (system, progress, snapshots, titles, the 2026 metadata records, unknown
+//! types) is kept verbatim as a source record; `custom-title`/`ai-title`/
+//! `summary` also rename the session. `content-replacement` records only
+//! describe how Claude Code masks tool results in the model's context: the
+//! file keeps the original results, which are what is imported.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::Path;
+
+use serde_json::{json, Map, Value};
+
+use super::lines::{self, Line};
+use super::{
+    make_id, source_record, str_of, time_of, Agent, ForkAt, ForkFrom, ParentRef, ParseContext,
+    Parsed, Planned, Skipped,
+};
+use crate::message::anthropic::{from_anthropic, usage_from_anthropic};
+use crate::message::{Block, Message, Role, UsageSource, SOURCE_KEY};
+use crate::record::{Record, SessionMeta, SourceRef};
+
+const AGENT: Agent = Agent::ClaudeCode;
+
+/// Envelope keys already carried by the message or its source trace.
+const TRACE_KEYS: &[&str] = &["uuid", "parentUuid", "timestamp", "requestId", "message"];
+
+/// Parse one Claude Code JSONL file.
+pub fn parse(path: &Path, bytes: &[u8], ctx: &ParseContext) -> Parsed {
+    let file = lines::parse(path, bytes);
+    let mut parsed = Parsed {
+        skipped: file.skipped,
+        torn: file.torn,
+        consumed: file.consumed,
+        complete_lines: file.complete_lines,
+        ..Parsed::default()
+    };
+    let entries = file.lines;
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let child_file =
+        path.components().any(|c| c.as_os_str() == "subagents") || stem.starts_with("agent-");
+    let tree = Tree::build(&entries, child_file, path, &mut parsed.notes);
+
+    let session_id = entries
+        .iter()
+        .find_map(|e| str_of(&e.value, "sessionId"))
+        .map(str::to_string);
+    let main_id = if child_file {
+        let parent = session_id
+            .clone()
+            .unwrap_or_else(|| parent_dir_session(path));
+        make_id(AGENT, &[&parent, &stem])
+    } else {
+        make_id(AGENT, &[&stem])
+    };
+    let parent_session = session_id
+        .clone()
+        .filter(|_| child_file)
+        .map(|sid| make_id(AGENT, &[&sid]));
+
+    // Who spawned which subagent (for this file's sidechains and for
+    // subagent files read later).
+    let calls = agent_calls(&entries, &tree);
+    for c in &calls {
+        if let Some(agent) = &c.agent_id {
+            parsed.spawns.insert(agent.clone(), c.tool_use_id.clone());
+        }
+    }
+
+    // ----- the main line and its branches ----------------------------------
+    let mut out: Vec<Planned> = Vec::new();
+    let main_leaf = tree
+        .main
+        .iter()
+        .rev()
+        .copied()
+        .find(|&i| is_message(&entries[i]));
+    let mut queue: Vec<LineJob> = vec![LineJob {
+        key: "main".into(),
+        id: main_id.clone(),
+        start: None,
+        leaf: main_leaf,
+        parent: None,
+        inherited: 0,
+    }];
+    let mut on_line: HashSet<usize> = HashSet::new();
+    let mut jobs_done: Vec<(LineJob, Vec<usize>)> = Vec::new();
+    while let Some(job) = queue.pop() {
+        let path_nodes = match job.leaf {
+            Some(leaf) => tree.path(job.start, leaf),
+            None => Vec::new(),
+        };
+        on_line.extend(path_nodes.iter().copied());
+        // Branches leave this line at any of its nodes.
+        let on_this: HashSet<usize> = path_nodes.iter().copied().collect();
+        for &n in path_nodes.iter().rev() {
+            for &c in tree.children.get(&n).map(Vec::as_slice).unwrap_or(&[]) {
+                if on_this.contains(&c) {
+                    continue;
+                }
+                if let Some(leaf) = tree.last_message.get(&c).copied() {
+                    let uuid = str_of(&entries[c].value, "uuid").unwrap_or("").to_string();
+                    let short: String = uuid
+                        .chars()
+                        .filter(|c| c.is_ascii_alphanumeric())
+                        .take(12)
+                        .collect();
+                    queue.push(LineJob {
+                        key: format!("branch:{uuid}"),
+                        id: make_id(AGENT, &[&job.id, "b", &short]),
+                        start: Some(c),
+                        leaf: Some(leaf),
+                        parent: Some((job.key.clone(), n)),
+                        inherited: 0,
+                    });
+                }
+            }
+        }
+        jobs_done.push((job, path_nodes));
+    }
+    // Main first, then branches in the order found (parents before children).
+    let mut message_counts: HashMap<String, HashMap<usize, usize>> = HashMap::new();
+    let main_extras: Vec<usize> = (0..entries.len())
+        .filter(|i| !on_line.contains(i) && !tree.sidechain.contains(i))
+        .collect();
+    let mut main_meta: Option<SessionMeta> = None;
+    for (job, path_nodes) in jobs_done {
+        let (fork, inherited) = match &job.parent {
+            Some((pkey, node)) => {
+                let n = message_counts
+                    .get(pkey)
+                    .and_then(|m| m.get(node))
+                    .copied()
+                    .unwrap_or(0);
+                (
+                    Some(ForkFrom {
+                        parent: ParentRef::Key(pkey.clone()),
+                        at: ForkAt::Messages(n),
+                    }),
+                    n,
+                )
+            }
+            None => (None, job.inherited),
+        };
+        let mut stream = path_nodes.clone();
+        if job.key == "main" {
+            stream.extend(main_extras.iter().copied());
+            stream.sort_unstable();
+        }
+        let mut counts = HashMap::new();
+        let records = build_records(
+            &entries,
+            &stream,
+            ctx,
+            job.key == "main",
+            inherited,
+            &mut counts,
+        );
+        message_counts.insert(job.key.clone(), counts);
+        let mut meta = header(
+            &entries,
+            &stream,
+            &job.id,
+            path,
+            session_id.as_deref(),
+            &records,
+        );
+        if let Some(src) = meta.source.as_mut() {
+            if child_file {
+                src.extra.insert("kind".into(), json!("subagent"));
+                let agent_id = stem.strip_prefix("agent-").unwrap_or(&stem).to_string();
+                if let Some(tool) = ctx.spawns.get(&agent_id) {
+                    src.extra.insert("tool_use_id".into(), json!(tool));
+                }
+                src.extra.insert("agent_id".into(), json!(agent_id));
+                if let Some(p) = &parent_session {
+                    src.extra.insert("parent_session".into(), json!(p));
+                }
+            }
+            if let Some(start) = job.start {
+                src.extra.insert("kind".into(), json!("branch"));
+                src.extra.insert(
+                    "branch_uuid".into(),
+                    json!(str_of(&entries[start].value, "uuid")),
+                );
+            }
+        }
+        if job.key == "main" {
+            main_meta = Some(meta.clone());
+        } else if let (Some(m), Some(t)) = (&main_meta, &meta.title) {
+            if m.title.as_ref() == Some(t) {
+                meta.title = Some(format!("Branch: {t}"));
+            }
+        }
+        out.push(Planned {
+            key: job.key,
+            meta,
+            fork,
+            records,
+        });
+    }
+
+    // ----- inline sidechains: child sessions ---------------------------------
+    if !child_file && !tree.sidechain.is_empty() {
+        for group in sidechain_groups(&entries, &tree, &calls) {
+            let mut counts = HashMap::new();
+            let records = build_records(&entries, &group.nodes, ctx, false, 0, &mut counts);
+            let id = make_id(AGENT, &[&stem, "agent", &group.key]);
+            let mut meta = header(
+                &entries,
+                &group.nodes,
+                &id,
+                path,
+                session_id.as_deref(),
+                &records,
+            );
+            if let Some(src) = meta.source.as_mut() {
+                src.extra.insert("kind".into(), json!("subagent"));
+                src.extra.insert("parent_session".into(), json!(main_id));
+                if let Some(a) = &group.agent_id {
+                    src.extra.insert("agent_id".into(), json!(a));
+                }
+                if let Some(call) = &group.call {
+                    src.extra
+                        .insert("tool_use_id".into(), json!(call.tool_use_id));
+                    if let Some(d) = &call.description {
+                        meta.title = Some(crate::manager::short_title(d));
+                    }
+                }
+            }
+            if group.call.is_none() {
+                parsed.notes.push(Skipped {
+                    file: path.to_path_buf(),
+                    line: entries[group.nodes[0]].number,
+                    reason: "sidechain not linked to a spawning Task/Agent call".into(),
+                });
+            }
+            out.push(Planned {
+                key: format!("agent:{}", group.key),
+                meta,
+                fork: None,
+                records,
+            });
+        }
+    }
+    parsed.sessions = out;
+    parsed
+}
+
+#[derive(Debug, Clone, Default)]
+struct LineJob {
+    key: String,
+    id: String,
+    /// First node of a branch (`None`: from the root).
+    start: Option<usize>,
+    leaf: Option<usize>,
+    /// The line this one branches off, and the node it leaves at.
+    parent: Option<(String, usize)>,
+    inherited: usize,
+}
+
+/// The parent links of a file's entries (indices into the entries).
+struct Tree {
+    parent: HashMap<usize, usize>,
+    children: BTreeMap<usize, Vec<usize>>,
+    /// Main-thread nodes, in file order.
+    main: Vec<usize>,
+    /// Sidechain nodes (inline subagents), in file order.
+    sidechain: HashSet<usize>,
+    /// Per node: the last message node of its subtree.
+    last_message: HashMap<usize, usize>,
+}
+
+impl Tree {
+    fn build(entries: &[Line], child_file: bool, path: &Path, notes: &mut Vec<Skipped>) -> Tree {
+        let mut by_uuid: HashMap<&str, usize> = HashMap::new();
+        for (i, e) in entries.iter().enumerate() {
+            if let Some(u) = str_of(&e.value, "uuid") {
+                by_uuid.entry(u).or_insert(i);
+            }
+        }
+        let side = |i: usize| {
+            !child_file && entries[i].value.get("isSidechain") == Some(&Value::Bool(true))
+        };
+        let mut tree = Tree {
+            parent: HashMap::new(),
+            children: BTreeMap::new(),
+            main: Vec::new(),
+            sidechain: HashSet::new(),
+            last_message: HashMap::new(),
+        };
+        let mut prev_main: Option<usize> = None;
+        for (i, e) in entries.iter().enumerate() {
+            if str_of(&e.value, "uuid").is_none() {
+                continue;
+            }
+            let named =
+                str_of(&e.value, "parentUuid").or_else(|| str_of(&e.value, "logicalParentUuid"));
+            let found = named
+                .and_then(|p| by_uuid.get(p).copied())
+                .filter(|&p| p < i);
+            if side(i) {
+                tree.sidechain.insert(i);
+                if let Some(p) = found.filter(|&p| side(p)) {
+                    tree.parent.insert(i, p);
+                }
+                continue;
+            }
+            let parent = match (named, found) {
+                (_, Some(p)) if !side(p) => Some(p),
+                (Some(missing), _) => {
+                    notes.push(Skipped {
+                        file: path.to_path_buf(),
+                        line: e.number,
+                        reason: format!(
+                            "parent {missing} is not in the file; attached in file order"
+                        ),
+                    });
+                    prev_main
+                }
+                (None, _) => prev_main,
+            };
+            if let Some(p) = parent {
+                tree.parent.insert(i, p);
+                tree.children.entry(p).or_default().push(i);
+            }
+            tree.main.push(i);
+            prev_main = Some(i);
+        }
+        for &i in tree.main.iter().rev() {
+            let mine = tree
+                .last_message
+                .get(&i)
+                .copied()
+                .or_else(|| is_message(&entries[i]).then_some(i));
+            if let Some(m) = mine {
+                tree.last_message.insert(i, m);
+                if let Some(&p) = tree.parent.get(&i) {
+                    let slot = tree.last_message.entry(p).or_insert(m);
+                    *slot = (*slot).max(m);
+                }
+            }
+        }
+        tree
+    }
+
+    /// The nodes from `start` (or the root) down to `leaf`, in order.
+    fn path(&self, start: Option<usize>, leaf: usize) -> Vec<usize> {
+        let mut out = vec![leaf];
+        let mut at = leaf;
+        while Some(at) != start {
+            match self.parent.get(&at) {
+                Some(&p) => {
+                    out.push(p);
+                    at = p;
+                }
+                None => break,
+            }
+        }
+        out.reverse();
+        out
+    }
+}
+
+fn is_message(e: &Line) -> bool {
+    matches!(str_of(&e.value, "type"), Some("user" | "assistant"))
+        && e.value.get("message").is_some_and(Value::is_object)
+}
+
+/// `<session>/subagents/agent-x.jsonl` → `<session>`.
+fn parent_dir_session(path: &Path) -> String {
+    path.parent()
+        .and_then(|p| {
+            if p.ends_with("subagents") {
+                p.parent()
+            } else {
+                Some(p)
+            }
+        })
+        .and_then(|p| p.file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// Turn a stream of entries into records: messages (split responses
+/// merged), source records, and renames (main line only).
+fn build_records(
+    entries: &[Line],
+    stream: &[usize],
+    ctx: &ParseContext,
+    main: bool,
+    inherited: usize,
+    counts: &mut HashMap<usize, usize>,
+) -> Vec<Record> {
+    let mut records: Vec<Record> = Vec::with_capacity(stream.len());
+    let mut last_message: Option<usize> = None;
+    let mut messages = inherited;
+    let mut custom_title = false;
+    for &i in stream {
+        let e = &entries[i];
+        let kind = str_of(&e.value, "type").unwrap_or("");
+        if is_message(e) {
+            let m = to_message(e);
+            let merge = m.role == Role::Assistant
+                && !ctx.cuts.contains(&e.number)
+                && m.provider_id.is_some()
+                && last_message.is_some_and(|k| match &records[k] {
+                    Record::Message(prev) => {
+                        prev.role == Role::Assistant && prev.provider_id == m.provider_id
+                    }
+                    _ => false,
+                });
+            match (merge, last_message) {
+                (true, Some(k)) => {
+                    if let Record::Message(prev) = &mut records[k] {
+                        merge_into(prev, m);
+                    }
+                }
+                _ => {
+                    records.push(Record::Message(m));
+                    last_message = Some(records.len() - 1);
+                    messages += 1;
+                }
+            }
+            counts.insert(i, messages);
+            continue;
+        }
+        counts.insert(i, messages);
+        records.push(source_record(AGENT, e.number, e.value.clone()));
+        if !main {
+            continue;
+        }
+        let title = match kind {
+            "custom-title" => {
+                custom_title = true;
+                str_of(&e.value, "customTitle")
+            }
+            "ai-title" if !custom_title => str_of(&e.value, "aiTitle"),
+            "summary" if !custom_title => str_of(&e.value, "summary"),
+            _ => None,
+        };
+        if let Some(t) = title.filter(|t| !t.trim().is_empty()) {
+            records.push(Record::Title {
+                title: t.to_string(),
+            });
+        }
+    }
+    records
+}
+
+/// One message entry as a memoir message, with its source trace.
+fn to_message(e: &Line) -> Message {
+    let v = &e.value;
+    let msg = v
+        .get("message")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let role = if str_of(v, "type") == Some("assistant") {
+        "assistant"
+    } else {
+        "user"
+    };
+    let content = msg
+        .get("content")
+        .cloned()
+        .unwrap_or(Value::Array(Vec::new()));
+    let wire = json!({"role": role, "content": content});
+    let mut m = match from_anthropic(None, std::slice::from_ref(&wire)) {
+        Ok(mut v) if v.len() == 1 => v.remove(0),
+        _ => Message::new(
+            if role == "assistant" {
+                Role::Assistant
+            } else {
+                Role::User
+            },
+            vec![Block::Unknown(content)],
+        ),
+    };
+    m.timestamp = time_of(v, "timestamp");
+    if role == "assistant" {
+        m.provider_id = str_of(&msg, "id").map(str::to_string);
+        m.model = str_of(&msg, "model").map(str::to_string);
+        if let Some(u) = msg.get("usage").and_then(|u| usage_from_anthropic(u).ok()) {
+            let mut u = u;
+            // A line written before the response finished carries placeholder counts.
+            if msg.get("stop_reason").is_none_or(Value::is_null) {
+                u.source = UsageSource::Transcript;
+            }
+            m.usage = Some(u);
+        }
+    }
+    let mut trace = Map::new();
+    trace.insert("line".into(), json!(e.number));
+    for (key, name) in [
+        ("uuid", "uuid"),
+        ("parentUuid", "parent_uuid"),
+        ("requestId", "request_id"),
+    ] {
+        if let Some(s) = str_of(v, key) {
+            trace.insert(name.into(), json!(s));
+        }
+    }
+    if v.get("isMeta") == Some(&Value::Bool(true)) {
+        trace.insert("is_meta".into(), json!(true));
+    }
+    if v.get("isCompactSummary") == Some(&Value::Bool(true)) {
+        trace.insert("compact_summary".into(), json!(true));
+    }
+    let mut entry: Map<String, Value> = v
+        .iter()
+        .filter(|(k, _)| !TRACE_KEYS.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let rest: Map<String, Value> = msg.into_iter().filter(|(k, _)| k != "content").collect();
+    entry.insert("message".into(), Value::Object(rest));
+    trace.insert("entry".into(), Value::Object(entry));
+    m.extra.insert(SOURCE_KEY.into(), Value::Object(trace));
+    m
+}
+
+/// Fold the next line of a split response into the message: its blocks are
+/// appended, its usage (the response's final counts) replaces the earlier.
+fn merge_into(prev: &mut Message, next: Message) {
+    prev.content.extend(next.content);
+    if next.usage.is_some() {
+        prev.usage = next.usage;
+    }
+    let Some(Value::Object(trace)) = prev.extra.get_mut(SOURCE_KEY) else {
+        return;
+    };
+    let Some(Value::Object(next_trace)) = next.extra.get(SOURCE_KEY) else {
+        return;
+    };
+    let parts = trace
+        .entry("merged")
+        .or_insert_with(|| Value::Array(Vec::new()));
+    if let Value::Array(parts) = parts {
+        parts.push(Value::Object(next_trace.clone()));
+    }
+}
+
+/// The header of a planned session made of `stream`.
+fn header(
+    entries: &[Line],
+    stream: &[usize],
+    id: &str,
+    path: &Path,
+    session_id: Option<&str>,
+    records: &[Record],
+) -> SessionMeta {
+    let first = |key: &str| {
+        stream
+            .iter()
+            .find_map(|&i| str_of(&entries[i].value, key).map(str::to_string))
+    };
+    let mut meta = SessionMeta::new(id);
+    meta.created_at = stream
+        .iter()
+        .find_map(|&i| time_of(&entries[i].value, "timestamp"))
+        .unwrap_or_else(chrono::Utc::now);
+    meta.provider = "anthropic".into();
+    meta.model = records
+        .iter()
+        .find_map(|r| match r {
+            Record::Message(m) => m.model.clone().filter(|m| !m.starts_with('<')),
+            _ => None,
+        })
+        .unwrap_or_default();
+    meta.workspace = first("cwd").map(Into::into).unwrap_or_default();
+    meta.title = title_of(records);
+    meta.kind = Some("imported".into());
+    let mut extra = Map::new();
+    if let Some(b) = first("gitBranch").filter(|b| !b.is_empty()) {
+        extra.insert("git_branch".into(), json!(b));
+    }
+    meta.source = Some(SourceRef {
+        agent: AGENT.as_str().into(),
+        agent_version: first("version"),
+        session: session_id.map(str::to_string),
+        path: Some(std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())),
+        extra,
+    });
+    meta
+}
+
+/// The first real prompt: not harness metadata, not a compaction summary.
+fn title_of(records: &[Record]) -> Option<String> {
+    let real: Vec<Record> = records
+        .iter()
+        .filter(|r| match r {
+            Record::Message(m) => {
+                let trace = m.extra.get(SOURCE_KEY);
+                let flag = |k: &str| trace.and_then(|t| t.get(k)) == Some(&Value::Bool(true));
+                !flag("is_meta") && !flag("compact_summary")
+            }
+            _ => false,
+        })
+        .cloned()
+        .collect();
+    super::first_user_title(&real)
+}
+
+/// A `Task`/`Agent` call of the main thread and what came back.
+#[derive(Debug, Clone)]
+struct AgentCall {
+    tool_use_id: String,
+    description: Option<String>,
+    called: Option<chrono::DateTime<chrono::Utc>>,
+    answered: Option<chrono::DateTime<chrono::Utc>>,
+    agent_id: Option<String>,
+}
+
+fn agent_calls(entries: &[Line], tree: &Tree) -> Vec<AgentCall> {
+    let mut calls: Vec<AgentCall> = Vec::new();
+    let mut by_id: HashMap<String, usize> = HashMap::new();
+    for &i in &tree.main {
+        let v = &entries[i].value;
+        let Some(content) = v
+            .get("message")
+            .and_then(|m| m.get("content"))
+            .and_then(Value::as_array)
+        else {
+            continue;
+        };
+        for block in content {
+            match block.get("type").and_then(Value::as_str) {
+                Some("tool_use")
+                    if matches!(
+                        block.get("name").and_then(Value::as_str),
+                        Some("Task" | "Agent")
+                    ) =>
+                {
+                    let id = block
+                        .get("id")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string();
+                    by_id.insert(id.clone(), calls.len());
+                    calls.push(AgentCall {
+                        tool_use_id: id,
+                        description: block
+                            .get("input")
+                            .and_then(|i| i.get("description"))
+                            .and_then(Value::as_str)
+                            .map(str::to_string),
+                        called: time_of(v, "timestamp"),
+                        answered: None,
+                        agent_id: None,
+                    });
+                }
+                Some("tool_result") => {
+                    let id = block
+                        .get("tool_use_id")
+                        .and_then(Value::as_str)
+                        .unwrap_or("");
+                    if let Some(&k) = by_id.get(id) {
+                        calls[k].answered = time_of(v, "timestamp");
+                        calls[k].agent_id = v
+                            .get("toolUseResult")
+                            .and_then(|r| r.get("agentId"))
+                            .and_then(Value::as_str)
+                            .or_else(|| str_of(v, "agentId"))
+                            .map(str::to_string);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    calls
+}
+
+/// Inline sidechain entries grouped into subagent runs.
+struct SideGroup {
+    key: String,
+    agent_id: Option<String>,
+    call: Option<AgentCall>,
+    nodes: Vec<usize>,
+}
+
+fn sidechain_groups(entries: &[Line], tree: &Tree, calls: &[AgentCall]) -> Vec<SideGroup> {
+    // Connected runs of sidechain entries.
+    let mut nodes: Vec<usize> = tree.sidechain.iter().copied().collect();
+    nodes.sort_unstable();
+    let mut root_of: HashMap<usize, usize> = HashMap::new();
+    for &i in &nodes {
+        let root = tree
+            .parent
+            .get(&i)
+            .and_then(|p| root_of.get(p))
+            .copied()
+            .unwrap_or(i);
+        root_of.insert(i, root);
+    }
+    let mut runs: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    for &i in &nodes {
+        runs.entry(root_of[&i]).or_default().push(i);
+    }
+    let mut groups: Vec<SideGroup> = Vec::new();
+    for (_, run) in runs {
+        let agent_id = run
+            .iter()
+            .find_map(|&i| str_of(&entries[i].value, "agentId").map(str::to_string));
+        let when = run
+            .iter()
+            .find_map(|&i| time_of(&entries[i].value, "timestamp"));
+        let call = agent_id
+            .as_ref()
+            .and_then(|a| calls.iter().find(|c| c.agent_id.as_ref() == Some(a)))
+            .or_else(|| {
+                let t = when?;
+                calls
+                    .iter()
+                    .rfind(|c| {
+                        c.called.is_some_and(|c| c <= t) && c.answered.is_none_or(|a| t <= a)
+                    })
+            })
+            .cloned();
+        let key: String = call
+            .as_ref()
+            .and_then(|c| {
+                c.agent_id
+                    .clone()
+                    .or_else(|| agent_id.clone())
+                    .or_else(|| Some(c.tool_use_id.clone()))
+            })
+            .or_else(|| agent_id.clone())
+            .unwrap_or_else(|| {
+                str_of(&entries[run[0]].value, "uuid")
+                    .unwrap_or("sidechain")
+                    .to_string()
+            })
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        match groups.iter_mut().find(|g| g.key == key) {
+            Some(g) => {
+                g.nodes.extend(run);
+                g.nodes.sort_unstable();
+                if g.agent_id.is_none() {
+                    g.agent_id = agent_id;
+                }
+            }
+            None => groups.push(SideGroup {
+                key,
+                agent_id: agent_id.or_else(|| call.as_ref().and_then(|c| c.agent_id.clone())),
+                call,
+                nodes: run,
+            }),
+        }
+    }
+    groups
+}

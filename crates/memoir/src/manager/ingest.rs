@@ -1,0 +1,51 @@
+//! Writing sessions that come from elsewhere (importers): a header chosen by
+//! the caller (id, `created_at`, `source`, fork point), then records appended
+//! as they are, without the interactive manager's batching or title
+//! inference. Built only on the manager's public surface (its store and the
+//! fork planner), so it works on whatever store the manager writes to.
+
+use super::{fork, Result, SessionManager};
+use crate::record::{ForkPoint, Record, SessionMeta};
+use crate::store::Appended;
+use crate::transcript::{read_in, Session, Transcript};
+
+impl SessionManager {
+    /// Create a session with exactly `meta` as its header (its id, creation
+    /// time, `source` and `parent` fork point are kept as given). Fails with
+    /// [`crate::Error::SessionExists`] when the id is taken.
+    pub fn create_with_header(&self, meta: SessionMeta) -> Result<()> {
+        crate::id::validate(&meta.id)?;
+        Session::create_in(self.store(), meta)?;
+        Ok(())
+    }
+
+    /// Append `records` to session `id` as one atomic batch (nothing else is
+    /// added: no title is derived). A no-op for an empty batch.
+    pub fn append_records_to(&self, id: &str, records: &[Record]) -> Result<Option<Appended>> {
+        crate::id::validate(id)?;
+        if records.is_empty() {
+            return Ok(None);
+        }
+        let session = Session::open_in(self.store(), id)?;
+        Ok(Some(session.append_records(records)?))
+    }
+
+    /// Read session `id` (forks stitched) from the manager's store.
+    pub fn read_stored(&self, id: &str) -> Result<Transcript> {
+        crate::id::validate(id)?;
+        Ok(read_in(self.store().as_ref(), id)?)
+    }
+
+    /// The reference a fork of `id` keeping its first `messages` messages
+    /// (inherited ones included) would carry, or `None` when the cut cannot
+    /// be a pure reference (it is 0, past the end, or the source rewrote its
+    /// history before the cut).
+    pub fn fork_reference(&self, id: &str, messages: usize) -> Result<Option<ForkPoint>> {
+        let t = self.read_stored(id)?;
+        if messages == 0 || messages > t.messages.len() {
+            return Ok(None);
+        }
+        let plan = fork::fork_point(self.store().as_ref(), id, &t, messages)?;
+        Ok(plan.rewrite.is_none().then_some(plan.point))
+    }
+}
