@@ -13,8 +13,9 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// An I/O call failed.
-    #[error("{op} {}: {source}", path.display())]
+    /// An I/O call failed. The OS error is this error's `source()`, not part
+    /// of its `Display` (so a printed chain names it once; see [`report`]).
+    #[error("{op} {}", path.display())]
     Io {
         /// What was being done (e.g. "open", "fsync").
         op: &'static str,
@@ -233,4 +234,21 @@ impl<T> IoContext<T> for std::io::Result<T> {
             source,
         })
     }
+}
+
+/// An error and its `source()` chain as one line: `outer: inner: root`.
+/// A source whose text the message so far already ends with is skipped, so
+/// an error that both prints and returns its cause is not printed twice.
+pub fn report(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = err.to_string();
+    let mut source = err.source();
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !text.is_empty() && !out.ends_with(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = s.source();
+    }
+    out
 }

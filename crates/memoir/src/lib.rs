@@ -14,6 +14,7 @@ pub mod blob;
 pub mod client;
 pub mod embed;
 pub mod error;
+pub mod error_class;
 pub mod id;
 pub mod manager;
 pub mod message;
@@ -21,6 +22,7 @@ pub mod paths;
 pub mod record;
 pub mod store;
 pub mod transcript;
+pub mod usage;
 pub mod view;
 
 pub use error::{Error, Result};

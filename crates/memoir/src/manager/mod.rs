@@ -34,6 +34,7 @@ pub mod export;
 pub mod fork;
 pub mod index;
 pub mod redact;
+mod resolve;
 pub mod trash;
 
 use std::path::{Path, PathBuf};
@@ -60,7 +61,7 @@ use index::Index;
 use trash::TrashAware;
 
 /// Where a project keeps its sessions, relative to its root.
-pub const PROJECT_SESSIONS_DIR: &str = ".memoir/sessions";
+pub const PROJECT_SESSIONS_DIR: &str = crate::paths::PROJECT_SESSIONS_DIR;
 
 /// Header field naming the session a fork was made from, when its
 /// `parent` reference names an ancestor instead (the cut fell inside the
@@ -640,7 +641,23 @@ impl SessionManager {
     /// where it landed. The child's header references the parent and cut (no
     /// message is copied); its checkpoint starts empty.
     pub fn fork_session(&mut self, source_id: &str, upto: Option<usize>) -> Result<Forked> {
+        self.fork_session_as(source_id, upto, None, None)
+    }
+
+    /// Like [`SessionManager::fork_session`], naming the child (`id`, else a
+    /// new one) and its title (else `Fork: <first user text>`); for fronts
+    /// whose callers choose ids (`memoir serve`).
+    pub fn fork_session_as(
+        &mut self,
+        source_id: &str,
+        upto: Option<usize>,
+        id: Option<String>,
+        title: Option<String>,
+    ) -> Result<Forked> {
         crate::id::validate(source_id)?;
+        if let Some(id) = &id {
+            crate::id::validate(id)?;
+        }
         self.flush_if_current(source_id)?;
         let t = self.read_session(source_id)?;
         let len = t.messages.len();
@@ -664,11 +681,11 @@ impl SessionManager {
                 .and_then(|raw| raw.header)
                 .map(|h| h.created_at);
         }
-        let title = match user_title(&t.messages[..effective]) {
+        let title = title.unwrap_or_else(|| match user_title(&t.messages[..effective]) {
             Some(text) => format!("Fork: {text}"),
             None => format!("Fork of {source_id}"),
-        };
-        let mut meta = SessionMeta::new(crate::id::new_id());
+        });
+        let mut meta = SessionMeta::new(id.unwrap_or_else(crate::id::new_id));
         meta.provider = t.meta.provider.clone();
         meta.model = t.meta.model.clone();
         meta.workspace = t.meta.workspace.clone();

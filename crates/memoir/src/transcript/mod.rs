@@ -77,10 +77,7 @@ impl Session {
     /// Where transcripts live: `$MEMOIR_SESSION_DIR`, else `$MEMOIR_HOME/sessions`
     /// (`~/.memoir/sessions`). A set-but-empty variable is an error.
     pub fn default_dir() -> Result<PathBuf> {
-        if let Some(dir) = paths::env_path("MEMOIR_SESSION_DIR")? {
-            return Ok(dir);
-        }
-        Ok(paths::memoir_home()?.join("sessions"))
+        paths::global_sessions_dir()
     }
 
     /// A new time-sortable, collision-resistant id (see [`crate::id::new_id`]).
@@ -279,12 +276,25 @@ impl Session {
 }
 
 /// Resolve a full id or unique prefix to an id in any store.
+///
+/// An empty or whitespace prefix is refused ([`Error::InvalidId`]), never
+/// taken to match every session. A transcript stored under `id_prefix` whose
+/// header names another session is refused ([`Error::Corrupt`]): it is
+/// never acted on as that other session.
 pub fn find_in(store: &dyn LogStore, id_prefix: &str) -> Result<String> {
-    if !id_prefix.is_empty() {
-        crate::id::validate(id_prefix)?;
-        if let Ok(Some(meta)) = store.read_header(id_prefix) {
-            return Ok(meta.id);
+    crate::id::validate(id_prefix)?;
+    if let Ok(Some(meta)) = store.read_header(id_prefix) {
+        if meta.id != id_prefix {
+            return Err(Error::Corrupt {
+                path: store.location(id_prefix),
+                detail: format!(
+                    "its header names session {:?}, not {id_prefix:?} (a renamed copy?); \
+                     not acting on it",
+                    meta.id
+                ),
+            });
         }
+        return Ok(meta.id);
     }
     let (listed, _) = store.list()?;
     let mut candidates: Vec<String> = listed
