@@ -7,8 +7,9 @@
 //! - [`Client`] (feature `client`): one method per endpoint (create, append, load, list, fork,
 //!   export, delete, restore, search), with typed [`Error`]s: 404 is
 //!   [`Error::NotFound`], 409 is [`Error::Conflict`] or
-//!   [`Error::SessionExists`], 503 and refused connections are
-//!   [`Error::Io`] with kind `ConnectionAborted` (retry later);
+//!   [`Error::SessionExists`], 423 is [`Error::Busy`], 501 is
+//!   [`crate::error::StoreError::Unsupported`], 503 and refused connections
+//!   are [`crate::error::StoreError::Unavailable`] (retry later);
 //! - [`RemoteStore`] (feature `client`): a [`LogStore`] over a server, so every
 //!   [`crate::transcript::Session`] API works against a remote store.
 //!
@@ -382,11 +383,12 @@ pub struct Client {
 
 #[cfg(feature = "client")]
 fn unavailable(op: &'static str, url: &str, detail: String) -> Error {
-    Error::Io {
+    crate::error::StoreError::Unavailable {
+        backend: url.to_string(),
         op,
-        path: PathBuf::from(url),
-        source: std::io::Error::new(std::io::ErrorKind::ConnectionAborted, detail),
+        detail,
     }
+    .into()
 }
 
 #[cfg(feature = "client")]
@@ -488,7 +490,17 @@ impl Client {
                 expected: err.expected.unwrap_or_default(),
                 actual: err.actual.unwrap_or_default(),
             },
+            (409, "busy") | (423, _) => Error::Busy {
+                id: id.to_string(),
+                pid: 0,
+                host: "remote".into(),
+                since: err.message.clone(),
+            },
             (409, _) => Error::SessionExists(id.to_string()),
+            (501, _) => crate::error::StoreError::Unsupported {
+                operation: "this operation on the remote server",
+            }
+            .into(),
             (401 | 403, _) => Error::Config(format!("server refused the token: {}", err.message)),
             (502..=504, _) => unavailable("http request", &self.url(path), err.message),
             _ => Error::Invalid(format!("server said {status}: {}", err.message)),

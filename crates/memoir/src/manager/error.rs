@@ -39,6 +39,19 @@ pub type Result<T, E = ManagerError> = std::result::Result<T, E>;
 impl ManagerError {
     /// True when the error means "no such session".
     pub fn is_not_found(&self) -> bool {
-        matches!(self, ManagerError::Store(crate::Error::NotFound(_)))
+        self.kind() == crate::error::ErrorKind::NotFound
+    }
+
+    /// What the caller can do about this error (see [`crate::error::ErrorKind`]).
+    pub fn kind(&self) -> crate::error::ErrorKind {
+        use crate::error::ErrorKind;
+        match self {
+            ManagerError::Store(e) => e.kind(),
+            ManagerError::NoCurrentSession
+            | ManagerError::EmptyFork { .. }
+            | ManagerError::Conversion(_) => ErrorKind::Invalid,
+            ManagerError::InTrash(_) => ErrorKind::Conflict,
+            ManagerError::NotInTrash(_) => ErrorKind::NotFound,
+        }
     }
 }
