@@ -14,6 +14,7 @@ pub mod blob;
 pub mod client;
 pub mod embed;
 pub mod error;
+pub mod frame;
 pub mod id;
 pub mod manager;
 pub mod message;

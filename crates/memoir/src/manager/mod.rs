@@ -42,7 +42,6 @@ pub use trash::{PurgeReport, Trashed};
 use crate::error::IoContext;
 use crate::message::openai::to_openai_lossy;
 use crate::message::{Message, Role};
-use crate::paths;
 use crate::record::{ForkPoint, Record, SessionMeta};
 use crate::store::file::FileStore;
 use crate::store::{Appended, Durability, LogStore};
@@ -197,7 +196,21 @@ impl SessionManager {
 
     /// A manager over any session directory.
     pub fn open(dir: &Path, options: ManagerOptions) -> Result<Self> {
-        paths::create_private_dir(dir)?;
+        // No directory is created here: a read (list, show) must not create
+        // a store; the first write (create, fork, index update) does. A path
+        // that cannot become a directory is still refused at once.
+        match std::fs::metadata(dir) {
+            Ok(m) if !m.is_dir() => {
+                return Err(crate::Error::Invalid(format!(
+                    "{} is not a directory",
+                    dir.display()
+                ))
+                .into())
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => Err::<(), _>(e).ctx("open directory", dir)?,
+        }
         let dir = absolute(dir);
         let live = Arc::new(FileStore::new(&dir, options.durability));
         let project = options.workspace.clone().unwrap_or_else(|| dir.clone());

@@ -39,7 +39,8 @@ use super::scan::Scanner;
 use super::{sort_newest_first, Appended, Durability, Listed, LogStore, RawLog};
 use crate::error::{Error, Result};
 use crate::record::{Record, SessionMeta};
-use crate::transcript::codec::{self, Hash, HASH_LEN, ZERO_HASH};
+use crate::frame::{Hash, HASH_LEN, ZERO_HASH};
+use crate::store::line as codec;
 
 /// The newest schema version this build knows (see [`MIGRATIONS`]).
 pub const SCHEMA_VERSION: i32 = 3;
