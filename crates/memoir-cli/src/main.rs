@@ -33,6 +33,9 @@ enum Command {
     Serve(cmd::serve::Args),
     /// Use sessions on a `memoir serve` server (--remote URL, --token).
     Remote(cmd::serve::RemoteArgs),
+    /// Check a whole store (chains, torn tails, special files, forks, temp
+    /// files, modes) and, with --repair, fix what is safe.
+    Doctor(cmd::doctor::Args),
     /// Tools for crash and concurrency tests.
     #[command(subcommand, hide = true)]
     Debug(cmd::debug::Command),
@@ -49,6 +52,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => cmd::serve::run(args),
         Command::Remote(args) => cmd::serve::run_remote(args),
         Command::Debug(c) => cmd::debug::run(c),
+        Command::Doctor(args) => cmd::doctor::run(args),
     };
     match result {
         Ok(code) => code,

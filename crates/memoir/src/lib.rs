@@ -12,6 +12,7 @@
 
 pub mod blob;
 pub mod client;
+pub mod doctor;
 pub mod embed;
 pub mod error;
 pub mod frame;

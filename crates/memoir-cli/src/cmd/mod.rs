@@ -2,6 +2,7 @@
 
 pub mod debug;
 pub mod demo;
+pub mod doctor;
 pub mod embed;
 pub mod eval;
 pub mod recall;
