@@ -7,7 +7,7 @@
 //! `MEMOIR_CRASH_ROUNDS=1000 cargo test -p memoir-cli --test integrity -- --ignored crash_loop --nocapture`.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -106,13 +106,27 @@ struct LoopStats {
     cut_tails: usize,
 }
 
+/// Kills per store: each epoch starts a fresh store, so files stay small
+/// enough that a debug build keeps up (rewrites copy the whole conversation).
+const EPOCH: usize = 100;
+
 fn run_crash_loop(rounds: usize) -> LoopStats {
-    let dir = tempfile::tempdir().unwrap();
-    let mut rng = Rng(0xc0ff_ee00_1234_5678);
     let mut stats = LoopStats::default();
+    let mut done = 0;
+    while done < rounds {
+        let n = EPOCH.min(rounds - done);
+        crash_epoch(done, n, &mut stats);
+        done += n;
+    }
+    stats
+}
+
+fn crash_epoch(first_round: usize, rounds: usize, stats: &mut LoopStats) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng(0xc0ff_ee00_1234_5678 ^ first_round as u64);
     let mut acked: HashMap<String, String> = HashMap::new(); // tag -> session
     let mut forks: Vec<String> = Vec::new();
-    for round in 0..rounds {
+    for round in first_round..first_round + rounds {
         let lines = kill_after(
             memoir()
                 .args(["debug", "crash-ops"])
@@ -136,8 +150,8 @@ fn run_crash_loop(rounds: usize) -> LoopStats {
             }
         }
     }
-    stats.acked_records = acked.len();
-    stats.forks = forks.len();
+    stats.acked_records += acked.len();
+    stats.forks += forks.len();
     // A kill between delete and restore leaves a session in the trash: bring it back.
     let mut m = SessionManager::open(dir.path(), Default::default()).unwrap();
     for id in ["c0", "c1", "c2", "c3"] {
@@ -182,9 +196,8 @@ fn run_crash_loop(rounds: usize) -> LoopStats {
         let path = dir.path().join(format!("{fork}.jsonl"));
         let s = Session::open(&path).unwrap();
         s.append_messages(&[Message::user("fork-final")]).unwrap();
-        assert!(Session::read(&path).unwrap().messages.len() >= 1);
+        assert!(!Session::read(&path).unwrap().messages.is_empty());
     }
-    stats
 }
 
 #[test]
@@ -205,4 +218,80 @@ fn crash_loop() {
     let started = Instant::now();
     let stats = run_crash_loop(rounds);
     println!("crash loop: {rounds} SIGKILLs in {:.1} s: {stats:?}", started.elapsed().as_secs_f64());
+}
+
+#[test]
+fn doctor_reports_repairs_safely_and_exits_nonzero_when_a_human_is_needed() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let good = Session::create(d, SessionMeta::new("good")).unwrap();
+    good.append_messages(&[Message::user("hi")]).unwrap();
+    let torn = Session::create(d, SessionMeta::new("torn")).unwrap();
+    torn.append_messages(&[Message::user("kept")]).unwrap();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&torn.path)
+        .unwrap()
+        .write_all(b"{\"seq\":2,\"rec")
+        .unwrap();
+    std::fs::set_permissions(&good.path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let temp = d.join(".x.jsonl.4194304.0123456789abcdef0123456789abcdef.tmp");
+    std::fs::write(&temp, b"partial").unwrap();
+    let old = std::time::SystemTime::now() - Duration::from_secs(600);
+    std::fs::File::options().write(true).open(&temp).unwrap().set_modified(old).unwrap();
+
+    let run = |args: &[&str]| {
+        let out = memoir().arg("doctor").arg("--dir").arg(d).args(args).output().unwrap();
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        (out.status.code(), json)
+    };
+    let kinds = |json: &serde_json::Value, severity: &str| -> Vec<String> {
+        json["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["severity"] == severity)
+            .map(|f| f["kind"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let before = std::fs::read(&torn.path).unwrap();
+    let (code, json) = run(&["--json"]);
+    assert_eq!(code, Some(1), "{json}");
+    let mut fixable = kinds(&json, "fixable");
+    fixable.sort();
+    assert_eq!(fixable, ["orphan_temp", "permissions", "torn_tail"], "{json}");
+    assert_eq!(std::fs::read(&torn.path).unwrap(), before, "a check changes nothing");
+
+    let (code, json) = run(&["--json", "--repair"]);
+    assert_eq!(code, Some(0), "{json}");
+    assert_eq!(kinds(&json, "fixed").len(), 3, "{json}");
+    assert!(!temp.exists(), "the temp file was moved aside");
+    let aside: Vec<_> = walk(&d.join(".doctor"));
+    assert_eq!(aside.len(), 1, "moved, not deleted: {aside:?}");
+    assert!(Session::read(&torn.path).unwrap().report.is_clean());
+    assert_eq!(std::fs::metadata(&good.path).unwrap().permissions().mode() & 0o777, 0o600);
+
+    // Something only a human can decide: a copy under another session's name.
+    std::fs::copy(&good.path, d.join("backup-copy.jsonl")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", d.join("zero.jsonl")).unwrap();
+    let (code, json) = run(&["--json", "--repair"]);
+    assert_eq!(code, Some(1));
+    let mut human = kinds(&json, "needs_human");
+    human.sort();
+    assert_eq!(human, ["name_mismatch", "not_regular"], "{json}");
+    assert!(d.join("backup-copy.jsonl").exists(), "nothing a human must decide is touched");
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
 }
