@@ -34,7 +34,11 @@ impl Rng {
 /// Run `cmd`, SIGKILL it `after` its first output line (so the kill lands
 /// among its writes, not in its start-up), and return its stdout lines.
 fn kill_after(cmd: &mut Command, after: Duration) -> Vec<String> {
-    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
     let stdout = child.stdout.take().unwrap();
     let (first_tx, first_rx) = std::sync::mpsc::channel();
     let reader = std::thread::spawn(move || {
@@ -66,15 +70,29 @@ fn sigkill_mid_batch_never_leaves_part_of_a_batch() {
             Session::create(dir.path(), SessionMeta::new(&id)).unwrap();
         }
         let acks = kill_after(
-            memoir().args(["debug", "append-loop"]).arg(&path).args([
-                "--count", "50", "--batch", "3", "--size", "1500000", "--durability", "none",
-                "--tag",
-            ])
-            .arg(format!("r{round}")),
+            memoir()
+                .args(["debug", "append-loop"])
+                .arg(&path)
+                .args([
+                    "--count",
+                    "50",
+                    "--batch",
+                    "3",
+                    "--size",
+                    "1500000",
+                    "--durability",
+                    "none",
+                    "--tag",
+                ])
+                .arg(format!("r{round}")),
             Duration::from_millis(rng.below(60)),
         );
         let t = Session::read(&path).unwrap();
-        assert_eq!(t.last_seq % 3, 0, "round {round}: a partial batch is visible");
+        assert_eq!(
+            t.last_seq % 3,
+            0,
+            "round {round}: a partial batch is visible"
+        );
         assert_eq!(t.messages.len() as u64, t.last_seq);
         if let Some(last) = acks.last() {
             let acked: u64 = last.rsplit(' ').next().unwrap().parse().unwrap();
@@ -84,7 +102,12 @@ fn sigkill_mid_batch_never_leaves_part_of_a_batch() {
             .report
             .issues
             .iter()
-            .filter(|i| matches!(i.kind, IssueKind::PartialBatch { .. } | IssueKind::TornTail { .. }))
+            .filter(|i| {
+                matches!(
+                    i.kind,
+                    IssueKind::PartialBatch { .. } | IssueKind::TornTail { .. }
+                )
+            })
             .count();
     }
     eprintln!("{partial_cuts} kills landed inside a batch (cut whole on the next append)");
@@ -128,10 +151,12 @@ fn crash_epoch(first_round: usize, rounds: usize, stats: &mut LoopStats) {
     let mut forks: Vec<String> = Vec::new();
     for round in first_round..first_round + rounds {
         let lines = kill_after(
-            memoir()
-                .args(["debug", "crash-ops"])
-                .arg(dir.path())
-                .args(["--seed", &round.to_string(), "--count", "100000"]),
+            memoir().args(["debug", "crash-ops"]).arg(dir.path()).args([
+                "--seed",
+                &round.to_string(),
+                "--count",
+                "100000",
+            ]),
             Duration::from_millis(rng.below(40)),
         );
         stats.kills += 1;
@@ -187,7 +212,11 @@ fn crash_epoch(first_round: usize, rounds: usize, stats: &mut LoopStats) {
         assert_eq!(t.messages.last().unwrap().text_content(), "final");
     }
     for (tag, id) in &acked {
-        assert_eq!(seen.get(tag), Some(&1), "acknowledged {tag} of {id} not readable exactly once");
+        assert_eq!(
+            seen.get(tag),
+            Some(&1),
+            "acknowledged {tag} of {id} not readable exactly once"
+        );
     }
     for (tag, n) in &seen {
         assert_eq!(*n, 1, "{tag} readable {n} times");
@@ -217,7 +246,10 @@ fn crash_loop() {
         .unwrap_or(1000);
     let started = Instant::now();
     let stats = run_crash_loop(rounds);
-    println!("crash loop: {rounds} SIGKILLs in {:.1} s: {stats:?}", started.elapsed().as_secs_f64());
+    println!(
+        "crash loop: {rounds} SIGKILLs in {:.1} s: {stats:?}",
+        started.elapsed().as_secs_f64()
+    );
 }
 
 #[test]
@@ -239,10 +271,21 @@ fn doctor_reports_repairs_safely_and_exits_nonzero_when_a_human_is_needed() {
     let temp = d.join(".x.jsonl.4194304.0123456789abcdef0123456789abcdef.tmp");
     std::fs::write(&temp, b"partial").unwrap();
     let old = std::time::SystemTime::now() - Duration::from_secs(600);
-    std::fs::File::options().write(true).open(&temp).unwrap().set_modified(old).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&temp)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
 
     let run = |args: &[&str]| {
-        let out = memoir().arg("doctor").arg("--dir").arg(d).args(args).output().unwrap();
+        let out = memoir()
+            .arg("doctor")
+            .arg("--dir")
+            .arg(d)
+            .args(args)
+            .output()
+            .unwrap();
         let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         (out.status.code(), json)
     };
@@ -260,8 +303,16 @@ fn doctor_reports_repairs_safely_and_exits_nonzero_when_a_human_is_needed() {
     assert_eq!(code, Some(1), "{json}");
     let mut fixable = kinds(&json, "fixable");
     fixable.sort();
-    assert_eq!(fixable, ["orphan_temp", "permissions", "torn_tail"], "{json}");
-    assert_eq!(std::fs::read(&torn.path).unwrap(), before, "a check changes nothing");
+    assert_eq!(
+        fixable,
+        ["orphan_temp", "permissions", "torn_tail"],
+        "{json}"
+    );
+    assert_eq!(
+        std::fs::read(&torn.path).unwrap(),
+        before,
+        "a check changes nothing"
+    );
 
     let (code, json) = run(&["--json", "--repair"]);
     assert_eq!(code, Some(0), "{json}");
@@ -270,7 +321,10 @@ fn doctor_reports_repairs_safely_and_exits_nonzero_when_a_human_is_needed() {
     let aside: Vec<_> = walk(&d.join(".doctor"));
     assert_eq!(aside.len(), 1, "moved, not deleted: {aside:?}");
     assert!(Session::read(&torn.path).unwrap().report.is_clean());
-    assert_eq!(std::fs::metadata(&good.path).unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(
+        std::fs::metadata(&good.path).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
 
     // Something only a human can decide: a copy under another session's name.
     std::fs::copy(&good.path, d.join("backup-copy.jsonl")).unwrap();
@@ -280,7 +334,10 @@ fn doctor_reports_repairs_safely_and_exits_nonzero_when_a_human_is_needed() {
     let mut human = kinds(&json, "needs_human");
     human.sort();
     assert_eq!(human, ["name_mismatch", "not_regular"], "{json}");
-    assert!(d.join("backup-copy.jsonl").exists(), "nothing a human must decide is touched");
+    assert!(
+        d.join("backup-copy.jsonl").exists(),
+        "nothing a human must decide is touched"
+    );
 }
 
 fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {

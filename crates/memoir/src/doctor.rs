@@ -113,7 +113,10 @@ pub fn check(dir: &Path, repair: bool) -> Result<Report> {
                     Severity::NeedsHuman,
                     path,
                     Some(id),
-                    format!("is a {}, not a regular file; never read or written", file::file_kind(ftype)),
+                    format!(
+                        "is a {}, not a regular file; never read or written",
+                        file::file_kind(ftype)
+                    ),
                 );
                 continue;
             }
@@ -155,15 +158,31 @@ pub fn check(dir: &Path, repair: bool) -> Result<Report> {
 type Sink<'a> = dyn FnMut(&'static str, Severity, &Path, Option<&str>, String) + 'a;
 
 fn check_mode(path: &Path, id: &str, repair: bool, finding: &mut Sink<'_>) -> Result<()> {
-    let mode = fs::symlink_metadata(path).ctx("stat", path)?.permissions().mode() & 0o777;
+    let mode = fs::symlink_metadata(path)
+        .ctx("stat", path)?
+        .permissions()
+        .mode()
+        & 0o777;
     if mode & 0o077 == 0 {
         return Ok(());
     }
     if repair {
         fs::set_permissions(path, fs::Permissions::from_mode(0o600)).ctx("chmod", path)?;
-        finding("permissions", Severity::Fixed, path, Some(id), format!("mode {mode:o} tightened to 600"));
+        finding(
+            "permissions",
+            Severity::Fixed,
+            path,
+            Some(id),
+            format!("mode {mode:o} tightened to 600"),
+        );
     } else {
-        finding("permissions", Severity::Fixable, path, Some(id), format!("mode {mode:o} is readable by others (want 600)"));
+        finding(
+            "permissions",
+            Severity::Fixable,
+            path,
+            Some(id),
+            format!("mode {mode:o} is readable by others (want 600)"),
+        );
     }
     Ok(())
 }
@@ -179,12 +198,24 @@ fn check_transcript(
     let raw = match store.read(id) {
         Ok(raw) => raw,
         Err(e) => {
-            finding("unreadable", Severity::NeedsHuman, path, Some(id), e.to_string());
+            finding(
+                "unreadable",
+                Severity::NeedsHuman,
+                path,
+                Some(id),
+                e.to_string(),
+            );
             return;
         }
     };
     let Some(meta) = raw.header.clone() else {
-        finding("no_header", Severity::NeedsHuman, path, Some(id), "no verified header at seq 0".into());
+        finding(
+            "no_header",
+            Severity::NeedsHuman,
+            path,
+            Some(id),
+            "no verified header at seq 0".into(),
+        );
         return;
     };
     if meta.id != id {
@@ -193,7 +224,10 @@ fn check_transcript(
             Severity::NeedsHuman,
             path,
             Some(id),
-            format!("header names session {:?}; never acted on as either", meta.id),
+            format!(
+                "header names session {:?}; never acted on as either",
+                meta.id
+            ),
         );
         return;
     }
@@ -213,7 +247,13 @@ fn check_transcript(
             tail_cut = true;
             continue;
         }
-        finding(kind, Severity::NeedsHuman, path, Some(id), issue.to_string());
+        finding(
+            kind,
+            Severity::NeedsHuman,
+            path,
+            Some(id),
+            issue.to_string(),
+        );
     }
     if tail_cut {
         if repair {
@@ -223,10 +263,21 @@ fn check_transcript(
                     Severity::Fixed,
                     path,
                     Some(id),
-                    format!("{} bytes at offset {} cut and saved to {}", t.bytes, t.offset, t.saved_to.display()),
+                    format!(
+                        "{} bytes at offset {} cut and saved to {}",
+                        t.bytes,
+                        t.offset,
+                        t.saved_to.display()
+                    ),
                 ),
                 Ok(None) => {}
-                Err(e) => finding("torn_tail", Severity::NeedsHuman, path, Some(id), e.to_string()),
+                Err(e) => finding(
+                    "torn_tail",
+                    Severity::NeedsHuman,
+                    path,
+                    Some(id),
+                    e.to_string(),
+                ),
             }
         } else {
             finding(
@@ -263,7 +314,11 @@ fn check_transcript(
                 Severity::Info,
                 path,
                 Some(id),
-                format!("{} tool call(s) without a result: {}", open.len(), open.join(", ")),
+                format!(
+                    "{} tool call(s) without a result: {}",
+                    open.len(),
+                    open.join(", ")
+                ),
             );
         }
     }

@@ -57,7 +57,8 @@ fn every_write_step_on_a_full_tmpfs_fails_cleanly_and_recovers() {
     let s = Session::open(&dir.join("a.jsonl")).unwrap();
     s.append_messages(&[Message::user("before")]).unwrap();
     let mut m = SessionManager::open(&dir, Default::default()).unwrap();
-    m.append_session_messages("a", vec![Message::user("indexed")]).unwrap();
+    m.append_session_messages("a", vec![Message::user("indexed")])
+        .unwrap();
     // A torn tail whose repair must save its bytes first.
     fs::OpenOptions::new()
         .append(true)
@@ -73,20 +74,36 @@ fn every_write_step_on_a_full_tmpfs_fails_cleanly_and_recovers() {
     // Append and batch append: refused, nothing half-written.
     assert!(s.append_messages(&[Message::user(&big)]).is_err());
     assert!(s
-        .append_messages(&[Message::user(&big), Message::user(&big), Message::user(&big)])
+        .append_messages(&[
+            Message::user(&big),
+            Message::user(&big),
+            Message::user(&big)
+        ])
         .is_err());
     assert_eq!(last_seq(&store, "a"), a_seq);
     // Repair: the side copy cannot be written, so nothing is cut.
     let torn_len = fs::metadata(dir.join("torn.jsonl")).unwrap().len();
-    assert!(store.append("torn", &[memoir::Record::Message(Message::user(&big))], None).is_err());
-    assert_eq!(fs::metadata(dir.join("torn.jsonl")).unwrap().len(), torn_len);
+    assert!(store
+        .append(
+            "torn",
+            &[memoir::Record::Message(Message::user(&big))],
+            None
+        )
+        .is_err());
+    assert_eq!(
+        fs::metadata(dir.join("torn.jsonl")).unwrap().len(),
+        torn_len
+    );
     // Create and fork: either refused with nothing left, or complete.
     let mut header = SessionMeta::new("b");
     header.title = Some(big.clone());
     assert!(store.create(&header).is_err());
     assert!(!dir.join("b.jsonl").exists());
     match m.fork_session("a", None) {
-        Ok(f) => assert!(Session::read(&dir.join(format!("{}.jsonl", f.id))).unwrap().report.is_clean()),
+        Ok(f) => assert!(Session::read(&dir.join(format!("{}.jsonl", f.id)))
+            .unwrap()
+            .report
+            .is_clean()),
         Err(e) => eprintln!("fork refused: {e}"),
     }
     // Index update.
@@ -100,7 +117,13 @@ fn every_write_step_on_a_full_tmpfs_fails_cleanly_and_recovers() {
     fs::remove_file(filler).unwrap();
     let after = s.append_messages(&[Message::user("after")]).unwrap();
     assert_eq!(after.first_seq, last_seq(&store, "a"));
-    let repaired = store.append("torn", &[memoir::Record::Message(Message::user("ok"))], None).unwrap();
+    let repaired = store
+        .append(
+            "torn",
+            &[memoir::Record::Message(Message::user("ok"))],
+            None,
+        )
+        .unwrap();
     assert!(repaired.repaired.is_some());
     store.create(&header).unwrap();
     m.fork_session("a", None).unwrap();

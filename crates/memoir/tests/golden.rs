@@ -27,7 +27,9 @@ fn golden_dir() -> PathBuf {
 }
 
 fn at(minute: u32) -> DateTime<Utc> {
-    Utc.with_ymd_and_hms(2026, 1, 1, 0, minute, 0).single().unwrap()
+    Utc.with_ymd_and_hms(2026, 1, 1, 0, minute, 0)
+        .single()
+        .unwrap()
 }
 
 fn header(id: &str, minute: u32, parent: Option<ForkPoint>) -> SessionMeta {
@@ -157,7 +159,10 @@ fn generate() -> Vec<(String, Vec<u8>)> {
         (format!("{FORK}.jsonl"), fork),
         ("torn-tail.jsonl".to_string(), torn),
         ("partial-batch.jsonl".to_string(), partial),
-        (format!("index/{PARENT}.json"), serde_json::to_vec(&entry).unwrap()),
+        (
+            format!("index/{PARENT}.json"),
+            serde_json::to_vec(&entry).unwrap(),
+        ),
     ];
     for (format, name) in [
         (ExportFormat::Jsonl, "export.jsonl"),
@@ -188,8 +193,9 @@ fn golden_files_are_rewritten_byte_for_byte() {
             eprintln!("wrote {}", path.display());
             continue;
         }
-        let stored = std::fs::read(&path)
-            .unwrap_or_else(|e| panic!("{}: {e} (MEMOIR_REGEN_GOLDEN=1 writes it)", path.display()));
+        let stored = std::fs::read(&path).unwrap_or_else(|e| {
+            panic!("{}: {e} (MEMOIR_REGEN_GOLDEN=1 writes it)", path.display())
+        });
         assert!(
             stored == bytes,
             "{name}: today's writer no longer produces the v1 bytes\n--- stored\n{}\n--- now\n{}",
@@ -223,28 +229,46 @@ fn golden_transcripts_decode_to_the_expected_values() {
     assert_eq!(t.title.as_deref(), Some("Directory listing"));
     assert_eq!(t.messages.len(), 4);
     assert_eq!(t.messages[0].text_content(), "What is in this directory?");
-    assert_eq!(t.messages[1].tool_use_ids().collect::<Vec<_>>(), ["toolu_01"]);
+    assert_eq!(
+        t.messages[1].tool_use_ids().collect::<Vec<_>>(),
+        ["toolu_01"]
+    );
     assert_eq!(t.messages[1].usage.unwrap().cache_read_input_tokens, 1000);
     assert_eq!(t.messages[1].timestamp, Some(at(1)));
-    assert_eq!(t.messages[2].tool_result_ids().collect::<Vec<_>>(), ["toolu_01"]);
+    assert_eq!(
+        t.messages[2].tool_result_ids().collect::<Vec<_>>(),
+        ["toolu_01"]
+    );
     assert!(t.taint.private && !t.taint.untrusted);
     assert_eq!((t.usage.input_tokens, t.turns), (120, 1));
-    assert_eq!(t.configs[0].system_prompt.as_deref(), Some("You are terse."));
+    assert_eq!(
+        t.configs[0].system_prompt.as_deref(),
+        Some("You are terse.")
+    );
 
     let f = read_in(&store, FORK).unwrap();
     assert!(f.report.is_clean(), "{:?}", f.report);
     assert_eq!(f.meta.parent.as_ref().unwrap().session, PARENT);
-    assert_eq!(f.inherited, 1, "the rewrite keeps one inherited message unchanged");
+    assert_eq!(
+        f.inherited, 1,
+        "the rewrite keeps one inherited message unchanged"
+    );
     assert_eq!(f.turns, 0, "a fork never counts its parent's run summaries");
     let texts: Vec<String> = f.messages.iter().map(|m| m.text_content()).collect();
-    assert_eq!(texts, ["What is in this directory?", "Now show the README."]);
+    assert_eq!(
+        texts,
+        ["What is in this directory?", "Now show the README."]
+    );
 }
 
 #[test]
 fn golden_damaged_files_read_as_documented() {
     let (_tmp, store) = golden_store();
     let torn = store.read("torn-tail").unwrap();
-    assert_eq!(torn.last_seq, 5, "everything up to the batch's end survives");
+    assert_eq!(
+        torn.last_seq, 5,
+        "everything up to the batch's end survives"
+    );
     assert!(matches!(
         torn.report.issues.as_slice(),
         [i] if matches!(i.kind, IssueKind::TornTail { bytes: 40 })

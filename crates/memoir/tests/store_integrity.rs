@@ -77,8 +77,15 @@ fn a_leftover_different_torn_side_file_is_kept_and_a_new_name_used() {
     let a = s.append("s", &[msg("after")], None).unwrap();
     let saved = a.repaired.unwrap().saved_to;
     assert_eq!(saved, dir.path().join(format!("s.jsonl.torn-{offset}.1")));
-    assert_eq!(fs::read(&side).unwrap(), b"{\"seq\":2", "the old copy is untouched");
-    assert_eq!(fs::read(&saved).unwrap(), b"{\"seq\":2,\"record\":\"message\",\"ro");
+    assert_eq!(
+        fs::read(&side).unwrap(),
+        b"{\"seq\":2",
+        "the old copy is untouched"
+    );
+    assert_eq!(
+        fs::read(&saved).unwrap(),
+        b"{\"seq\":2,\"record\":\"message\",\"ro"
+    );
     assert_eq!(texts(&s, "s"), ["m0", "after"]);
 }
 
@@ -95,7 +102,11 @@ fn a_full_disk_during_repair_leaves_the_session_appendable() {
         s.append("s", &[msg("x")], None),
         Err(Error::Io { op: "write", .. })
     ));
-    assert_eq!(fs::read(&path).unwrap(), before, "nothing cut before the copy is safe");
+    assert_eq!(
+        fs::read(&path).unwrap(),
+        before,
+        "nothing cut before the copy is safe"
+    );
     plan.fail_truncate(1); // now the copy succeeds but the cut fails
     assert!(s.append("s", &[msg("x")], None).is_err());
     let leftovers: Vec<_> = fs::read_dir(dir.path())
@@ -144,7 +155,10 @@ fn a_batch_is_atomic_for_readers_and_a_partial_one_is_cut_whole() {
             log.report
         );
         let a = fresh.append("s", &[msg("next")], None).unwrap();
-        assert_eq!(a.first_seq, 2, "cut {cut}: the append replaces the partial batch");
+        assert_eq!(
+            a.first_seq, 2,
+            "cut {cut}: the append replaces the partial batch"
+        );
         let cut_at = a.repaired.expect("the partial batch is cut").offset;
         assert_eq!(cut_at, full, "cut {cut}: the whole batch goes aside");
         let log = fresh.read("s").unwrap();
@@ -193,10 +207,18 @@ fn special_files_are_refused_in_read_list_and_append() {
     fs::write(&target, b"").unwrap();
     std::os::unix::fs::symlink(&target, dir.path().join("link.jsonl")).unwrap();
     let fifo = dir.path().join("fifo.jsonl");
-    let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
     assert!(made.success());
     fs::create_dir(dir.path().join("dir.jsonl")).unwrap();
-    for (id, kind) in [("zero", "symlink"), ("link", "symlink"), ("fifo", "fifo"), ("dir", "directory")] {
+    for (id, kind) in [
+        ("zero", "symlink"),
+        ("link", "symlink"),
+        ("fifo", "fifo"),
+        ("dir", "directory"),
+    ] {
         for result in [
             s.read(id).map(|_| ()),
             s.read_header(id).map(|_| ()),
@@ -211,7 +233,11 @@ fn special_files_are_refused_in_read_list_and_append() {
     let (listed, unreadable) = s.list().unwrap();
     assert_eq!(listed.len(), 1);
     assert_eq!(unreadable, 4);
-    assert_eq!(fs::metadata(&target).unwrap().len(), 0, "nothing written through a link");
+    assert_eq!(
+        fs::metadata(&target).unwrap().len(),
+        0,
+        "nothing written through a link"
+    );
 }
 
 #[test]
@@ -222,14 +248,21 @@ fn stale_temp_files_are_swept_and_live_ones_kept() {
     let uuid = "0123456789abcdef0123456789abcdef";
     // pid 4194304 exceeds Linux's pid_max: never alive.
     let dead = dir.path().join(format!(".f.jsonl.4194304.{uuid}.tmp"));
-    let live = dir.path().join(format!(".g.jsonl.{}.{uuid}.tmp", std::process::id()));
+    let live = dir
+        .path()
+        .join(format!(".g.jsonl.{}.{uuid}.tmp", std::process::id()));
     let young = dir.path().join(format!(".h.jsonl.4194304.{uuid}.tmp"));
     let unrelated = dir.path().join(".notes.tmp");
     for p in [&dead, &live, &young, &unrelated] {
         fs::write(p, b"partial").unwrap();
     }
     for p in [&dead, &live, &unrelated] {
-        fs::File::options().write(true).open(p).unwrap().set_modified(old).unwrap();
+        fs::File::options()
+            .write(true)
+            .open(p)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
     }
     store(dir.path()).create(&SessionMeta::new("new")).unwrap();
     assert!(!dead.exists(), "a dead writer's temp file is swept");
@@ -241,7 +274,10 @@ fn reads_never_create_the_store_directory() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("nope").join("sessions");
     assert!(Session::list(&missing).unwrap().is_empty());
-    assert!(matches!(Session::find(&missing, "abc"), Err(Error::NotFound(_))));
+    assert!(matches!(
+        Session::find(&missing, "abc"),
+        Err(Error::NotFound(_))
+    ));
     let m = memoir::manager::SessionManager::open(&missing, Default::default()).unwrap();
     assert!(m.list_sessions().unwrap().is_empty());
     assert!(!missing.exists(), "a read created {}", missing.display());
@@ -279,10 +315,16 @@ fn a_failed_write_is_rolled_back() {
     let s = FileStore::with_faults(dir.path(), Durability::Flush, plan.clone());
     s.create(&SessionMeta::new("s")).unwrap();
     plan.fail_write(1);
-    let big: Vec<Record> = (0..5).map(|i| msg(&format!("{i}{}", "y".repeat(5000)))).collect();
+    let big: Vec<Record> = (0..5)
+        .map(|i| msg(&format!("{i}{}", "y".repeat(5000))))
+        .collect();
     assert!(s.append("s", &big, None).is_err());
     let log = s.read("s").unwrap();
-    assert!(log.report.is_clean() && log.last_seq == 0, "{:?}", log.report);
+    assert!(
+        log.report.is_clean() && log.last_seq == 0,
+        "{:?}",
+        log.report
+    );
     s.append("s", &big, None).unwrap();
     assert_eq!(s.read("s").unwrap().last_seq, 5);
     let _ = Arc::strong_count(&plan);

@@ -141,7 +141,9 @@ fn crash_ops(dir: &std::path::Path, seed: u64, count: usize) -> anyhow::Result<E
                 // A batch large enough that a kill often lands inside its write.
                 let big = "x".repeat(next(256 * 1024) as usize);
                 let msgs: Vec<Message> = (0..3)
-                    .map(|j| Message::user(format!("{} {}", tag(j), if j == 1 { &big } else { "" })))
+                    .map(|j| {
+                        Message::user(format!("{} {}", tag(j), if j == 1 { &big } else { "" }))
+                    })
                     .collect();
                 session.append_messages(&msgs)?;
                 ack(format!("ack {id} {} {} {}", tag(0), tag(1), tag(2)))?;

@@ -215,9 +215,7 @@ pub fn decode_with<T>(
     } else {
         return Err(LineError::BadFraming);
     };
-    value
-        .map(|v| (frame, v))
-        .map_err(LineError::BadRecord)
+    value.map(|v| (frame, v)).map_err(LineError::BadRecord)
 }
 
 /// Byte range of the `"record"` tag's value, which the writer always puts
@@ -311,17 +309,26 @@ mod tests {
         let (l, h) = line(3, &ZERO_HASH, None, r#"{"record":"message","text":"a"}"#);
         let (f, (kind, text)) = fields(&l).unwrap();
         assert_eq!((f.seq, f.hash, f.prev, f.batch), (3, h, ZERO_HASH, None));
-        assert_eq!((kind.as_str(), text.as_str()), ("message", r#"{"text":"a"}"#));
+        assert_eq!(
+            (kind.as_str(), text.as_str()),
+            ("message", r#"{"text":"a"}"#)
+        );
 
         let (l, h2) = line(4, &h, Some(6), r#"{"record":"taint","private":true}"#);
         assert!(l.windows(10).any(|w| w == b",\"batch\":6"));
         let (f, (kind, text)) = fields(&l).unwrap();
         assert_eq!((f.seq, f.prev, f.hash, f.batch), (4, h, h2, Some(6)));
-        assert_eq!((kind.as_str(), text.as_str()), ("taint", r#"{"private":true}"#));
+        assert_eq!(
+            (kind.as_str(), text.as_str()),
+            ("taint", r#"{"private":true}"#)
+        );
 
         let (l, _) = line(5, &h, Some(5), r#"{"record":"x"}"#);
         let (f, (kind, text)) = fields(&l).unwrap();
-        assert_eq!((f.batch, kind.as_str(), text.as_str()), (Some(5), "x", "{}"));
+        assert_eq!(
+            (f.batch, kind.as_str(), text.as_str()),
+            (Some(5), "x", "{}")
+        );
     }
 
     #[test]

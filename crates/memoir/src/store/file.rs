@@ -34,7 +34,9 @@ use std::time::{Duration, SystemTime};
 use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt, OpenOptionsExt};
 
 use super::fault::{FaultPlan, Io};
-use super::{line, scan, sort_newest_first, Appended, Durability, Listed, LogStore, RawLog, TornTail};
+use super::{
+    line, scan, sort_newest_first, Appended, Durability, Listed, LogStore, RawLog, TornTail,
+};
 use crate::error::{Error, IoContext, Result};
 use crate::frame::{self, Hash, ZERO_HASH};
 use crate::id;
@@ -91,7 +93,11 @@ impl FileStore {
 
     /// A store whose writes, syncs and truncates fail as `plan` says: the
     /// fault-injection seam for tests of full disks and failing syncs.
-    pub fn with_faults(dir: impl Into<PathBuf>, durability: Durability, plan: Arc<FaultPlan>) -> Self {
+    pub fn with_faults(
+        dir: impl Into<PathBuf>,
+        durability: Durability,
+        plan: Arc<FaultPlan>,
+    ) -> Self {
         FileStore {
             io: Io::new(Some(plan)),
             ..FileStore::new(dir, durability)
@@ -267,7 +273,11 @@ impl FileStore {
     fn save_aside(&self, id: &str, path: &Path, offset: u64, bytes: &[u8]) -> Result<PathBuf> {
         let base = format!("{id}.{EXT}.torn-{offset}");
         for n in 0..1000u32 {
-            let name = if n == 0 { base.clone() } else { format!("{base}.{n}") };
+            let name = if n == 0 {
+                base.clone()
+            } else {
+                format!("{base}.{n}")
+            };
             let candidate = self.dir.join(&name);
             match fs::symlink_metadata(&candidate) {
                 Ok(m) if m.is_file() && m.len() == bytes.len() as u64 => {

@@ -105,7 +105,11 @@ mod tests {
         let (_, last) = encode_batch(&mut out, 1, &ZERO_HASH, &records).unwrap();
         assert_eq!(last, 3);
         let mut prev = ZERO_HASH;
-        for (i, line) in out.split(|&b| b == b'\n').filter(|l| !l.is_empty()).enumerate() {
+        for (i, line) in out
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .enumerate()
+        {
             let d = decode(&mut line.to_vec()).unwrap();
             assert_eq!((d.seq, d.prev, d.batch), (i as u64 + 1, prev, Some(3)));
             assert_eq!(d.record, records[i]);

@@ -296,7 +296,10 @@ mod tests {
             .collect();
         let mut tail = Vec::new();
         line::encode_batch(&mut tail, 2, &h1, &batch).unwrap();
-        let kept: Vec<&[u8]> = tail.split_inclusive(|&b| b == b'\n').take(keep_lines).collect();
+        let kept: Vec<&[u8]> = tail
+            .split_inclusive(|&b| b == b'\n')
+            .take(keep_lines)
+            .collect();
         out.extend(kept.concat());
         out
     }
