@@ -127,6 +127,8 @@ struct LoopStats {
     restores: usize,
     renames: usize,
     cut_tails: usize,
+    /// Appends that first had to cut a torn tail or partial batch left by a kill.
+    repairs_during_loop: usize,
 }
 
 /// Kills per store: each epoch starts a fresh store, so files stay small
@@ -171,6 +173,7 @@ fn crash_epoch(first_round: usize, rounds: usize, stats: &mut LoopStats) {
                 (Some("fork"), Some(_)) => forks.extend(words.map(str::to_string)),
                 (Some("restored"), _) => stats.restores += 1,
                 (Some("renamed"), _) => stats.renames += 1,
+                (Some("repaired"), _) => stats.repairs_during_loop += 1,
                 _ => {}
             }
         }

@@ -134,7 +134,8 @@ fn crash_ops(dir: &std::path::Path, seed: u64, count: usize) -> anyhow::Result<E
         let tag = |j: usize| format!("s{seed}-o{op}-{j}");
         match next(7) {
             0 | 1 => {
-                session.append_messages(&[Message::user(tag(0))])?;
+                let a = session.append_messages(&[Message::user(tag(0))])?;
+                note_repair(&a, id, &ack)?;
                 ack(format!("ack {id} {}", tag(0)))?;
             }
             2 => {
@@ -145,14 +146,16 @@ fn crash_ops(dir: &std::path::Path, seed: u64, count: usize) -> anyhow::Result<E
                         Message::user(format!("{} {}", tag(j), if j == 1 { &big } else { "" }))
                     })
                     .collect();
-                session.append_messages(&msgs)?;
+                let a = session.append_messages(&msgs)?;
+                note_repair(&a, id, &ack)?;
                 ack(format!("ack {id} {} {} {}", tag(0), tag(1), tag(2)))?;
             }
             3 => {
                 // A rewrite that keeps every message and adds one.
                 let mut messages = session.transcript()?.messages;
                 messages.push(Message::user(tag(0)));
-                session.append(&memoir::record::Record::Rewrite { messages })?;
+                let a = session.append(&memoir::record::Record::Rewrite { messages })?;
+                note_repair(&a, id, &ack)?;
                 ack(format!("ack {id} {}", tag(0)))?;
             }
             4 => {
@@ -172,4 +175,17 @@ fn crash_ops(dir: &std::path::Path, seed: u64, count: usize) -> anyhow::Result<E
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Tell the crash-loop harness that an append had to cut what a killed
+/// writer left (`repaired <session> <bytes>`).
+fn note_repair(
+    appended: &memoir::store::Appended,
+    id: &str,
+    ack: &dyn Fn(String) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    match &appended.repaired {
+        Some(t) => ack(format!("repaired {id} {}", t.bytes)),
+        None => Ok(()),
+    }
 }
