@@ -85,7 +85,7 @@ fn sigkill_mid_batch_never_leaves_part_of_a_batch() {
                     "--tag",
                 ])
                 .arg(format!("r{round}")),
-            Duration::from_millis(rng.below(60)),
+            Duration::from_millis(rng.below(400)),
         );
         let t = Session::read(&path).unwrap();
         assert_eq!(
@@ -354,4 +354,56 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
         }
     }
     out
+}
+
+#[test]
+fn a_writer_killed_inside_a_batch_write_leaves_none_of_the_batch() {
+    // RLIMIT_FSIZE cuts the batch's `write` short at the limit, and the retry
+    // of the rest raises SIGXFSZ, whose default action kills the writer: a
+    // process death inside one batch write, at a byte offset we choose.
+    use std::os::unix::process::ExitStatusExt;
+    for limit_kib in [350u64, 450, 520, 700] {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Session::create(dir.path(), SessionMeta::new("k")).unwrap();
+        let script = format!(
+            "ulimit -f {limit_kib}; exec '{}' debug append-loop '{}' --count 100 --batch 3 --size 100000 --durability flush",
+            env!("CARGO_BIN_EXE_memoir"),
+            s.path.display()
+        );
+        let out = Command::new("bash").arg("-c").arg(script).output().unwrap();
+        assert_eq!(
+            out.status.signal(),
+            Some(libc_sigxfsz()),
+            "{limit_kib} KiB: {out:?}"
+        );
+        let acked = String::from_utf8_lossy(&out.stdout).lines().count() as u64;
+        let t = Session::read(&s.path).unwrap();
+        assert_eq!(
+            t.last_seq,
+            3 * acked,
+            "{limit_kib} KiB: exactly the acknowledged batches"
+        );
+        assert!(
+            t.report.issues.iter().any(|i| matches!(
+                i.kind,
+                IssueKind::PartialBatch { .. } | IssueKind::TornTail { .. }
+            )),
+            "{limit_kib} KiB: the cut batch is reported: {:?}",
+            t.report
+        );
+        let a = s.append_messages(&[Message::user("after")]).unwrap();
+        assert_eq!(a.first_seq, 3 * acked + 1);
+        assert!(
+            a.repaired.is_some(),
+            "{limit_kib} KiB: the partial batch is cut"
+        );
+        let t = Session::read(&s.path).unwrap();
+        assert!(t.report.is_clean(), "{limit_kib} KiB: {:?}", t.report);
+        assert_eq!(t.messages.len() as u64, 3 * acked + 1);
+    }
+}
+
+/// SIGXFSZ on Linux.
+fn libc_sigxfsz() -> i32 {
+    25
 }

@@ -87,7 +87,7 @@ pub fn check(dir: &Path, repair: bool) -> Result<Report> {
     for entry in entries {
         let entry = entry.ctx("read directory", dir)?;
         let name = entry.file_name().to_string_lossy().into_owned();
-        let kind = entry.file_type().ctx("stat", &entry.path())?;
+        let kind = entry.file_type().ctx("stat", entry.path())?;
         names.push((name, entry.path(), kind));
     }
     names.sort_by(|a, b| a.0.cmp(&b.0));
