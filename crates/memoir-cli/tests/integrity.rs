@@ -407,3 +407,31 @@ fn a_writer_killed_inside_a_batch_write_leaves_none_of_the_batch() {
 fn libc_sigxfsz() -> i32 {
     25
 }
+
+#[test]
+fn listing_or_showing_a_missing_store_does_not_create_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no").join("store");
+    let list = memoir()
+        .args(["sessions", "list", "--dir"])
+        .arg(&missing)
+        .output()
+        .unwrap();
+    assert!(list.status.success(), "{list:?}");
+    let show = memoir()
+        .args(["sessions", "show", "abc", "--dir"])
+        .arg(&missing)
+        .output()
+        .unwrap();
+    assert!(!show.status.success());
+    let doctor = memoir()
+        .args(["doctor", "--dir"])
+        .arg(&missing)
+        .output()
+        .unwrap();
+    assert!(doctor.status.success(), "{doctor:?}");
+    assert!(
+        !dir.path().join("no").exists(),
+        "a read created the store directory"
+    );
+}

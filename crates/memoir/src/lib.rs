@@ -4,6 +4,9 @@
 //! - [`message`] and [`record`]: what the log holds.
 //! - [`store`]: the narrow storage interface the log is written through.
 //! - [`embed`]: embedding providers for the semantic view.
+//! - [`frame`]: the line framing (seq, batch marker, hash chain) on bytes,
+//!   below both [`store`] and [`transcript`].
+//! - [`doctor`]: the whole-store health check behind `memoir doctor`.
 //!
 //! See `docs/FORMAT.md` for the on-disk format.
 
