@@ -1,15 +1,24 @@
 //! `memoir`: the command-line front end. Glue only: each subcommand lives in
-//! `cmd/<name>.rs`, parses its own arguments and calls the library.
+//! `cmd/<name>.rs`, parses its own arguments and calls the library. Failures
+//! become exit codes and messages in one place ([`exit`]); stdout is written
+//! through [`output`] so a closed pipe is not a panic.
 
 mod cmd;
+mod exit;
+mod output;
+mod progress;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 /// Durable, forkable, searchable session memory for LLM agents.
+///
+/// Exit codes: 0 ok, 1 problems found / nothing matched / other failure,
+/// 2 usage or input error, 3 conflict, 4 not found, 5 backend unavailable.
+/// With --json, errors are printed on stderr as {"error","message","exit"}.
 #[derive(Parser)]
-#[command(name = "memoir", version, about)]
+#[command(name = "memoir", version, about, long_about)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -36,13 +45,21 @@ enum Command {
     /// Check a whole store (chains, torn tails, special files, forks, temp
     /// files, modes) and, with --repair, fix what is safe.
     Doctor(cmd::doctor::Args),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(cmd::completions::Args),
+    /// Print the man page (roff) on stdout.
+    Man,
     /// Tools for crash and concurrency tests.
     #[command(subcommand, hide = true)]
     Debug(cmd::debug::Command),
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let json = exit::json_requested();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return exit::report_parse_error(e, json),
+    };
     let result = match cli.command {
         Command::Demo(args) => cmd::demo::run(args),
         Command::Sessions(c) => cmd::sessions::run(c),
@@ -51,14 +68,23 @@ fn main() -> ExitCode {
         Command::Eval(c) => cmd::eval::run(c),
         Command::Serve(args) => cmd::serve::run(args),
         Command::Remote(args) => cmd::serve::run_remote(args),
+        Command::Completions(args) => cmd::completions::completions(args, Cli::command()),
+        Command::Man => cmd::completions::man(Cli::command()),
         Command::Debug(c) => cmd::debug::run(c),
         Command::Doctor(args) => cmd::doctor::run(args),
     };
     match result {
         Ok(code) => code,
-        Err(err) => {
-            eprintln!("memoir: {err:#}");
-            ExitCode::from(2)
-        }
+        Err(err) => exit::report(&err, json),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clap_definitions_are_consistent() {
+        Cli::command().debug_assert();
     }
 }

@@ -260,14 +260,15 @@ fn cli_verify_show_and_errors() {
     );
 
     // Errors: stderr, non-zero, never a panic.
-    for args in [
-        vec!["sessions", "show", "nope"],
-        vec!["sessions", "show", "../../etc/passwd"],
-        vec!["sessions", "verify", "a/b"],
+    // Exit codes (README): 4 not found, 2 invalid input.
+    for (args, code) in [
+        (vec!["sessions", "show", "nope"], 4),
+        (vec!["sessions", "show", "../../etc/passwd"], 2),
+        (vec!["sessions", "verify", "a/b"], 2),
     ] {
         let o = run(&args);
         let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(o.status.code(), Some(code), "{args:?}: {err}");
         assert!(
             err.starts_with("memoir: ") && !err.contains("panicked"),
             "{err}"

@@ -91,12 +91,24 @@ fn new_fork_list_rename_export_delete_restore_purge() {
     )
     .unwrap();
     drop(m);
+    // `--at` is the record seq `show` prints: seq 2 is the tool call.
+    let shown = json(p.run(&["show", &id, "--json"]));
+    assert_eq!(shown["message_seqs"][1], 2);
     let forked = json(p.run(&["fork", &id[..20], "--at", "2", "--json"]));
+    assert_eq!(forked["requested_seq"], 2);
     assert_eq!(forked["requested"], 2);
     assert_eq!(forked["effective"], 1, "moved back before the tool call");
+    assert_eq!(forked["parent"]["seq"], 1);
     let child = forked["id"].as_str().unwrap().to_string();
     let out = p.run(&["fork", &id, "--at", "2"]);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("moved back from 2 to 1"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cut moved back to seq 1"), "{err}");
+    let past = p.run(&["fork", &id, "--at", "99"]);
+    assert_eq!(
+        past.status.code(),
+        Some(2),
+        "a seq past the end is invalid input"
+    );
     let grandchild = ok(p.run(&["fork", &child])).trim().to_string();
 
     // The list shows the fork tree.
@@ -168,7 +180,7 @@ fn new_fork_list_rename_export_delete_restore_purge() {
     ok(p.run(&["delete", &grandchild]));
     let purged = json(p.run(&["purge", &grandchild, "--json"]));
     assert_eq!(purged["purged"][0], grandchild.as_str());
-    assert_eq!(p.run(&["restore", &grandchild]).status.code(), Some(2));
+    assert_eq!(p.run(&["restore", &grandchild]).status.code(), Some(4));
 }
 
 #[test]
@@ -222,28 +234,32 @@ fn store_resolution_project_detection_dir_and_global() {
 }
 
 #[test]
-fn errors_exit_2_with_a_message() {
+fn errors_exit_with_the_documented_code_and_a_message() {
     let p = Project::new();
     json(p.run(&["new", "x", "--json"]));
-    for args in [
-        vec!["show", "../../etc/passwd"],
-        vec!["fork", "a/b"],
-        vec!["fork", "nope"],
-        vec!["export", "nope"],
-        vec!["export", "x", "--format", "pdf"],
-        vec!["rename", "a\\b", "t"],
-        vec!["delete", ".."],
-        vec!["restore", "nope"],
-        vec!["purge", "../x"],
+    for (args, code) in [
+        (vec!["show", "../../etc/passwd"], 2),
+        (vec!["fork", "a/b"], 2),
+        (vec!["fork", "nope"], 4),
+        (vec!["export", "nope"], 4),
+        (vec!["rename", "a\\b", "t"], 2),
+        (vec!["delete", ".."], 2),
+        (vec!["restore", "nope"], 4),
+        (vec!["purge", "../x"], 2),
     ] {
         let out = p.run(&args);
         let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
         assert!(
             err.starts_with("memoir: ") && !err.contains("panicked"),
             "{err}"
         );
     }
+    // A value outside the listed ones is a usage error from the parser.
+    let out = p.run(&["export", "x", "--format", "pdf"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("jsonl, openai, markdown"), "{err}");
 }
 
 #[test]

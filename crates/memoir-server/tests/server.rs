@@ -142,9 +142,7 @@ fn file_config(dir: &std::path::Path) -> ServerConfig {
 
 fn pg_config(var: &str) -> Option<(ServerConfig, TempSchema)> {
     let (pg, schema) = pg_store(var, VectorMode::Auto)?;
-    let mut cfg = ServerConfig::new(pg.clone(), grants());
-    cfg.pg = Some(pg);
-    Some((cfg, schema))
+    Some((ServerConfig::new(pg, grants()), schema))
 }
 
 fn msg(text: &str) -> Record {
@@ -229,13 +227,20 @@ fn api_round_trip(config: ServerConfig) {
         .collect();
     assert_eq!(ids.len(), 2);
     assert!(ids.contains(&"s1".to_string()) && ids.contains(&"s1-fork".to_string()));
-    // Export is a standalone transcript the file store verifies.
+    // Export is the library's `memoir.session-export` (header, messages, footer).
     let jsonl = a.export("s1").unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("s1.jsonl"), &jsonl).unwrap();
-    let t = Session::read(&dir.path().join("s1.jsonl")).unwrap();
-    assert!(t.report.is_clean(), "{:?}", t.report);
-    assert_eq!(t.messages.len(), 3);
+    let lines: Vec<serde_json::Value> = jsonl
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0]["format"], "memoir.session-export");
+    assert_eq!(lines[0]["session_id"], "s1");
+    assert_eq!(lines.len(), 5, "{jsonl}");
+    assert_eq!(lines[4]["messages"], 3);
+    let md = a
+        .export_as("s1", memoir::manager::ExportFormat::Markdown, false)
+        .unwrap();
+    assert!(md.contains("## seq 1 · user"), "{md}");
     // Recall.
     let hits = a.search("s1", "where is the deploy key", 2).unwrap().hits;
     assert_eq!(hits[0].chain_seq, 1, "{hits:?}");
@@ -314,6 +319,7 @@ fn tokens_are_scoped(config: ServerConfig) {
         session: "secret".into(),
         seq: 1,
         messages: 1,
+        parent_created_at: None,
     });
     assert!(matches!(
         b.create(&wire::CreateSession {
@@ -601,7 +607,8 @@ fn graceful_shutdown_finishes_appends_in_flight() {
             .expect("an append in flight was not answered");
         assert!(r.first_seq >= 1);
     }
-    let raw = slow.inner.read("g").unwrap();
+    // Session `g` of project alpha is stored as `alpha~g`.
+    let raw = slow.inner.read("alpha~g").unwrap();
     assert_eq!(raw.last_seq, 4);
     assert!(raw.report.is_clean());
     // The listener is closed.
@@ -629,8 +636,9 @@ fn remote_store_runs_the_session_api() {
     assert_eq!(find_in(store.as_ref(), "remote").unwrap(), "remote-1");
     store.delete("remote-1").unwrap();
     assert!(matches!(store.read("remote-1"), Err(Error::NotFound(_))));
-    // The server wrote a normal transcript file, with the project in its header.
-    let deleted = dir.path().join(".deleted").join("remote-1.jsonl");
+    // The server wrote a normal transcript file, in the project's namespace
+    // (`alpha~remote-1`), with the project in its header.
+    let deleted = dir.path().join(".deleted").join("alpha~remote-1.jsonl");
     let header = Session::peek_meta(&deleted).unwrap();
     assert_eq!(header.extra["project"], "alpha");
 }
@@ -719,7 +727,9 @@ fn database_restart_under_http_load() {
     );
     assert!(after.load(Ordering::Relaxed) >= 200, "no recovery");
     for s in 0..4 {
-        let id = format!("h{s}");
+        // Session `h<s>` of project alpha is stored as `alpha~h<s>`.
+        let visible = format!("h{s}");
+        let id = format!("alpha~{visible}");
         let raw = pg.read(&id).unwrap();
         assert!(raw.report.is_clean());
         assert_eq!(
@@ -732,8 +742,331 @@ fn database_restart_under_http_load() {
                 at.entry(m.text_content()).or_default().push(r.seq);
             }
         }
-        for (_, seq, text) in acked.iter().filter(|x| x.0 == id) {
+        for (_, seq, text) in acked.iter().filter(|x| x.0 == visible) {
             assert_eq!(at.get(text), Some(&vec![*seq]), "{id}: {text}");
         }
     }
+}
+
+// ---- isolation between projects (issue 9.1-9.3, 9.14) ---------------------
+
+fn text_of(loaded: &wire::Loaded) -> Vec<String> {
+    loaded.messages.iter().map(|m| m.text_content()).collect()
+}
+
+/// Two projects may use one id: neither learns the other has it (no 409),
+/// and each sees only its own session.
+fn no_existence_oracle(config: ServerConfig) {
+    let server = Running::start(config);
+    let a = server.client(TOKEN_A);
+    let b = server.client(TOKEN_B);
+    a.create(&wire::CreateSession {
+        id: Some("taken".into()),
+        ..Default::default()
+    })
+    .unwrap();
+    a.append("taken", &[msg("alpha text")], None).unwrap();
+    // B creating or forking to the same id is answered exactly like a fresh id.
+    let created = b
+        .create(&wire::CreateSession {
+            id: Some("taken".into()),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(created.id, "taken");
+    assert_eq!(created.meta.extra["project"], "beta");
+    b.append("taken", &[msg("beta text")], None).unwrap();
+    let fresh = b
+        .create(&wire::CreateSession {
+            id: Some("b-src".into()),
+            ..Default::default()
+        })
+        .unwrap();
+    b.append(&fresh.id, &[msg("b source")], None).unwrap();
+    a.create(&wire::CreateSession {
+        id: Some("a-fork-target".into()),
+        ..Default::default()
+    })
+    .unwrap();
+    let forked = b
+        .fork(
+            "b-src",
+            &wire::ForkRequest {
+                id: Some("a-fork-target".into()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(forked.id, "a-fork-target");
+    assert_eq!(text_of(&a.load("taken").unwrap()), ["alpha text"]);
+    assert_eq!(text_of(&b.load("taken").unwrap()), ["beta text"]);
+    // Within one project an id is still unique.
+    assert!(matches!(
+        b.create(&wire::CreateSession {
+            id: Some("taken".into()),
+            ..Default::default()
+        }),
+        Err(Error::SessionExists(_))
+    ));
+    // Ids never carry the namespace separator.
+    assert!(matches!(
+        a.create(&wire::CreateSession {
+            id: Some("beta~taken".into()),
+            ..Default::default()
+        }),
+        Err(Error::Invalid(_))
+    ));
+    assert!(matches!(a.load("beta~taken"), Err(Error::Invalid(_))));
+}
+
+#[test]
+fn no_existence_oracle_on_file_store() {
+    let dir = tempfile::tempdir().unwrap();
+    no_existence_oracle(file_config(dir.path()));
+}
+
+#[test]
+fn no_existence_oracle_on_postgres() {
+    let Some((cfg, _schema)) = pg_config(POSTGRES_URL) else {
+        return;
+    };
+    no_existence_oracle(cfg);
+}
+
+/// A fork whose parent was deleted never stitches in another project's
+/// session that took the parent's id; and a write after another server
+/// deleted the session never lands in another project's session.
+fn no_cross_project_read_or_write(config: ServerConfig) {
+    let store = config.store.clone();
+    let first = Running::start(config.clone());
+    let second = Running::start(config);
+    let a = first.client(TOKEN_A);
+    let a2 = second.client(TOKEN_A);
+    let b = second.client(TOKEN_B);
+    a.create(&wire::CreateSession {
+        id: Some("p".into()),
+        ..Default::default()
+    })
+    .unwrap();
+    a.append("p", &[msg("alpha parent")], None).unwrap();
+    let fork = a.fork("p", &wire::ForkRequest::default()).unwrap();
+    // The first server has seen "x"; the second deletes it.
+    a.create(&wire::CreateSession {
+        id: Some("x".into()),
+        ..Default::default()
+    })
+    .unwrap();
+    a.append("x", &[msg("alpha x")], None).unwrap();
+    a2.delete("x").unwrap();
+    a2.delete("p").unwrap();
+    // B takes both ids.
+    for id in ["p", "x"] {
+        b.create(&wire::CreateSession {
+            id: Some(id.into()),
+            ..Default::default()
+        })
+        .unwrap();
+        b.append(id, &[msg("beta secret")], None).unwrap();
+    }
+    // A's next append through the first server does not land in B's session.
+    assert!(matches!(
+        a.append("x", &[msg("alpha late")], None),
+        Err(Error::NotFound(_))
+    ));
+    assert_eq!(text_of(&b.load("x").unwrap()), ["beta secret"]);
+    // A's fork never shows B's messages, through load or search.
+    if let Ok(loaded) = a.load(&fork.id) {
+        assert!(
+            !text_of(&loaded).iter().any(|t| t.contains("beta")),
+            "{loaded:?}"
+        );
+    }
+    if let Ok(r) = a.search(&fork.id, "beta secret", 5) {
+        assert!(
+            !r.hits
+                .iter()
+                .any(|h| h.text.as_deref().unwrap_or("").contains("beta")),
+            "{r:?}"
+        );
+    }
+    // Restore brings A's own session back, records intact.
+    let (s, _) = raw(
+        "POST",
+        &format!("{}/v1/sessions/x/restore", first.base),
+        Some(TOKEN_A),
+        Some("application/json"),
+        b"{}".to_vec(),
+    );
+    assert_eq!(
+        s, 200,
+        "B's x is another session: A's restore is not blocked"
+    );
+    assert_eq!(text_of(&a.load("x").unwrap()), ["alpha x"]);
+    assert_eq!(text_of(&b.load("x").unwrap()), ["beta secret"]);
+    drop(store);
+}
+
+#[test]
+fn no_cross_project_read_or_write_on_file_store() {
+    let dir = tempfile::tempdir().unwrap();
+    no_cross_project_read_or_write(file_config(dir.path()));
+}
+
+#[test]
+fn no_cross_project_read_or_write_on_postgres() {
+    let Some((cfg, _schema)) = pg_config(POSTGRES_URL) else {
+        return;
+    };
+    no_cross_project_read_or_write(cfg);
+}
+
+#[test]
+fn a_client_cannot_name_an_arbitrary_fork_parent_or_seq() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Running::start(file_config(dir.path()));
+    let a = server.client(TOKEN_A);
+    a.create(&wire::CreateSession {
+        id: Some("src".into()),
+        ..Default::default()
+    })
+    .unwrap();
+    a.append("src", &[msg("one"), msg("two")], None).unwrap();
+    let point = |seq: u64, messages: usize| {
+        let mut meta = SessionMeta::new(format!("f{seq}-{messages}"));
+        meta.parent = Some(memoir::record::ForkPoint::new("src", seq, messages));
+        a.create(&wire::CreateSession {
+            meta: Some(meta),
+            ..Default::default()
+        })
+    };
+    assert!(matches!(point(1_000_000_000, 2), Err(Error::Invalid(_))));
+    assert!(
+        matches!(point(1, 2), Err(Error::Invalid(_))),
+        "messages must match the cut"
+    );
+    let ok = point(1, 1).unwrap();
+    assert_eq!(text_of(&a.load(&ok.id).unwrap()), ["one"]);
+    // The fork endpoint refuses a seq past the end too.
+    assert!(matches!(
+        a.fork(
+            "src",
+            &wire::ForkRequest {
+                at_seq: Some(3),
+                ..Default::default()
+            }
+        ),
+        Err(Error::Invalid(_))
+    ));
+}
+
+#[test]
+fn http_fork_keeps_tool_calls_with_their_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Running::start(file_config(dir.path()));
+    let a = server.client(TOKEN_A);
+    a.create(&wire::CreateSession {
+        id: Some("tools".into()),
+        ..Default::default()
+    })
+    .unwrap();
+    let call = Message::new(
+        memoir::Role::Assistant,
+        vec![memoir::Block::ToolUse {
+            id: "c1".into(),
+            name: "shell".into(),
+            input: serde_json::json!({"command": "ls"}),
+        }],
+    );
+    let records = [
+        msg("list the files"),
+        Record::Message(call),
+        Record::Message(Message::tool_result("c1", "a.rs", false)),
+    ];
+    a.append("tools", &records, None).unwrap();
+    // A cut through seq 2 would separate the call (seq 2) from its result.
+    let f = a
+        .fork(
+            "tools",
+            &wire::ForkRequest {
+                at_seq: Some(2),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!((f.requested, f.effective), (2, 1));
+    assert_eq!(f.parent.seq, 1);
+    assert_eq!(a.load(&f.id).unwrap().messages.len(), 1);
+}
+
+#[test]
+fn bodies_must_be_objects_and_absent_titles_are_omitted() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Running::start(file_config(dir.path()));
+    let a = server.client(TOKEN_A);
+    a.create(&wire::CreateSession {
+        id: Some("s".into()),
+        ..Default::default()
+    })
+    .unwrap();
+    let url = |p: &str| format!("{}{p}", server.base);
+    for (path, body) in [
+        ("/v1/sessions", "[]"),
+        ("/v1/sessions", "1"),
+        ("/v1/sessions", "null"),
+        ("/v1/sessions/s/records", "[]"),
+        ("/v1/sessions/s/fork", "[]"),
+        ("/v1/sessions/s/search", "[\"q\"]"),
+    ] {
+        let (s, t) = raw(
+            "POST",
+            &url(path),
+            Some(TOKEN_A),
+            Some("application/json"),
+            body.as_bytes().to_vec(),
+        );
+        assert_eq!(
+            (s, error_code(&t).as_str()),
+            (400, "bad_request"),
+            "{path} {body}"
+        );
+    }
+    assert_eq!(a.list().unwrap().sessions.len(), 1, "nothing was created");
+    for path in ["/v1/sessions/s", "/v1/sessions/s/meta", "/v1/sessions"] {
+        let (s, t) = raw("GET", &url(path), Some(TOKEN_A), None, vec![]);
+        assert_eq!(s, 200);
+        assert!(!t.contains("\"title\":null"), "{path}: {t}");
+    }
+}
+
+#[test]
+fn delete_restore_and_purge_go_through_the_trash() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Running::start(file_config(dir.path()));
+    let a = server.client(TOKEN_A);
+    let b = server.client(TOKEN_B);
+    a.create(&wire::CreateSession {
+        id: Some("t".into()),
+        ..Default::default()
+    })
+    .unwrap();
+    a.append("t", &[msg("keep me")], None).unwrap();
+    let fork = a.fork("t", &wire::ForkRequest::default()).unwrap();
+    // A live session cannot be purged; a trashed one needed by a fork is kept.
+    assert!(matches!(a.purge("t"), Err(Error::NotFound(_))));
+    a.delete("t").unwrap();
+    assert!(matches!(b.restore("t"), Err(Error::NotFound(_))), "not B's");
+    assert!(matches!(
+        a.purge("t"),
+        Err(Error::SessionExists(_) | Error::Conflict { .. })
+    ));
+    assert_eq!(text_of(&a.load(&fork.id).unwrap()), ["keep me"]);
+    a.restore("t").unwrap();
+    assert_eq!(text_of(&a.load("t").unwrap()), ["keep me"]);
+    // Once the fork is purged (a trashed fork still pins its parent), purge
+    // erases it for good.
+    a.delete(&fork.id).unwrap();
+    a.delete("t").unwrap();
+    assert_eq!(a.purge(&fork.id).unwrap().purged, std::slice::from_ref(&fork.id));
+    assert_eq!(a.purge("t").unwrap().purged, ["t"]);
+    assert!(matches!(a.restore("t"), Err(Error::NotFound(_))));
 }

@@ -267,8 +267,15 @@ pub mod wire {
     pub struct Forked {
         /// The new session's id.
         pub id: String,
-        /// Where it forked from.
+        /// Where it forked from (`seq`: the last parent record included).
         pub parent: ForkPoint,
+        /// Messages the request asked to keep (through `at_seq`).
+        #[serde(default)]
+        pub requested: usize,
+        /// Messages kept: `requested`, moved back so no tool call is
+        /// separated from its results.
+        #[serde(default)]
+        pub effective: usize,
     }
 
     /// `GET /v1/sessions/{id}`: the session replayed (a fork's parent prefix stitched in).
@@ -276,7 +283,8 @@ pub mod wire {
     pub struct Loaded {
         /// The header.
         pub meta: SessionMeta,
-        /// The current title.
+        /// The current title (omitted when the session has none).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         pub title: Option<String>,
         /// The conversation.
         pub messages: Vec<crate::message::Message>,
@@ -305,6 +313,9 @@ pub mod wire {
         /// How many results (default 5, at most 100).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub top_k: Option<usize>,
+        /// `hybrid` (default), `vector` or `lexical`, as `memoir recall --mode`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub mode: Option<String>,
     }
 
     /// One search result.
@@ -316,8 +327,16 @@ pub mod wire {
         pub score: f32,
         /// Chunk kind.
         pub kind: String,
-        /// The chunk's text.
+        /// The chunk's text (omitted when the view holds only a reference).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         pub text: Option<String>,
+    }
+
+    /// `POST /v1/sessions/{id}/purge`: what was erased.
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    pub struct Purged {
+        /// The ids erased for good.
+        pub purged: Vec<String>,
     }
 
     /// Search results, best first.
@@ -546,9 +565,26 @@ impl Client {
         Self::json(&text)
     }
 
-    /// The session as a standalone JSONL transcript (freshly framed).
+    /// The session as a `memoir.session-export` JSONL document (the
+    /// library's export; see [`Client::export_as`] for the other formats).
     pub fn export(&self, id: &str) -> Result<String> {
         self.ok("GET", &format!("/v1/sessions/{}/export", seg(id)), None, id)
+    }
+
+    /// Export a session in any of the library's formats (the bytes
+    /// `memoir sessions export --format ...` writes), optionally redacted.
+    pub fn export_as(
+        &self,
+        id: &str,
+        format: crate::manager::ExportFormat,
+        redact: bool,
+    ) -> Result<String> {
+        let path = format!(
+            "/v1/sessions/{}/export?format={}&redact={redact}",
+            seg(id),
+            format.as_str()
+        );
+        self.ok("GET", &path, None, id)
     }
 
     /// Delete a session (recoverably).
@@ -563,11 +599,31 @@ impl Client {
         self.ok("POST", &path, Some(b"{}".to_vec()), id).map(|_| ())
     }
 
+    /// Erase a deleted session for good (409 while forks need its prefix).
+    pub fn purge(&self, id: &str) -> Result<wire::Purged> {
+        let path = format!("/v1/sessions/{}/purge", seg(id));
+        let text = self.ok("POST", &path, Some(b"{}".to_vec()), id)?;
+        Self::json(&text)
+    }
+
     /// Search a session's chunks.
     pub fn search(&self, id: &str, query: &str, top_k: usize) -> Result<wire::SearchResponse> {
+        self.search_mode(id, query, top_k, None)
+    }
+
+    /// Search a session's chunks in a retrieval mode (`hybrid`, `vector`,
+    /// `lexical`; `None`: hybrid).
+    pub fn search_mode(
+        &self,
+        id: &str,
+        query: &str,
+        top_k: usize,
+        mode: Option<&str>,
+    ) -> Result<wire::SearchResponse> {
         let body = wire::SearchRequest {
             query: query.into(),
             top_k: Some(top_k),
+            mode: mode.map(str::to_string),
         };
         let path = format!("/v1/sessions/{}/search", seg(id));
         let text = self.ok("POST", &path, Some(serde_json::to_vec(&body)?), id)?;

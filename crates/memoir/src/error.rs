@@ -3,6 +3,9 @@
 //! One enum for the storage side (transcripts, manager, blobs, index); the
 //! embedding layer has its own [`crate::embed::EmbeddingError`]. Every variant
 //! names what it was working on, so the CLI can print it as it is.
+//! Backend failures that need their own type ([`StoreError`]: unavailable,
+//! unsupported, ...) are wrapped as [`Error::Store`]; [`Error::kind`] sorts
+//! every error by what the caller can do about it ([`ErrorKind`]).
 
 use std::path::PathBuf;
 
@@ -10,8 +13,9 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// An I/O call failed.
-    #[error("{op} {}: {source}", path.display())]
+    /// An I/O call failed. The OS error is this error's `source()`, not part
+    /// of its `Display` (so a printed chain names it once; see [`report`]).
+    #[error("{op} {}", path.display())]
     Io {
         /// What was being done (e.g. "open", "fsync").
         op: &'static str,
@@ -109,6 +113,132 @@ pub enum Error {
         /// Its file.
         path: PathBuf,
     },
+    /// A storage backend's own failure (unreachable, unsupported operation,
+    /// a fork parent that is not the session the fork was cut from...).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Failures of a [`crate::store::LogStore`] backend that the older variants of
+/// [`Error`] cannot say without matching message text. Match on
+/// [`Error::kind`] to decide what to do about any error.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The backend could not be reached or went away (connection refused or
+    /// reset, server shutting down, pool exhausted): retrying later may succeed.
+    #[error("{backend} unavailable during {op}: {detail}")]
+    Unavailable {
+        /// The backend (e.g. a PostgreSQL locator or a server URL).
+        backend: String,
+        /// What was being done.
+        op: &'static str,
+        /// The driver's own description (with its SQLSTATE, when it has one).
+        detail: String,
+    },
+    /// The backend does not implement this operation.
+    #[error("this store cannot {operation}")]
+    Unsupported {
+        /// What was asked (e.g. "purge sessions").
+        operation: &'static str,
+    },
+    /// A fork whose header names a parent that cannot be stitched: the parent
+    /// is a different session with the same id (deleted and re-created), or
+    /// belongs to another project, or ends before the fork's cut.
+    #[error("fork {session}: parent {parent} cannot be stitched: {reason}")]
+    ForeignParent {
+        /// The fork.
+        session: String,
+        /// The parent id its header names.
+        parent: String,
+        /// Why the parent was refused.
+        reason: String,
+    },
+    /// An append refused because the stored log's tail is inconsistent (the
+    /// reader would skip what would be written); nothing was written.
+    #[error("session {id}: refusing to append: {detail}")]
+    BrokenTail {
+        /// The session.
+        id: String,
+        /// What is inconsistent.
+        detail: String,
+    },
+}
+
+/// What a caller can do about an error: one answer per [`Error`], for fronts
+/// that map errors to exit codes or HTTP statuses. Deliberately exhaustive
+/// (not `#[non_exhaustive]`), so such a mapping can match every kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// No such session (or prefix). HTTP 404.
+    NotFound,
+    /// The id is taken. HTTP 409.
+    Exists,
+    /// Another writer won a race, or the session is in the trash. HTTP 409.
+    Conflict,
+    /// Another live process holds the session. HTTP 423/409.
+    Busy,
+    /// The backend is unreachable; retry later. HTTP 503.
+    Unavailable,
+    /// The backend cannot do this. HTTP 501.
+    Unsupported,
+    /// Stored data does not verify or is inconsistent. HTTP 500.
+    Corrupt,
+    /// The caller's input (id, prefix, configuration) is invalid. HTTP 400.
+    Invalid,
+    /// Any other local I/O failure. HTTP 500.
+    Io,
+}
+
+impl Error {
+    /// What the caller can do about this error (see [`ErrorKind`]).
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Io { source, .. } => io_kind(source.kind()),
+            Error::InvalidId { .. } | Error::Ambiguous { .. } | Error::Config(_) => {
+                ErrorKind::Invalid
+            }
+            Error::Invalid(_) => ErrorKind::Invalid,
+            Error::SessionExists(_) => ErrorKind::Exists,
+            Error::NotFound(_) => ErrorKind::NotFound,
+            Error::NoHeader(_) | Error::Corrupt { .. } => ErrorKind::Corrupt,
+            Error::Json(_) => ErrorKind::Invalid,
+            Error::Deleted(_) => ErrorKind::NotFound,
+            Error::Busy { .. } => ErrorKind::Busy,
+            Error::Conflict { .. } => ErrorKind::Conflict,
+            Error::NotRegularFile { .. } => ErrorKind::Invalid,
+            Error::Poisoned { .. } => ErrorKind::Io,
+            Error::Store(e) => e.kind(),
+        }
+    }
+}
+
+impl StoreError {
+    /// What the caller can do about this error.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            StoreError::Unavailable { .. } => ErrorKind::Unavailable,
+            StoreError::Unsupported { .. } => ErrorKind::Unsupported,
+            StoreError::ForeignParent { .. } | StoreError::BrokenTail { .. } => ErrorKind::Corrupt,
+        }
+    }
+}
+
+/// The kind of an OS error: connection failures are [`ErrorKind::Unavailable`].
+fn io_kind(kind: std::io::ErrorKind) -> ErrorKind {
+    use std::io::ErrorKind as K;
+    match kind {
+        K::ConnectionAborted
+        | K::ConnectionRefused
+        | K::ConnectionReset
+        | K::NotConnected
+        | K::BrokenPipe
+        | K::TimedOut => ErrorKind::Unavailable,
+        K::NotFound => ErrorKind::NotFound,
+        K::AlreadyExists => ErrorKind::Exists,
+        K::InvalidInput => ErrorKind::Invalid,
+        _ => ErrorKind::Io,
+    }
 }
 
 /// Result with [`Error`].
@@ -127,4 +257,21 @@ impl<T> IoContext<T> for std::io::Result<T> {
             source,
         })
     }
+}
+
+/// An error and its `source()` chain as one line: `outer: inner: root`.
+/// A source whose text the message so far already ends with is skipped, so
+/// an error that both prints and returns its cause is not printed twice.
+pub fn report(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = err.to_string();
+    let mut source = err.source();
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !text.is_empty() && !out.ends_with(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = s.source();
+    }
+    out
 }

@@ -19,6 +19,7 @@ pub mod doctor;
 pub mod embed;
 pub mod error;
 pub mod frame;
+pub mod error_class;
 pub mod id;
 pub mod manager;
 pub mod message;

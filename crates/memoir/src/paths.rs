@@ -1,7 +1,19 @@
 //! Where memoir keeps its files, and how directories and files are created.
 //!
 //! `$MEMOIR_HOME` (default `~/.memoir`) is the root of the embedded store.
-//! Directories are created owner-only (0700) and transcripts 0600.
+//! Directories are created owner-only (0700) and transcripts 0600; a
+//! `.memoir` directory memoir creates gets a `.gitignore` so a project's
+//! sessions are never committed by accident.
+//!
+//! [`resolve_store`] is the one store-resolution order every command uses
+//! (first match wins):
+//! 1. an explicit directory (`--dir`);
+//! 2. an explicit project (`--project P`): `P/.memoir/sessions`;
+//! 3. `$MEMOIR_SESSION_DIR` when set;
+//! 4. the current directory's project: the nearest ancestor holding a
+//!    `.memoir/sessions` directory (the home directory's `~/.memoir` is the
+//!    global store, not a project);
+//! 5. the global store, `$MEMOIR_HOME/sessions` (`~/.memoir/sessions`).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -32,12 +44,115 @@ pub fn memoir_home() -> Result<PathBuf> {
     }
 }
 
+/// Where a project keeps its sessions, relative to its root.
+pub const PROJECT_SESSIONS_DIR: &str = ".memoir/sessions";
+
+/// The name of memoir's per-project (and home) directory.
+pub const MEMOIR_DIR: &str = ".memoir";
+
+/// What memoir writes to `.memoir/.gitignore` when it creates `.memoir/`.
+pub const GITIGNORE: &str =
+    "# Created by memoir: session transcripts are private; never commit them.\n*\n";
+
+/// The global session directory: `$MEMOIR_SESSION_DIR`, else
+/// `$MEMOIR_HOME/sessions` (`~/.memoir/sessions`). A set-but-empty variable
+/// is an error.
+pub fn global_sessions_dir() -> Result<PathBuf> {
+    if let Some(dir) = env_path("MEMOIR_SESSION_DIR")? {
+        return Ok(dir);
+    }
+    Ok(memoir_home()?.join("sessions"))
+}
+
+/// What the caller asked for explicitly (the CLI's `--dir` / `--project`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StoreRequest {
+    /// A session directory; wins over everything.
+    pub dir: Option<PathBuf>,
+    /// A project root whose `.memoir/sessions` is the store.
+    pub project: Option<PathBuf>,
+}
+
+/// Which rule of [`resolve_store`] chose the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreSource {
+    /// An explicit directory.
+    Dir,
+    /// An explicit project.
+    Project,
+    /// `$MEMOIR_SESSION_DIR`.
+    SessionDirEnv,
+    /// The current directory's project (an ancestor with `.memoir/sessions`).
+    CurrentProject,
+    /// `$MEMOIR_HOME/sessions`.
+    Global,
+}
+
+/// A resolved session store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedStore {
+    /// The session directory.
+    pub dir: PathBuf,
+    /// The project the store belongs to, when one chose it.
+    pub project: Option<PathBuf>,
+    /// The rule that chose it.
+    pub source: StoreSource,
+}
+
+/// Resolve the session store for `request` from the current directory
+/// `cwd` (see the module docs for the order). Never creates anything.
+pub fn resolve_store(request: &StoreRequest, cwd: &Path) -> Result<ResolvedStore> {
+    if let Some(dir) = &request.dir {
+        return Ok(ResolvedStore {
+            dir: dir.clone(),
+            project: None,
+            source: StoreSource::Dir,
+        });
+    }
+    if let Some(project) = &request.project {
+        return Ok(ResolvedStore {
+            dir: project.join(PROJECT_SESSIONS_DIR),
+            project: Some(project.clone()),
+            source: StoreSource::Project,
+        });
+    }
+    if let Some(dir) = env_path("MEMOIR_SESSION_DIR")? {
+        return Ok(ResolvedStore {
+            dir,
+            project: None,
+            source: StoreSource::SessionDirEnv,
+        });
+    }
+    let home_store = env_path("HOME")?.map(|h| h.join(MEMOIR_DIR));
+    let project = cwd.ancestors().find(|dir| {
+        Some(dir.join(MEMOIR_DIR)) != home_store && dir.join(PROJECT_SESSIONS_DIR).is_dir()
+    });
+    if let Some(project) = project {
+        return Ok(ResolvedStore {
+            dir: project.join(PROJECT_SESSIONS_DIR),
+            project: Some(project.to_path_buf()),
+            source: StoreSource::CurrentProject,
+        });
+    }
+    Ok(ResolvedStore {
+        dir: global_sessions_dir()?,
+        project: None,
+        source: StoreSource::Global,
+    })
+}
+
 /// Create `dir` (and parents) if missing; a directory this call creates gets
-/// mode 0700. An existing directory's mode is left alone.
+/// mode 0700. An existing directory's mode is left alone. A `.memoir`
+/// directory this call creates gets a [`GITIGNORE`].
 pub fn create_private_dir(dir: &Path) -> Result<()> {
     if dir.is_dir() {
         return Ok(());
     }
+    let created_memoir_dir = dir
+        .ancestors()
+        .find(|a| a.file_name().is_some_and(|n| n == MEMOIR_DIR))
+        .filter(|a| !a.exists())
+        .map(Path::to_path_buf);
     let mut builder = fs::DirBuilder::new();
     builder.recursive(true);
     #[cfg(unix)]
@@ -45,7 +160,20 @@ pub fn create_private_dir(dir: &Path) -> Result<()> {
         use std::os::unix::fs::DirBuilderExt;
         builder.mode(0o700);
     }
-    builder.create(dir).ctx("create directory", dir)
+    builder.create(dir).ctx("create directory", dir)?;
+    if let Some(memoir_dir) = created_memoir_dir {
+        let ignore = memoir_dir.join(".gitignore");
+        match private_new_file().open(&ignore) {
+            Ok(mut f) => {
+                use std::io::Write;
+                f.write_all(GITIGNORE.as_bytes()).ctx("write", &ignore)?;
+            }
+            // Another process created `.memoir` at the same time.
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e).ctx("create", &ignore),
+        }
+    }
+    Ok(())
 }
 
 /// Open options for a new private file (0600, must not exist).

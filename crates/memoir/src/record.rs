@@ -27,6 +27,25 @@ pub struct ForkPoint {
     pub seq: u64,
     /// How many of the parent's messages the fork starts with.
     pub messages: usize,
+    /// The parent's creation stamp (its header's `created_at`), so a
+    /// different session that later takes the parent's id (deleted and
+    /// re-created) is never stitched in its place. Absent in forks written
+    /// before format 1.1; those are stitched without the check.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_created_at: Option<DateTime<Utc>>,
+}
+
+impl ForkPoint {
+    /// A reference to `messages` messages of `session`, up to its record `seq`
+    /// (no creation stamp: [`crate::transcript::check_fork_parent`] fills it).
+    pub fn new(session: impl Into<String>, seq: u64, messages: usize) -> ForkPoint {
+        ForkPoint {
+            session: session.into(),
+            seq,
+            messages,
+            parent_created_at: None,
+        }
+    }
 }
 
 /// The session header: the first record of every transcript (`seq` 0).
@@ -208,6 +227,9 @@ pub struct Summary {
 
 /// The payload of one transcript line.
 #[derive(Debug, Clone, PartialEq)]
+// A header is written once per log and records are short-lived on the
+// write path: boxing `Meta` would cost every reader a pointer chase.
+#[allow(clippy::large_enum_variant)]
 pub enum Record {
     /// Session header (always `seq` 0).
     Meta(SessionMeta),
@@ -246,6 +268,9 @@ pub enum Record {
 /// The serde shape of the known kinds.
 #[derive(Serialize, Deserialize)]
 #[serde(tag = "record", rename_all = "snake_case")]
+// A header is written once per log and records are short-lived on the
+// write path: boxing `Meta` would cost every reader a pointer chase.
+#[allow(clippy::large_enum_variant)]
 enum KnownRecord {
     Meta(SessionMeta),
     Message(Message),

@@ -126,6 +126,7 @@ fn write_sessions(dir: &Path) {
         session: PARENT.into(),
         seq: 5,
         messages: 4,
+        parent_created_at: Some(at(0)),
     };
     store.create(&header(FORK, 5, Some(cut))).unwrap();
     for call in fork_appends() {

@@ -65,13 +65,22 @@ fn create_and_reload() {
     assert_eq!(m.messages.len(), 1);
     assert_eq!(m.current_session_id.as_deref(), Some(id.as_str()));
     assert_eq!(on_disk(dir.path(), &id).len(), 1, "task written at once");
-    let mut m2 = mgr(dir.path());
-    assert!(m2.switch_session(&id).unwrap());
-    assert_eq!(texts(&m2.messages), vec!["Create a hello.py file"]);
-    assert!(!m2.switch_session("missing-session").unwrap());
     assert_eq!(m.project_path(), std::fs::canonicalize(dir.path()).unwrap());
     let listed = m.list_sessions().unwrap();
     assert_eq!(listed[0].title.as_deref(), Some("Create a hello.py file"));
+    // A second manager cannot drive the session while the first holds its
+    // owner lease; it can once the first is gone.
+    let mut m2 = mgr(dir.path());
+    match m2.switch_session(&id) {
+        Err(ManagerError::Store(memoir::Error::Busy { pid, .. })) => {
+            assert_eq!(pid, std::process::id())
+        }
+        other => panic!("expected Busy, got {other:?}"),
+    }
+    drop(m);
+    assert!(m2.switch_session(&id).unwrap());
+    assert_eq!(texts(&m2.messages), vec!["Create a hello.py file"]);
+    assert!(!m2.switch_session("missing-session").unwrap());
 }
 
 #[test]
@@ -121,7 +130,9 @@ fn batching_by_count_and_by_interval() {
         2,
         "interval passed: flushed"
     );
-    // A fresh switch flushes on the first add.
+    // A fresh switch flushes on the first add (the session's owner lease
+    // goes with the manager that drove it).
+    drop(quick);
     let mut s = SessionManager::for_project(
         dir.path(),
         ManagerOptions {
@@ -282,11 +293,14 @@ fn checkpoints_persist_and_survive_appends() {
     other
         .append_session_messages(&id, vec![Message::user("from a scheduler")])
         .unwrap();
+    // The next driver takes over once the first lets go of the session.
+    drop(m);
     let mut m2 = mgr(dir.path());
     m2.switch_session(&id).unwrap();
     assert_eq!(m2.context_checkpoint(), Some(cp));
     assert_eq!(m2.messages.len(), 3);
     m2.set_context_checkpoint(None).unwrap();
+    drop(m2);
     let mut m3 = mgr(dir.path());
     m3.switch_session(&id).unwrap();
     assert_eq!(m3.context_checkpoint(), None);

@@ -600,6 +600,7 @@ fn forks_stitch_parent_prefix_and_survive_parent_appends() {
         session: "parent".into(),
         seq: a.first_seq + 1,
         messages: 2,
+        parent_created_at: None,
     });
     let child = Session::create(dir.path(), m).unwrap();
     child.append_messages(&[Message::user("c2")]).unwrap();
@@ -614,6 +615,7 @@ fn forks_stitch_parent_prefix_and_survive_parent_appends() {
         session: "child".into(),
         seq: 1,
         messages: 3,
+        parent_created_at: None,
     });
     let gc = Session::create(dir.path(), m2).unwrap();
     gc.append_messages(&[Message::assistant("g3")]).unwrap();

@@ -14,7 +14,10 @@ use serde_json::json;
 #[derive(clap::Args)]
 pub struct Args {
     #[command(flatten)]
-    store: super::sessions::StoreArgs,
+    store: super::store::StoreArgs,
+    /// Print JSON (the session's id, path and integrity) instead of the conversation.
+    #[arg(long)]
+    json: bool,
 }
 
 fn usage(input: u64, output: u64, cache_read: u64) -> Usage {
@@ -69,7 +72,7 @@ pub fn conversation() -> Vec<Message> {
 
 /// Run `memoir demo`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let dir = args.store.dir()?;
+    let dir = args.store.resolve()?.dir;
     let mut meta = SessionMeta::new(Session::new_id());
     meta.provider = "anthropic".into();
     meta.model = "claude-sonnet-4-5".into();
@@ -107,21 +110,31 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         untrusted: false,
     }))?;
 
-    println!("recorded session {} in {}", session.meta.id, dir.display());
+    let report = Session::verify(&session.path)?;
+    let code = if report.is_clean() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(crate::exit::PROBLEMS)
+    };
+    if args.json {
+        crate::output::print_json(&json!({
+            "id": session.meta.id,
+            "path": session.path,
+            "clean": report.is_clean(),
+            "summary": memoir::store::scan::describe(&report),
+        }))?;
+        return Ok(code);
+    }
+    crate::outln!("recorded session {} in {}", session.meta.id, dir.display());
     super::sessions::run(super::sessions::Command::Show {
         id: session.meta.id.clone(),
         store: args.store.clone(),
         json: false,
     })?;
-    let report = Session::verify(&session.path)?;
-    println!("integrity: {}", memoir::store::scan::describe(&report));
-    println!(
+    crate::outln!("integrity: {}", memoir::store::scan::describe(&report));
+    crate::outln!(
         "\ntry: memoir sessions list | memoir sessions usage {id} | memoir sessions verify {id}",
         id = session.meta.id
     );
-    Ok(if report.is_clean() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(code)
 }

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use memoir::doctor::{self, Severity};
 
-use super::sessions::StoreArgs;
+use super::store::StoreArgs;
 
 /// Arguments of `memoir doctor`.
 #[derive(clap::Args)]
@@ -24,7 +24,7 @@ pub struct Args {
 
 /// Run `memoir doctor`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let dir = args.store.dir()?;
+    let dir = args.store.resolve()?.dir;
     let report = doctor::check(&dir, args.repair)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);

@@ -234,7 +234,7 @@ async fn bench(cfg: &EmbedConfig, args: &Args) -> anyhow::Result<ExitCode> {
         provider.embed_batch(chunk).await?;
     }
     let secs = start.elapsed().as_secs_f64().max(1e-9);
-    println!(
+    crate::outln!(
         "{}: {n} texts in {:.3} s = {:.1} texts/s ({:.3} ms/text, batches of 64)",
         provider.model_id(),
         secs,
@@ -254,7 +254,7 @@ async fn bench(cfg: &EmbedConfig, args: &Args) -> anyhow::Result<ExitCode> {
             cached.embed_batch(chunk).await?;
         }
         let hit = start.elapsed().max(Duration::from_nanos(1)).as_secs_f64();
-        println!(
+        crate::outln!(
             "cache hits: {:.1} texts/s ({:.2} µs/text), {:.0}x the provider",
             n as f64 / hit,
             hit * 1e6 / n as f64,

@@ -31,7 +31,7 @@ pub struct LocomoArgs {
     #[arg(long)]
     pub embedder: Option<EmbedderKind>,
     /// Retrieval mode.
-    #[arg(long, default_value = "hybrid")]
+    #[arg(long, default_value = "hybrid", value_parser = super::choices::mode())]
     pub mode: RetrievalMode,
     /// Print the report as JSON.
     #[arg(long)]
@@ -173,7 +173,13 @@ fn locomo(args: LocomoArgs) -> anyhow::Result<ExitCode> {
         },
         ..EvalOptions::default()
     };
-    let report = block_on(evaluate(&conversations, embedder.as_ref(), &opts))?;
+    let progress = crate::progress::Progress::spinner(&format!(
+        "evaluating {} conversation(s)",
+        conversations.len()
+    ));
+    let report = block_on(evaluate(&conversations, embedder.as_ref(), &opts));
+    progress.finish();
+    let report = report?;
     if args.json {
         let out = serde_json::json!({
             "file": args.file,
@@ -183,17 +189,17 @@ fn locomo(args: LocomoArgs) -> anyhow::Result<ExitCode> {
             "date": !args.no_date,
             "report": report,
         });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
+    crate::outln!(
         "LoCoMo {}: {} conversations, {} turns, {} questions",
         args.file.display(),
         report.conversations,
         report.turns,
         report.questions
     );
-    println!(
+    crate::outln!(
         "embedder {}  mode {}  neighbors {}  date {}  neighbor_weight {}",
         embedder.model_id(),
         args.mode,
@@ -206,17 +212,17 @@ fn locomo(args: LocomoArgs) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|(k, r)| format!("@{k} {r:.3}"))
         .collect();
-    println!("recall {}", recall.join("  "));
+    crate::outln!("recall {}", recall.join("  "));
     let cats: Vec<String> = report
         .recall10_by_category
         .iter()
         .map(|(c, n, r)| format!("cat{c} {r:.3} (n={n})"))
         .collect();
-    println!("recall@10 by category: {}", cats.join("  "));
-    println!(
+    crate::outln!("recall@10 by category: {}", cats.join("  "));
+    crate::outln!(
         "query latency (embed + search) p50 {:.3} ms  p99 {:.3} ms;  search only p50 {:.3} ms  p99 {:.3} ms",
         report.query_p50_ms, report.query_p99_ms, report.search_p50_ms, report.search_p99_ms
     );
-    println!("indexing {:.2} s", report.index_secs);
+    crate::outln!("indexing {:.2} s", report.index_secs);
     Ok(ExitCode::SUCCESS)
 }

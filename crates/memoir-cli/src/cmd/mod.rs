@@ -1,5 +1,7 @@
 //! One module per subcommand.
 
+pub mod choices;
+pub mod completions;
 pub mod debug;
 pub mod demo;
 pub mod doctor;
@@ -8,3 +10,4 @@ pub mod eval;
 pub mod recall;
 pub mod serve;
 pub mod sessions;
+pub mod store;

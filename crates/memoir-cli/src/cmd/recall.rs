@@ -1,22 +1,24 @@
 //! `memoir recall SESSION QUERY`: rebuild the semantic view of a stored
 //! session (through the embedding cache) and print the chunks most relevant
 //! to the query, or, with `--budget`, the graft block an agent would put in
-//! its prompt.
+//! its prompt. The session is found like every other command's
+//! (`--dir`/`--project`, see [`StoreArgs`]); exit 1 when nothing matched.
 
 use std::process::ExitCode;
 
-use anyhow::Context as _;
 use memoir::blob::ArtifactStore;
 use memoir::embed::{EmbedderKind, EmbeddingProvider, HashEmbedder};
-use memoir::transcript::Session;
 use memoir::view::{GraftContent, RebuildOptions, RetrievalMode, SessionView, ViewConfig};
 
 use super::eval::{block_on, embedder};
+use super::store::{resolve_id, StoreArgs};
+use crate::outln;
+use crate::progress::Progress;
 
 /// Arguments of `memoir recall`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Session id or unique prefix (in the default session directory).
+    /// Session id or unique prefix.
     pub session: String,
     /// What to look for.
     pub query: String,
@@ -24,7 +26,7 @@ pub struct Args {
     #[arg(short = 'k', long = "top", default_value_t = 5)]
     pub k: usize,
     /// Retrieval mode.
-    #[arg(long, default_value = "hybrid")]
+    #[arg(long, default_value = "hybrid", value_parser = super::choices::mode())]
     pub mode: RetrievalMode,
     /// Embedding provider (default: the configured one).
     #[arg(long)]
@@ -35,13 +37,15 @@ pub struct Args {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
 }
 
 /// Run `memoir recall`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let dir = Session::default_dir()?;
-    let path = Session::find(&dir, &args.session)?;
-    let transcript = Session::read(&path).with_context(|| format!("reading {}", path.display()))?;
+    let m = args.store.reader()?;
+    let id = resolve_id(&m, &args.session)?;
+    let transcript = m.read_session(&id)?;
     // Lexical recall needs no embedding: skip loading a model.
     let embedder: std::sync::Arc<dyn EmbeddingProvider> = if args.mode.needs_vector() {
         embedder(args.embedder)?
@@ -61,23 +65,29 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         },
         ..RebuildOptions::default()
     };
-    let (view, report) = block_on(SessionView::rebuild_with(
+    let progress = Progress::spinner(&format!(
+        "indexing {} message(s)",
+        transcript.messages.len()
+    ));
+    let rebuilt = block_on(SessionView::rebuild_with(
         &transcript,
         embedder.as_ref(),
         store.as_ref(),
         &options,
-    ))?;
+    ));
+    progress.finish();
+    let (view, report) = rebuilt?;
     if let Some(budget) = args.budget {
         let block =
             block_on(view.graft_budget(embedder.as_ref(), &args.query, budget, store.as_ref()))?;
         if args.json {
-            println!("{}", serde_json::to_string_pretty(&block)?);
+            outln!("{}", serde_json::to_string_pretty(&block)?);
         } else if block.text.is_empty() {
-            println!("(nothing relevant fits in {budget} tokens)");
+            outln!("(nothing relevant fits in {budget} tokens)");
         } else {
-            println!("{}", block.text);
+            outln!("{}", block.text);
         }
-        return Ok(ExitCode::SUCCESS);
+        return Ok(found(!block.text.is_empty()));
     }
     let hits = block_on(view.query_text_mode(embedder.as_ref(), &args.query, args.k, args.mode))?;
     let text_of = |c: &GraftContent| -> String {
@@ -114,10 +124,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "chunks": report.chunks,
             "hits": rows,
         });
-        println!("{}", serde_json::to_string_pretty(&out)?);
-        return Ok(ExitCode::SUCCESS);
+        outln!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(found(!hits.is_empty()));
     }
-    println!(
+    outln!(
         "session {} ({} messages, {} chunks), mode {}, embedder {}",
         transcript.meta.id,
         report.messages,
@@ -126,7 +136,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         embedder.model_id()
     );
     if hits.is_empty() {
-        println!("no match");
+        outln!("no match");
     }
     for h in &hits {
         let text = text_of(&h.meta.content());
@@ -137,7 +147,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         } else {
             ""
         };
-        println!(
+        outln!(
             "[chain_seq {}{}] {:.3} {}: {preview}{more}",
             h.chain_seq,
             if h.meta.part > 0 {
@@ -149,5 +159,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             h.meta.kind
         );
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(found(!hits.is_empty()))
+}
+
+/// Exit 0 when something matched, 1 ("nothing matched") otherwise.
+fn found(any: bool) -> ExitCode {
+    if any {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(crate::exit::PROBLEMS)
+    }
 }

@@ -10,19 +10,27 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use memoir::client::{wire, Client, RemoteStore};
 use memoir::message::Message;
+use memoir::paths::{resolve_store, StoreRequest};
 use memoir::record::Record;
 use memoir::store::{scan, Durability};
-use memoir::transcript::{find_in, Session};
+use memoir::transcript::find_in;
 use memoir_server::{check_listen, open_store, parse_tokens, TokenGrant};
+use serde_json::json;
+
+use super::choices;
+use crate::exit::{name_store, CliError};
+use crate::output::print_json;
+use crate::{out, outln};
 
 /// Arguments of `memoir serve`.
 #[derive(clap::Args)]
 pub struct Args {
     /// Store: a session directory, or `postgres://user@host:port/db[#schema=NAME]`
-    /// (default: $MEMOIR_STORE, else $MEMOIR_SESSION_DIR / $MEMOIR_HOME/sessions).
+    /// (default: $MEMOIR_STORE, else the store every command uses:
+    /// $MEMOIR_SESSION_DIR, the current directory's project, $MEMOIR_HOME/sessions).
     #[arg(long)]
     store: Option<String>,
     /// Address to listen on (loopback unless --allow-public).
@@ -35,9 +43,9 @@ pub struct Args {
     /// A token as PROJECT=TOKEN (repeatable; tokens are at least 16 characters).
     #[arg(long = "token", value_name = "PROJECT=TOKEN")]
     token: Vec<String>,
-    /// Append durability: fsync, flush or none.
-    #[arg(long, default_value = "fsync")]
-    durability: String,
+    /// Append durability.
+    #[arg(long, default_value = "fsync", value_parser = choices::durability())]
+    durability: Durability,
     /// Largest request body in MiB.
     #[arg(long, default_value_t = 8)]
     max_body_mib: usize,
@@ -53,10 +61,14 @@ fn env_nonempty(var: &str) -> Option<String> {
 /// Run `memoir serve`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     check_listen(&args.listen, args.allow_public)?;
-    let durability: Durability = args.durability.parse()?;
+    let durability = args.durability;
     let spec = match args.store.or_else(|| env_nonempty("MEMOIR_STORE")) {
         Some(s) => s,
-        None => Session::default_dir()?.display().to_string(),
+        None => {
+            let cwd = std::env::current_dir().context("current directory")?;
+            let resolved = resolve_store(&StoreRequest::default(), &cwd)?;
+            resolved.dir.display().to_string()
+        }
     };
     let mut tokens: Vec<TokenGrant> = Vec::new();
     if let Some(path) = args
@@ -69,7 +81,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     for t in &args.token {
         let Some((project, token)) = t.split_once('=') else {
-            bail!("--token wants PROJECT=TOKEN, got {t:?}");
+            return Err(CliError::usage(format!(
+                "--token wants PROJECT=TOKEN, got {t:?}"
+            )));
         };
         let grant = TokenGrant {
             token: token.to_string(),
@@ -81,7 +95,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         )?)?);
     }
     if tokens.is_empty() {
-        bail!("no tokens: give --token PROJECT=TOKEN or --tokens FILE (or $MEMOIR_SERVER_TOKENS)");
+        return Err(CliError::usage(
+            "no tokens: give --token PROJECT=TOKEN or --tokens FILE (or $MEMOIR_SERVER_TOKENS)",
+        ));
     }
     let mut config = open_store(&spec, durability).with_context(|| format!("opening {spec}"))?;
     config.tokens = tokens;
@@ -96,7 +112,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .await
             .with_context(|| format!("listening on {listen}"))?;
         let addr = listener.local_addr()?;
-        println!("memoir serve: listening on http://{addr}");
+        outln!("memoir serve: listening on http://{addr}");
         eprintln!(
             "memoir serve: store {}; Ctrl-C or SIGTERM stops after the requests in flight",
             config
@@ -122,6 +138,9 @@ pub struct RemoteArgs {
     /// Bearer token (default: $MEMOIR_TOKEN).
     #[arg(long, global = true)]
     token: Option<String>,
+    /// Print JSON (errors too, on stderr).
+    #[arg(long, global = true)]
+    json: bool,
     #[command(subcommand)]
     command: RemoteCommand,
 }
@@ -130,18 +149,11 @@ pub struct RemoteArgs {
 #[derive(clap::Subcommand)]
 pub enum RemoteCommand {
     /// List the project's sessions, newest first.
-    List {
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Show a session's conversation.
+    List,
+    /// Show a session's conversation (messages labelled with their seq).
     Show {
         /// Full id or unique prefix.
         id: String,
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
     },
     /// Create a session; prints its id.
     Create {
@@ -152,14 +164,14 @@ pub enum RemoteCommand {
         #[arg(long)]
         title: Option<String>,
     },
-    /// Append one message.
+    /// Append one message; prints its seq.
     Append {
         /// Full id or unique prefix.
         id: String,
         /// The message text.
         text: String,
-        /// Role: user or assistant.
-        #[arg(long, default_value = "user")]
+        /// Who says it.
+        #[arg(long, default_value = "user", value_parser = ["user", "assistant"])]
         role: String,
         /// Fail (exit 3) unless the message gets this seq.
         #[arg(long)]
@@ -169,14 +181,15 @@ pub enum RemoteCommand {
     Fork {
         /// Full id or unique prefix.
         id: String,
-        /// Last parent seq to include (default: all).
-        #[arg(long)]
+        /// The last record seq to keep (default: all). Moved back so no tool
+        /// call is separated from its results.
+        #[arg(long, visible_alias = "at", value_name = "SEQ")]
         at_seq: Option<u64>,
         /// The new session's id.
         #[arg(long)]
         new_id: Option<String>,
     },
-    /// Print a session as a JSONL transcript.
+    /// Print a session's export (the `memoir.session-export` JSONL).
     Export {
         /// Full id or unique prefix.
         id: String,
@@ -186,7 +199,17 @@ pub enum RemoteCommand {
         /// Full id (no prefixes for deletion).
         id: String,
     },
-    /// Search a session's earlier context.
+    /// Bring a deleted session back.
+    Restore {
+        /// Full id.
+        id: String,
+    },
+    /// Erase a deleted session for good (kept while forks need it: exit 3).
+    Purge {
+        /// Full id.
+        id: String,
+    },
+    /// Search a session's earlier context (exit 1 when nothing matched).
     Search {
         /// Full id or unique prefix.
         id: String,
@@ -195,6 +218,9 @@ pub enum RemoteCommand {
         /// How many results.
         #[arg(long, default_value_t = 5)]
         top_k: usize,
+        /// Retrieval mode.
+        #[arg(long, default_value = "hybrid", value_parser = choices::MODES)]
+        mode: String,
     },
     /// Verify a session's integrity chain as the server's store reads it.
     Verify {
@@ -206,39 +232,45 @@ pub enum RemoteCommand {
 /// Run `memoir remote`.
 pub fn run_remote(args: RemoteArgs) -> anyhow::Result<ExitCode> {
     let Some(url) = args.url.or_else(|| env_nonempty("MEMOIR_REMOTE")) else {
-        bail!("no server: give --remote URL or set $MEMOIR_REMOTE");
+        return Err(CliError::usage(
+            "no server: give --remote URL or set $MEMOIR_REMOTE",
+        ));
     };
     let token = args.token.or_else(|| env_nonempty("MEMOIR_TOKEN"));
     let client = Client::new(&url, token)?;
     let store = Arc::new(RemoteStore::new(client.clone()));
-    let resolve = |prefix: &str| find_in(store.as_ref(), prefix);
+    let json = args.json;
+    let on_server = |e: memoir::Error| name_store(e, url.as_str());
+    let resolve = |prefix: &str| find_in(store.as_ref(), prefix).map_err(on_server);
     match args.command {
-        RemoteCommand::List { json } => {
+        RemoteCommand::List => {
             let l = client.list()?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&l)?);
-            } else {
-                for s in &l.sessions {
-                    println!(
-                        "{}  {}  {}",
-                        s.meta.id,
-                        s.meta.created_at.format("%Y-%m-%d %H:%M"),
-                        s.meta.title.as_deref().unwrap_or("(untitled)")
-                    );
-                }
+                return print_json(&l);
+            }
+            for s in &l.sessions {
+                outln!(
+                    "{}  {}  {}",
+                    s.meta.id,
+                    s.meta.created_at.format("%Y-%m-%d %H:%M"),
+                    s.meta.title.as_deref().unwrap_or("(untitled)")
+                );
             }
         }
-        RemoteCommand::Show { id, json } => {
-            let loaded = client.load(&resolve(&id)?)?;
+        RemoteCommand::Show { id } => {
+            let loaded = client.load(&resolve(&id)?).map_err(on_server)?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&loaded)?);
-            } else {
-                for (m, seq) in loaded.messages.iter().zip(&loaded.message_seqs) {
-                    println!("[{seq}] {:?}: {}", m.role, m.text_content());
-                }
-                if !loaded.issues.is_empty() {
-                    eprintln!("{} integrity issue(s)", loaded.issues.len());
-                }
+                return print_json(&loaded);
+            }
+            for (i, (m, seq)) in loaded.messages.iter().zip(&loaded.message_seqs).enumerate() {
+                let from = match &loaded.meta.parent {
+                    Some(p) if i < loaded.inherited => Some(p.session.as_str()),
+                    _ => None,
+                };
+                super::sessions::print_message(*seq, from, m)?;
+            }
+            if !loaded.issues.is_empty() {
+                eprintln!("{} integrity issue(s)", loaded.issues.len());
             }
         }
         RemoteCommand::Create { id, title } => {
@@ -247,7 +279,10 @@ pub fn run_remote(args: RemoteArgs) -> anyhow::Result<ExitCode> {
                 title,
                 ..Default::default()
             })?;
-            println!("{}", created.id);
+            if json {
+                return print_json(&created);
+            }
+            outln!("{}", created.id);
         }
         RemoteCommand::Append {
             id,
@@ -256,50 +291,113 @@ pub fn run_remote(args: RemoteArgs) -> anyhow::Result<ExitCode> {
             expected_seq,
         } => {
             let message = match role.as_str() {
-                "user" => Message::user(text),
                 "assistant" => Message::assistant(text),
-                other => bail!("unknown role {other:?} (user or assistant)"),
+                _ => Message::user(text),
             };
             let id = resolve(&id)?;
-            match client.append(&id, &[Record::Message(message)], expected_seq) {
-                Ok(a) => println!("{}", a.first_seq),
-                Err(e @ memoir::Error::Conflict { .. }) => {
-                    eprintln!("memoir: {e}");
-                    return Ok(ExitCode::from(3));
-                }
-                Err(e) => return Err(e.into()),
+            let a = client
+                .append(&id, &[Record::Message(message)], expected_seq)
+                .map_err(on_server)?;
+            if json {
+                return print_json(
+                    &json!({"id": id, "first_seq": a.first_seq, "last_seq": a.last_seq}),
+                );
             }
+            outln!("{}", a.first_seq);
         }
         RemoteCommand::Fork { id, at_seq, new_id } => {
-            let forked = client.fork(
-                &resolve(&id)?,
-                &wire::ForkRequest {
-                    id: new_id,
-                    at_seq,
-                    title: None,
-                },
-            )?;
-            println!("{}", forked.id);
+            let forked = client
+                .fork(
+                    &resolve(&id)?,
+                    &wire::ForkRequest {
+                        id: new_id,
+                        at_seq,
+                        title: None,
+                    },
+                )
+                .map_err(on_server)?;
+            if json {
+                return print_json(&forked);
+            }
+            outln!("{}", forked.id);
         }
-        RemoteCommand::Export { id } => print!("{}", client.export(&resolve(&id)?)?),
-        RemoteCommand::Delete { id } => client.delete(&id)?,
-        RemoteCommand::Search { id, query, top_k } => {
-            let r = client.search(&resolve(&id)?, &query, top_k)?;
-            for h in r.hits {
-                println!(
-                    "[{}] {:.3} {}: {}",
-                    h.chain_seq,
-                    h.score,
-                    h.kind,
-                    h.text.unwrap_or_default()
-                );
+        RemoteCommand::Export { id } => {
+            let id = resolve(&id)?;
+            let text = client.export(&id).map_err(on_server)?;
+            if json {
+                return print_json(&json!({"id": id, "format": "jsonl", "content": text}));
+            }
+            out!("{text}");
+        }
+        RemoteCommand::Delete { id } => {
+            memoir::id::validate(&id)?;
+            client.delete(&id).map_err(on_server)?;
+            if json {
+                return print_json(&json!({"id": id, "deleted": true}));
+            }
+            outln!("deleted {id}");
+        }
+        RemoteCommand::Restore { id } => {
+            memoir::id::validate(&id)?;
+            client.restore(&id).map_err(on_server)?;
+            if json {
+                return print_json(&json!({"id": id, "restored": true}));
+            }
+            outln!("restored {id}");
+        }
+        RemoteCommand::Purge { id } => {
+            memoir::id::validate(&id)?;
+            let purged = client.purge(&id).map_err(on_server)?;
+            if json {
+                return print_json(&purged);
+            }
+            outln!("purged {id}");
+        }
+        RemoteCommand::Search {
+            id,
+            query,
+            top_k,
+            mode,
+        } => {
+            let id = resolve(&id)?;
+            let r = client
+                .search_mode(&id, &query, top_k, Some(&mode))
+                .map_err(on_server)?;
+            let any = !r.hits.is_empty();
+            if json {
+                print_json(&r)?;
+            } else {
+                for h in r.hits {
+                    outln!(
+                        "[{}] {:.3} {}: {}",
+                        h.chain_seq,
+                        h.score,
+                        h.kind,
+                        h.text.unwrap_or_default()
+                    );
+                }
+            }
+            if !any {
+                return Ok(ExitCode::from(crate::exit::PROBLEMS));
             }
         }
         RemoteCommand::Verify { id } => {
-            let raw = client.log(&resolve(&id)?)?;
-            println!("{}", scan::describe(&raw.report));
-            if !raw.report.is_clean() {
-                return Ok(ExitCode::from(1));
+            let id = resolve(&id)?;
+            let raw = client.log(&id).map_err(on_server)?;
+            let clean = raw.report.is_clean();
+            if json {
+                print_json(&json!({
+                    "id": id,
+                    "clean": clean,
+                    "summary": scan::describe(&raw.report),
+                    "issues": raw.report.issues.iter().map(|i| i.to_string()).collect::<Vec<_>>(),
+                    "first_bad_seq": raw.report.first_bad_seq(),
+                }))?;
+            } else {
+                outln!("{}", scan::describe(&raw.report));
+            }
+            if !clean {
+                return Ok(ExitCode::from(crate::exit::PROBLEMS));
             }
         }
     }

@@ -2,91 +2,26 @@
 //! sessions (new, fork, export, rename, delete, restore, purge) through
 //! [`memoir::manager::SessionManager`].
 //!
-//! Which store a command uses (first match wins):
-//! 1. `--dir <DIR>`: that directory;
-//! 2. `--project <PATH>`: the project's store, `<PATH>/.memoir/sessions`;
-//! 3. `$MEMOIR_SESSION_DIR` when set;
-//! 4. the current directory's project: the nearest ancestor holding a
-//!    `.memoir/sessions` directory (the home directory's `~/.memoir` is the
-//!    global store, not a project);
-//! 5. the global store, `$MEMOIR_HOME/sessions` (`~/.memoir/sessions`), which
-//!    `memoir demo` uses outside a project.
+//! The store is chosen by [`StoreArgs`] (the library's resolution order).
+//! Messages are numbered by their record `seq` everywhere: `show` prints it,
+//! `fork --at SEQ` cuts after it, exports carry it.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use memoir::manager::{
-    ExportFormat, ExportOptions, IndexEntry, ManagerOptions, SessionManager, PROJECT_SESSIONS_DIR,
-};
+use memoir::manager::{fork as fork_rules, ExportFormat, ExportOptions, IndexEntry};
 use memoir::message::{Block, Message};
 use memoir::store::{scan, Durability};
 use memoir::transcript::Session;
 use serde_json::json;
 
-/// Where the sessions are (shared by every `sessions` subcommand and `demo`).
-#[derive(clap::Args, Clone, Default)]
-pub struct StoreArgs {
-    /// Session directory (overrides --project and the defaults).
-    #[arg(long, global = true)]
-    pub dir: Option<PathBuf>,
-    /// Use this project's sessions (<PATH>/.memoir/sessions). Default: the
-    /// current directory's project, else $MEMOIR_SESSION_DIR or $MEMOIR_HOME/sessions.
-    #[arg(long, global = true, value_name = "PATH")]
-    pub project: Option<PathBuf>,
-}
-
-impl StoreArgs {
-    /// The resolved session directory (see the module docs for the order).
-    pub fn dir(&self) -> anyhow::Result<PathBuf> {
-        if let Some(d) = &self.dir {
-            return Ok(d.clone());
-        }
-        if let Some(p) = self.project()? {
-            return Ok(p.join(PROJECT_SESSIONS_DIR));
-        }
-        Ok(Session::default_dir()?)
-    }
-
-    /// The project the store belongs to: `--project`, else (unless `--dir`
-    /// or `$MEMOIR_SESSION_DIR` chose the store) the current directory's.
-    pub fn project(&self) -> anyhow::Result<Option<PathBuf>> {
-        if let Some(p) = &self.project {
-            return Ok(Some(p.clone()));
-        }
-        if self.dir.is_some() || memoir::paths::env_path("MEMOIR_SESSION_DIR")?.is_some() {
-            return Ok(None);
-        }
-        let cwd = std::env::current_dir().context("current directory")?;
-        let home_store = memoir::paths::env_path("HOME")?.map(|h| h.join(".memoir"));
-        Ok(cwd
-            .ancestors()
-            .find(|dir| {
-                let marker = dir.join(".memoir");
-                Some(&marker) != home_store.as_ref() && dir.join(PROJECT_SESSIONS_DIR).is_dir()
-            })
-            .map(Path::to_path_buf))
-    }
-
-    /// A manager over the resolved store; new sessions record the project
-    /// (or, outside one, the current directory) as their workspace.
-    pub fn manager(&self, durability: Durability) -> anyhow::Result<SessionManager> {
-        let dir = self.dir()?;
-        let workspace = match self.project()? {
-            Some(p) => Some(std::fs::canonicalize(&p).unwrap_or(p)),
-            None => std::env::current_dir().ok(),
-        };
-        let options = ManagerOptions {
-            durability,
-            repair_on_switch: false,
-            workspace,
-            ..Default::default()
-        };
-        SessionManager::open(&dir, options)
-            .with_context(|| format!("opening sessions in {}", dir.display()))
-    }
-}
+use super::choices;
+use super::store::{resolve_id, resolve_trashed, StoreArgs};
+use crate::exit::name_store;
+use crate::outln;
+use crate::output::print_json;
 
 /// Subcommands of `memoir sessions`.
 #[derive(clap::Subcommand)]
@@ -146,14 +81,15 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Fork a session (by reference) after its first N messages.
+    /// Fork a session (by reference) through one of its records.
     Fork {
         /// Full id or unique prefix of the source.
         id: String,
-        /// Messages to keep (default: all). Moved back so no tool call is
-        /// separated from its results.
-        #[arg(long, value_name = "N")]
-        at: Option<usize>,
+        /// The last record seq to keep, as `sessions show` prints it
+        /// (default: all; a fork's inherited messages are always kept). Moved
+        /// back so no tool call is separated from its results.
+        #[arg(long, value_name = "SEQ")]
+        at: Option<u64>,
         #[command(flatten)]
         store: StoreArgs,
         /// Print JSON.
@@ -164,9 +100,9 @@ pub enum Command {
     Export {
         /// Full id or unique prefix.
         id: String,
-        /// jsonl, openai or markdown.
-        #[arg(long, default_value = "jsonl")]
-        format: String,
+        /// Output format.
+        #[arg(long, default_value = "jsonl", value_parser = choices::export_format())]
+        format: ExportFormat,
         /// Replace high-confidence secrets with [REDACTED:<kind>].
         #[arg(long)]
         redact: bool,
@@ -279,7 +215,7 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
             output,
             store,
             json,
-        } => export(&store, &id, &format, redact, output.as_deref(), json),
+        } => export(&store, &id, format, redact, output.as_deref(), json),
         Command::Rename {
             id,
             title,
@@ -297,11 +233,6 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
             store,
         } => stress(&store, sessions, messages, shared.as_deref(), &tag),
     }
-}
-
-fn print_json(value: &serde_json::Value) -> anyhow::Result<ExitCode> {
-    println!("{}", serde_json::to_string_pretty(value)?);
-    Ok(ExitCode::SUCCESS)
 }
 
 /// The session a fork was made from (its `forked_from`, else its parent).
@@ -349,7 +280,7 @@ fn entry_line(depth: usize, e: &IndexEntry, listed: &HashMap<&str, ()>) -> Strin
     };
     let mut extra = String::new();
     if let (Some(p), Some(from)) = (&e.parent, lineage(e)) {
-        extra.push_str(&format!("  (fork of {from} at {})", p.messages));
+        extra.push_str(&format!("  (fork of {from} through seq {})", p.seq));
         if !listed.contains_key(from) {
             extra.push_str(" [parent deleted]");
         }
@@ -367,16 +298,27 @@ fn entry_line(depth: usize, e: &IndexEntry, listed: &HashMap<&str, ()>) -> Strin
 }
 
 fn list(store: &StoreArgs, as_json: bool) -> anyhow::Result<ExitCode> {
-    let m = store.manager(Durability::Fsync)?;
+    // A read never creates the store: a missing one lists as empty.
+    let Some(resolved) = store.exists()? else {
+        let dir = store.resolve()?.dir;
+        if as_json {
+            return print_json(&json!({
+                "store": dir, "sessions": [], "unreadable": 0, "rebuilt": 0,
+            }));
+        }
+        outln!("no sessions in {} (no store there yet)", dir.display());
+        return Ok(ExitCode::SUCCESS);
+    };
+    let m = store.reader()?;
     let report = m.list_sessions_report()?;
-    let dir = m.sessions_dir().to_path_buf();
+    let dir = resolved.dir;
     if as_json {
         let rows = report
             .entries
             .iter()
             .map(|e| {
                 let mut v = serde_json::to_value(e)?;
-                v["path"] = json!(dir.join(format!("{}.jsonl", e.id)));
+                v["path"] = json!(m.store().location(&e.id));
                 Ok(v)
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
@@ -388,11 +330,11 @@ fn list(store: &StoreArgs, as_json: bool) -> anyhow::Result<ExitCode> {
         }));
     }
     if report.entries.is_empty() {
-        println!("no sessions in {}", dir.display());
+        outln!("no sessions in {}", dir.display());
     }
     let listed: HashMap<&str, ()> = report.entries.iter().map(|e| (e.id.as_str(), ())).collect();
     for (depth, e) in fork_tree(&report.entries) {
-        println!("{}", entry_line(depth, e, &listed));
+        outln!("{}", entry_line(depth, e, &listed));
     }
     if report.unreadable > 0 {
         eprintln!("{} unreadable transcript(s) skipped", report.unreadable);
@@ -401,20 +343,23 @@ fn list(store: &StoreArgs, as_json: bool) -> anyhow::Result<ExitCode> {
 }
 
 fn list_trash(store: &StoreArgs, as_json: bool) -> anyhow::Result<ExitCode> {
-    let m = store.manager(Durability::Fsync)?;
-    let trash = m.list_trash()?;
+    let trash = match store.exists()? {
+        Some(_) => store.reader()?.list_trash()?,
+        None => Vec::new(),
+    };
+    let dir = store.resolve()?.dir;
     if as_json {
         let rows: Vec<_> = trash
             .iter()
             .map(|t| json!({"entry": t.entry, "deleted_at": t.deleted_at}))
             .collect();
-        return print_json(&json!({"store": m.sessions_dir(), "deleted": rows}));
+        return print_json(&json!({"store": dir, "deleted": rows}));
     }
     if trash.is_empty() {
-        println!("the trash of {} is empty", m.sessions_dir().display());
+        outln!("the trash of {} is empty", dir.display());
     }
     for t in &trash {
-        println!(
+        outln!(
             "{}  deleted {}  {:>4} msgs  {}",
             t.entry.id,
             t.deleted_at.format("%Y-%m-%d %H:%M"),
@@ -426,17 +371,20 @@ fn list_trash(store: &StoreArgs, as_json: bool) -> anyhow::Result<ExitCode> {
 }
 
 fn show(store: &StoreArgs, id: &str, as_json: bool) -> anyhow::Result<ExitCode> {
-    let m = store.manager(Durability::Fsync)?;
-    let id = m.resolve(id)?;
+    let m = store.reader()?;
+    let id = resolve_id(&m, id)?;
     let t = m
         .read_session(&id)
+        .map_err(|e| name_store(e, m.sessions_dir()))
         .with_context(|| format!("reading session {id}"))?;
     if as_json {
         return print_json(&json!({
             "meta": t.meta,
             "title": t.title,
             "messages": t.messages,
+            "message_seqs": t.message_seqs,
             "inherited": t.inherited,
+            "last_seq": t.last_seq,
             "taint": t.taint,
             "usage": t.usage,
             "turns": t.turns,
@@ -444,25 +392,31 @@ fn show(store: &StoreArgs, id: &str, as_json: bool) -> anyhow::Result<ExitCode> 
             "issues": t.report.issues.iter().map(|i| i.to_string()).collect::<Vec<_>>(),
         }));
     }
-    println!(
+    outln!(
         "session {}  ({})",
         t.meta.id,
         t.title.as_deref().unwrap_or("untitled")
     );
-    println!(
+    outln!(
         "created {}  provider {}  model {}",
         t.meta.created_at.to_rfc3339(),
         t.meta.provider,
         t.meta.model
     );
     if let Some(p) = &t.meta.parent {
-        println!(
-            "fork of {} after message {} (seq {})",
-            p.session, p.messages, p.seq
+        outln!(
+            "fork of {} through seq {} ({} messages inherited; their seqs are the parent's)",
+            p.session,
+            p.seq,
+            t.inherited
         );
     }
-    for (m, seq) in t.messages.iter().zip(&t.message_seqs) {
-        print_message(*seq, m);
+    for (i, (msg, seq)) in t.messages.iter().zip(&t.message_seqs).enumerate() {
+        let from = match &t.meta.parent {
+            Some(p) if i < t.inherited => Some(p.session.as_str()),
+            _ => None,
+        };
+        print_message(*seq, from, msg)?;
     }
     for issue in &t.report.issues {
         eprintln!("warning: {issue}");
@@ -470,15 +424,20 @@ fn show(store: &StoreArgs, id: &str, as_json: bool) -> anyhow::Result<ExitCode> 
     Ok(ExitCode::SUCCESS)
 }
 
-/// One message, human-readable.
-pub fn print_message(seq: u64, m: &Message) {
+/// One message, human-readable, labelled with its record seq (and, for a
+/// fork's inherited message, the session the seq belongs to).
+pub fn print_message(seq: u64, from: Option<&str>, m: &Message) -> anyhow::Result<()> {
     let role = m.role.as_str();
+    let at = match from {
+        Some(parent) => format!("{parent}:{seq}"),
+        None => format!("{seq:>4}"),
+    };
     for block in &m.content {
         match block {
-            Block::Text { text } => println!("[{seq:>4}] {role}: {text}"),
-            Block::Thinking { text, .. } => println!("[{seq:>4}] {role} (thinking): {text}"),
+            Block::Text { text } => outln!("[{at}] {role}: {text}"),
+            Block::Thinking { text, .. } => outln!("[{at}] {role} (thinking): {text}"),
             Block::ToolUse { id, name, input } => {
-                println!("[{seq:>4}] {role} -> {name}({input}) [{id}]")
+                outln!("[{at}] {role} -> {name}({input}) [{id}]")
             }
             Block::ToolResult {
                 tool_use_id,
@@ -487,19 +446,19 @@ pub fn print_message(seq: u64, m: &Message) {
             } => {
                 let tag = if *is_error { "error" } else { "result" };
                 let shown: String = content.chars().take(200).collect();
-                println!("[{seq:>4}] {role} <- {tag} [{tool_use_id}]: {shown}")
+                outln!("[{at}] {role} <- {tag} [{tool_use_id}]: {shown}")
             }
             Block::Image { media_type, data } => {
-                println!(
-                    "[{seq:>4}] {role}: <image {media_type}, {} bytes base64>",
+                outln!(
+                    "[{at}] {role}: <image {media_type}, {} bytes base64>",
                     data.len()
                 )
             }
-            Block::Unknown(v) => println!("[{seq:>4}] {role}: <unknown block {v}>"),
+            Block::Unknown(v) => outln!("[{at}] {role}: <unknown block {v}>"),
         }
     }
     if let Some(u) = &m.usage {
-        println!(
+        outln!(
             "       usage: in {} out {} cache-read {} cache-write {}",
             u.input_tokens,
             u.output_tokens,
@@ -507,15 +466,19 @@ pub fn print_message(seq: u64, m: &Message) {
             u.cache_creation_input_tokens
         );
     }
+    Ok(())
 }
 
 fn usage(store: &StoreArgs, id: &str, as_json: bool) -> anyhow::Result<ExitCode> {
-    let path = Session::find(&store.dir()?, id)?;
-    let t = Session::read(&path)?;
-    // Per-message usage is what providers report; run summaries are what harnesses total.
+    let m = store.reader()?;
+    let id = resolve_id(&m, id)?;
+    let t = m.read_session(&id)?;
+    // Per-message usage is what providers report; run summaries are what
+    // harnesses total. Only the session's own messages count (a fork's
+    // inherited prefix is counted in its parent).
     let mut per_message = memoir::Usage::default();
-    for m in &t.messages {
-        if let Some(u) = &m.usage {
+    for msg in &t.messages[t.inherited.min(t.messages.len())..] {
+        if let Some(u) = &msg.usage {
             per_message.add(u);
         }
     }
@@ -524,8 +487,8 @@ fn usage(store: &StoreArgs, id: &str, as_json: bool) -> anyhow::Result<ExitCode>
             &json!({"id": t.meta.id, "summaries": t.usage, "turns": t.turns, "messages": per_message}),
         );
     }
-    println!("session {}", t.meta.id);
-    println!(
+    outln!("session {}", t.meta.id);
+    outln!(
         "run summaries: input {} output {} cache-read {} cache-write {} turns {}",
         t.usage.input_tokens,
         t.usage.output_tokens,
@@ -533,7 +496,7 @@ fn usage(store: &StoreArgs, id: &str, as_json: bool) -> anyhow::Result<ExitCode>
         t.usage.cache_creation_input_tokens,
         t.turns
     );
-    println!(
+    outln!(
         "per message:   input {} output {} cache-read {} cache-write {}",
         per_message.input_tokens,
         per_message.output_tokens,
@@ -544,33 +507,33 @@ fn usage(store: &StoreArgs, id: &str, as_json: bool) -> anyhow::Result<ExitCode>
 }
 
 fn verify(store: &StoreArgs, id: &str, as_json: bool) -> anyhow::Result<ExitCode> {
-    let path = Session::find(&store.dir()?, id)?;
+    let m = store.reader()?;
+    let id = resolve_id(&m, id)?;
+    let path = m.store().location(&id);
     let report = Session::verify(&path)?;
     let code = if report.is_clean() {
         ExitCode::SUCCESS
     } else {
-        ExitCode::from(1)
+        ExitCode::from(crate::exit::PROBLEMS)
     };
     if as_json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&json!({
-                "path": path,
-                "clean": report.is_clean(),
-                "summary": scan::describe(&report),
-                "issues": report.issues.iter().map(|i| i.to_string()).collect::<Vec<_>>(),
-                "first_bad_seq": report.first_bad_seq(),
-            }))?
-        );
+        print_json(&json!({
+            "id": id,
+            "path": path,
+            "clean": report.is_clean(),
+            "summary": scan::describe(&report),
+            "issues": report.issues.iter().map(|i| i.to_string()).collect::<Vec<_>>(),
+            "first_bad_seq": report.first_bad_seq(),
+        }))?;
         return Ok(code);
     }
-    println!("{}: {}", path.display(), scan::describe(&report));
+    outln!("{}: {}", path.display(), scan::describe(&report));
     if !report.is_clean() {
         for issue in &report.issues {
-            println!("  {issue}");
+            outln!("  {issue}");
         }
         if let Some(seq) = report.first_bad_seq() {
-            println!("first bad seq: {seq}");
+            outln!("first bad seq: {seq}");
         }
     }
     Ok(code)
@@ -584,22 +547,30 @@ fn new(
 ) -> anyhow::Result<ExitCode> {
     let mut m = store.manager(Durability::Fsync)?;
     let id = m.create_session(task, title)?;
-    let path = m.sessions_dir().join(format!("{id}.jsonl"));
+    let path = m.store().location(&id);
     if as_json {
         return print_json(&json!({"id": id, "path": path, "messages": m.messages.len()}));
     }
-    println!("{id}");
+    outln!("{id}");
     Ok(ExitCode::SUCCESS)
 }
 
-fn fork(store: &StoreArgs, id: &str, at: Option<usize>, as_json: bool) -> anyhow::Result<ExitCode> {
+fn fork(store: &StoreArgs, id: &str, at: Option<u64>, as_json: bool) -> anyhow::Result<ExitCode> {
     let mut m = store.manager(Durability::Fsync)?;
-    let source = m.resolve(id)?;
-    let f = m.fork_session(&source, at)?;
+    let source = resolve_id(&m, id)?;
+    let upto = match at {
+        Some(seq) => Some(fork_rules::messages_through_seq(
+            &m.read_session(&source)?,
+            seq,
+        )?),
+        None => None,
+    };
+    let f = m.fork_session(&source, upto)?;
     if as_json {
         return print_json(&json!({
             "id": f.id,
             "source": source,
+            "requested_seq": at,
             "requested": f.requested,
             "effective": f.effective,
             "parent": f.parent,
@@ -608,25 +579,24 @@ fn fork(store: &StoreArgs, id: &str, at: Option<usize>, as_json: bool) -> anyhow
     }
     if f.effective != f.requested {
         eprintln!(
-            "cut moved back from {} to {} message(s) to keep tool calls with their results",
-            f.requested, f.effective
+            "cut moved back to seq {} ({} of {} message(s)) to keep tool calls with their results",
+            f.parent.seq, f.effective, f.requested
         );
     }
-    println!("{}", f.id);
+    outln!("{}", f.id);
     Ok(ExitCode::SUCCESS)
 }
 
 fn export(
     store: &StoreArgs,
     id: &str,
-    format: &str,
+    format: ExportFormat,
     redact: bool,
     output: Option<&Path>,
     as_json: bool,
 ) -> anyhow::Result<ExitCode> {
-    let format: ExportFormat = format.parse()?;
-    let mut m = store.manager(Durability::Fsync)?;
-    let id = m.resolve(id)?;
+    let mut m = store.reader()?;
+    let id = resolve_id(&m, id)?;
     let e = m.export(&id, ExportOptions { format, redact })?;
     for loss in &e.losses {
         eprintln!("warning: {} export: {loss}", format.as_str());
@@ -656,7 +626,7 @@ fn export(
         return print_json(&report);
     }
     if output.is_none() {
-        print!("{}", e.text);
+        crate::out!("{}", e.text);
     } else if redact {
         eprintln!("{} secret(s) redacted", e.redactions.total());
     }
@@ -664,57 +634,50 @@ fn export(
 }
 
 fn rename(store: &StoreArgs, id: &str, title: &str, as_json: bool) -> anyhow::Result<ExitCode> {
-    let mut m = store.manager(Durability::Fsync)?;
-    let id = m.resolve(id)?;
+    let mut m = store.reader()?;
+    let id = resolve_id(&m, id)?;
     m.rename_session(&id, title)?;
     if as_json {
         return print_json(&json!({"id": id, "title": title}));
     }
-    println!("{id}: {title}");
+    outln!("{id}: {title}");
     Ok(ExitCode::SUCCESS)
 }
 
 fn delete(store: &StoreArgs, id: &str, as_json: bool) -> anyhow::Result<ExitCode> {
-    let mut m = store.manager(Durability::Fsync)?;
-    let id = m.resolve(id)?;
+    let mut m = store.reader()?;
+    let id = resolve_id(&m, id)?;
     if !m.delete_session(&id)? {
-        anyhow::bail!("session {id} vanished before it could be deleted");
+        return Err(name_store(
+            memoir::Error::NotFound(id.clone()),
+            m.sessions_dir(),
+        ));
     }
     if as_json {
         return print_json(&json!({"id": id, "deleted": true}));
     }
-    println!("moved {id} to the trash (undo: memoir sessions restore {id})");
+    outln!("moved {id} to the trash (undo: memoir sessions restore {id})");
     Ok(ExitCode::SUCCESS)
 }
 
 fn restore(store: &StoreArgs, id: &str, as_json: bool) -> anyhow::Result<ExitCode> {
-    let mut m = store.manager(Durability::Fsync)?;
-    let trash = m.list_trash()?;
-    let matches: Vec<&str> = trash
-        .iter()
-        .map(|t| t.entry.id.as_str())
-        .filter(|t| *t == id || t.starts_with(id))
-        .collect();
-    let id = match matches.as_slice() {
-        [one] => one.to_string(),
-        _ if matches.contains(&id) => id.to_string(),
-        [] => id.to_string(), // let the manager report it precisely
-        many => anyhow::bail!(
-            "{id:?} matches {} trashed sessions; use a longer prefix: {}",
-            many.len(),
-            many.join(", ")
-        ),
-    };
-    let entry = m.restore_session(&id)?;
+    let mut m = store.reader()?;
+    let id = resolve_trashed(&m, id)?;
+    let entry = m
+        .restore_session(&id)
+        .map_err(|e| name_store(e, m.sessions_dir()))?;
     if as_json {
         return print_json(&json!({"id": id, "restored": true, "entry": entry}));
     }
-    println!("restored {id} ({} messages)", entry.messages);
+    outln!("restored {id} ({} messages)", entry.messages);
     Ok(ExitCode::SUCCESS)
 }
 
 fn purge(store: &StoreArgs, ids: &[String], as_json: bool) -> anyhow::Result<ExitCode> {
-    let mut m = store.manager(Durability::Fsync)?;
+    for id in ids {
+        memoir::id::validate(id)?;
+    }
+    let mut m = store.reader()?;
     let only = (!ids.is_empty()).then_some(ids);
     let report = m.purge_trash(only)?;
     if as_json {
@@ -726,13 +689,13 @@ fn purge(store: &StoreArgs, ids: &[String], as_json: bool) -> anyhow::Result<Exi
         return print_json(&json!({"purged": report.purged, "kept": kept}));
     }
     for id in &report.purged {
-        println!("purged {id}");
+        outln!("purged {id}");
     }
     for (id, by) in &report.kept {
-        println!("kept {id}: forks still need its prefix ({})", by.join(", "));
+        outln!("kept {id}: forks still need its prefix ({})", by.join(", "));
     }
     if report.purged.is_empty() && report.kept.is_empty() {
-        println!("the trash is empty");
+        outln!("the trash is empty");
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -754,7 +717,7 @@ fn stress(
         if let Some(shared) = shared {
             m.append_session_messages(shared, vec![Message::user(format!("{tag}:{i}"))])?;
         }
-        println!("{id}");
+        outln!("{id}");
     }
     Ok(ExitCode::SUCCESS)
 }

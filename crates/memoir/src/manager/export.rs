@@ -124,6 +124,14 @@ fn jsonl(t: &Transcript, messages: &[Message]) -> crate::Result<String> {
         let mut line = Map::new();
         line.insert("type".into(), Value::String("message".into()));
         line.insert("index".into(), json!(index));
+        // The record seq `sessions show` prints (a fork's inherited
+        // messages carry their parent's seq and `inherited: true`).
+        if let Some(seq) = t.message_seqs.get(index) {
+            line.insert("seq".into(), json!(seq));
+        }
+        if index < t.inherited {
+            line.insert("inherited".into(), json!(true));
+        }
         if let Value::Object(fields) = serde_json::to_value(m)? {
             for (k, v) in fields {
                 line.entry(k).or_insert(v);
@@ -166,13 +174,19 @@ fn markdown(t: &Transcript, messages: &[Message]) -> String {
     if let Some(p) = &t.meta.parent {
         let _ = writeln!(
             out,
-            "- forked from `{}` after message {}",
-            p.session, p.messages
+            "- forked from `{}` through seq {} ({} messages)",
+            p.session, p.seq, p.messages
         );
     }
     let _ = writeln!(out, "- messages: {}", messages.len());
     for (i, m) in messages.iter().enumerate() {
-        let _ = writeln!(out, "\n## {} · {}\n", i, m.role.as_str());
+        // Numbered by record seq, as `sessions show` prints it.
+        let seq = t.message_seqs.get(i).copied().unwrap_or_default();
+        let from = match &t.meta.parent {
+            Some(p) if i < t.inherited => format!(" (from `{}`)", p.session),
+            _ => String::new(),
+        };
+        let _ = writeln!(out, "\n## seq {seq}{from} · {}\n", m.role.as_str());
         for block in &m.content {
             match block {
                 Block::Text { text } => {

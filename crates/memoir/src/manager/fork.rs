@@ -176,11 +176,7 @@ pub fn fork_point(
             rewrite: None,
         },
         None => ForkPlan {
-            point: ForkPoint {
-                session: source.to_string(),
-                seq: t.last_seq,
-                messages: t.messages.len(),
-            },
+            point: ForkPoint::new(source, t.last_seq, t.messages.len()),
             rewrite: Some(prefix.to_vec()),
         },
     })
@@ -195,11 +191,7 @@ fn own_point(id: &str, t: &Transcript, end: usize, last_seq: u64) -> ForkPoint {
         Some(next) => next.saturating_sub(1),
         None => last_seq,
     };
-    ForkPoint {
-        session: id.to_string(),
-        seq,
-        messages: end,
-    }
+    ForkPoint::new(id, seq, end)
 }
 
 /// The reference, among the ancestors of `t`, for a cut inside its
@@ -221,6 +213,26 @@ fn ancestor(
         return Ok(Some(own_point(&parent.session, &at, end, parent.seq)));
     }
     ancestor(store, &at, end, depth + 1)
+}
+
+/// How many messages a cut "through record `at_seq`" keeps: the user-facing
+/// numbering of a cut is the record `seq` that `sessions show` prints. Every
+/// inherited message (a fork's parent prefix) is kept, plus the session's own
+/// messages whose record `seq` is at most `at_seq`. A `seq` past the
+/// session's last record is refused.
+pub fn messages_through_seq(t: &Transcript, at_seq: u64) -> crate::Result<usize> {
+    if at_seq > t.last_seq {
+        return Err(crate::Error::Invalid(format!(
+            "seq {at_seq} is past the end of session {} (its last seq is {})",
+            t.meta.id, t.last_seq
+        )));
+    }
+    let inherited = t.inherited.min(t.message_seqs.len());
+    let own = t.message_seqs[inherited..]
+        .iter()
+        .filter(|&&s| s <= at_seq)
+        .count();
+    Ok(inherited + own)
 }
 
 #[cfg(test)]

@@ -2,9 +2,13 @@
 //! a self-healing index over memoir transcripts.
 //!
 //! [`SessionManager`] keeps the seed's API (`create_session`, `add_message`,
-//! `flush`, `switch_session`, `fork_session`, `list_sessions`, ...) over a
-//! directory of transcripts (one append-only `<id>.jsonl` per session, see
-//! [`crate::transcript`]). What it fixes:
+//! `flush`, `switch_session`, `fork_session`, `list_sessions`, ...) over any
+//! [`LogStore`]: a directory of transcripts (one append-only `<id>.jsonl` per
+//! session, see [`crate::transcript`]; [`SessionManager::open`]), PostgreSQL,
+//! a remote `memoir serve` or the in-memory store
+//! ([`SessionManager::with_store`]). Every front (CLI, server, importers)
+//! drives sessions through it, so fork cuts, trash, export and repair have one
+//! implementation and the same semantics on every backend. What it fixes:
 //!
 //! - writes are batched (every [`ManagerOptions::flush_every`] messages or
 //!   [`ManagerOptions::flush_interval`]) and cost O(new messages): messages
@@ -15,8 +19,14 @@
 //!   separates tool calls from their results ([`fork`]);
 //! - resuming closes unanswered tool calls with explicit error results
 //!   ([`SessionManager::repair_dangling_tool_calls`]);
-//! - listing reads a per-session index that heals itself ([`index`]);
+//! - listing reads a per-session index that heals itself ([`index`]) where
+//!   the store offers one ([`LogStore::index_dir`], the file store), and the
+//!   store's own listing elsewhere;
 //! - delete moves to a trash that restore undoes ([`trash`]);
+//! - the session being driven is held under the store's owner lease
+//!   ([`ManagerOptions::lease`]), so two managers cannot drive one session;
+//! - a fork records its parent's creation stamp and project, and is never
+//!   stitched onto a different session that reuses the parent's id;
 //! - ids are validated on every entry point; errors are typed ([`ManagerError`]).
 
 pub mod error;
@@ -24,13 +34,12 @@ pub mod export;
 pub mod fork;
 pub mod index;
 pub mod redact;
+mod resolve;
 pub mod trash;
 
-use std::fs::OpenOptions;
-use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -39,19 +48,19 @@ pub use export::{Export, ExportFormat, ExportOptions};
 pub use index::{IndexEntry, Listing, Status};
 pub use trash::{PurgeReport, Trashed};
 
-use crate::error::IoContext;
+use crate::error::{ErrorKind, IoContext};
 use crate::message::openai::to_openai_lossy;
 use crate::message::{Message, Role};
 use crate::record::{ForkPoint, Record, SessionMeta};
 use crate::store::file::FileStore;
-use crate::store::{Appended, Durability, LogStore};
+use crate::store::{header_project, Appended, Durability, Lease, LogStore, PROJECT_KEY};
 use crate::transcript::{find_in, read_in, Session, Transcript};
 use fork::Repair;
 use index::Index;
 use trash::TrashAware;
 
 /// Where a project keeps its sessions, relative to its root.
-pub const PROJECT_SESSIONS_DIR: &str = ".memoir/sessions";
+pub const PROJECT_SESSIONS_DIR: &str = crate::paths::PROJECT_SESSIONS_DIR;
 
 /// Header field naming the session a fork was made from, when its
 /// `parent` reference names an ancestor instead (the cut fell inside the
@@ -77,6 +86,32 @@ pub struct ManagerOptions {
     /// List only sessions whose header names [`ManagerOptions::workspace`]
     /// (for a store shared by several projects, e.g. `$MEMOIR_HOME/sessions`).
     pub only_workspace: bool,
+    /// The tenant on a shared store (`memoir serve`'s token project): new
+    /// sessions carry it in their header (field `project`), listings show
+    /// only its sessions ([`LogStore::list_project`]), and every other
+    /// project's session is "not found" to this manager (reads, writes,
+    /// forks and fork parents alike).
+    pub project: Option<String>,
+    /// Whether the current session is held under the store's owner lease
+    /// (default [`LeasePolicy::IfSupported`]).
+    pub lease: LeasePolicy,
+}
+
+/// How a [`SessionManager`] holds the session it drives.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum LeasePolicy {
+    /// Take no lease (several managers may drive one session; their appends
+    /// still never interleave inside a batch).
+    Off,
+    /// Take the store's lease when it has one ([`LogStore::acquire_lease`]);
+    /// a store without leases (e.g. [`crate::client::RemoteStore`]) runs
+    /// unleased. A live holder is refused with [`crate::Error::Busy`] naming
+    /// it; a holder that died is taken over (see [`SessionManager::lease`]).
+    #[default]
+    IfSupported,
+    /// Like `IfSupported`, but a store without leases is an error
+    /// ([`crate::error::StoreError::Unsupported`]).
+    Required,
 }
 
 impl Default for ManagerOptions {
@@ -88,6 +123,8 @@ impl Default for ManagerOptions {
             repair_on_switch: true,
             workspace: None,
             only_workspace: false,
+            project: None,
+            lease: LeasePolicy::IfSupported,
         }
     }
 }
@@ -116,6 +153,7 @@ struct Current {
     session: Session,
     persisted: usize,
     entry: Option<IndexEntry>,
+    lease: Option<Lease>,
 }
 
 /// Per-project session store with a current session.
@@ -134,9 +172,10 @@ pub struct SessionManager {
     /// cutoff, persisted as `checkpoint` records; messages are never trimmed).
     pub context_checkpoint: Option<Value>,
     project: PathBuf,
-    live: Arc<FileStore>,
+    dir: PathBuf,
+    live: Arc<dyn LogStore>,
     reader: Arc<TrashAware>,
-    index: Index,
+    index: Option<Index>,
     options: ManagerOptions,
     current: Option<Current>,
     last_flush: Option<Instant>,
@@ -194,7 +233,8 @@ impl SessionManager {
         SessionManager::open(&Session::default_dir()?, options)
     }
 
-    /// A manager over any session directory.
+    /// A manager over any session directory (a [`FileStore`] at
+    /// [`ManagerOptions::durability`], with the self-healing index).
     pub fn open(dir: &Path, options: ManagerOptions) -> Result<Self> {
         // No directory is created here: a read (list, show) must not create
         // a store; the first write (create, fork, index update) does. A path
@@ -213,19 +253,34 @@ impl SessionManager {
         }
         let dir = absolute(dir);
         let live = Arc::new(FileStore::new(&dir, options.durability));
+        Ok(SessionManager::with_store(live, options))
+    }
+
+    /// A manager over any store: files, PostgreSQL, a remote server or
+    /// memory. The store's own durability applies
+    /// ([`ManagerOptions::durability`] only configures the store
+    /// [`SessionManager::open`] creates). Listings use the store's index
+    /// directory when it has one ([`LogStore::index_dir`]).
+    pub fn with_store(store: Arc<dyn LogStore>, options: ManagerOptions) -> Self {
+        let dir = store
+            .index_dir()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| store.location(""));
+        let index = store.index_dir().map(Index::new);
         let project = options.workspace.clone().unwrap_or_else(|| dir.clone());
-        Ok(SessionManager {
+        SessionManager {
             current_session_id: None,
             messages: Vec::new(),
             context_checkpoint: None,
             project,
-            reader: Arc::new(TrashAware::new(live.clone())),
-            live,
-            index: Index::new(&dir),
+            dir,
+            reader: Arc::new(TrashAware::new(store.clone())),
+            live: store,
+            index,
             options,
             current: None,
             last_flush: None,
-        })
+        }
     }
 
     /// The project root this store belongs to (the store directory itself
@@ -234,9 +289,10 @@ impl SessionManager {
         self.project.clone()
     }
 
-    /// The directory holding the transcripts.
+    /// The directory holding the transcripts (for a store without one, its
+    /// locator, e.g. `postgres://host/db#schema`).
     pub fn sessions_dir(&self) -> &Path {
-        self.live.dir()
+        &self.dir
     }
 
     /// The options in force.
@@ -247,6 +303,39 @@ impl SessionManager {
     /// The store transcripts are written to.
     pub fn store(&self) -> Arc<dyn LogStore> {
         self.live.clone()
+    }
+
+    /// The owner lease held on the current session, if any (see
+    /// [`ManagerOptions::lease`]); [`Lease::recovered_from`] names a holder
+    /// that died without releasing it.
+    pub fn lease(&self) -> Option<&Lease> {
+        self.current.as_ref().and_then(|c| c.lease.as_ref())
+    }
+
+    /// Take the owner lease of `id` per [`ManagerOptions::lease`].
+    fn take_lease(&self, id: &str) -> Result<Option<Lease>> {
+        if self.options.lease == LeasePolicy::Off {
+            return Ok(None);
+        }
+        match self.live.acquire_lease(id) {
+            Ok(lease) => Ok(Some(lease)),
+            Err(e)
+                if e.kind() == ErrorKind::Unsupported
+                    && self.options.lease == LeasePolicy::IfSupported =>
+            {
+                Ok(None)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Forget the current session (its lease is released).
+    fn clear_current(&mut self) {
+        self.current = None;
+        self.current_session_id = None;
+        self.messages.clear();
+        self.context_checkpoint = None;
+        self.last_flush = None;
     }
 
     /// Messages of the current session not yet on disk.
@@ -270,10 +359,13 @@ impl SessionManager {
         let session = self.create_live(&crate::id::new_id(), title, None)?;
         let id = session.meta.id.clone();
         let entry = self.new_entry(&session);
+        self.current = None;
+        let lease = self.take_lease(&id)?;
         self.current = Some(Current {
             session,
             persisted: 0,
             entry,
+            lease,
         });
         self.current_session_id = Some(id.clone());
         self.messages.clear();
@@ -360,24 +452,42 @@ impl SessionManager {
     pub fn switch_session(&mut self, id: &str) -> Result<bool> {
         crate::id::validate(id)?;
         self.flush()?;
-        let session = match Session::open_in(self.live.clone(), id) {
+        let session = match self.open_live(id) {
             Ok(s) => s,
             Err(crate::Error::NotFound(_)) => return Ok(false),
             Err(e) => return Err(e.into()),
         };
-        let t = read_in(self.reader.as_ref(), id)?;
-        let entry = match self.index.load_fresh(id) {
-            Some(e) if e.last_seq == t.last_seq => Some(e),
-            _ => self
-                .index
-                .refresh(&t)
-                .ok()
-                .and_then(|(e, written)| written.then_some(e)),
+        // Release the previous session's lease before taking this one (a
+        // switch to the current session re-takes its own lease).
+        let was_current = self.current_session_id.as_deref() == Some(id);
+        if was_current {
+            self.current = None;
+        }
+        let lease = match self.take_lease(id) {
+            Ok(l) => l,
+            Err(e) => {
+                if was_current {
+                    self.clear_current();
+                }
+                return Err(e);
+            }
         };
+        let t = read_in(self.reader.as_ref(), id)?;
+        let entry = self
+            .index
+            .as_ref()
+            .and_then(|index| match index.load_fresh(id) {
+                Some(e) if e.last_seq == t.last_seq => Some(e),
+                _ => index
+                    .refresh(&t)
+                    .ok()
+                    .and_then(|(e, written)| written.then_some(e)),
+            });
         self.current = Some(Current {
             session,
             persisted: t.messages.len(),
             entry,
+            lease,
         });
         self.current_session_id = Some(id.to_string());
         self.messages = t.messages;
@@ -450,15 +560,44 @@ impl SessionManager {
 
     /// Resolve a full id or unique prefix among the live sessions.
     pub fn resolve(&self, id_prefix: &str) -> Result<String> {
-        Ok(find_in(self.live.as_ref(), id_prefix)?)
+        if id_prefix.trim().is_empty() {
+            return Err(crate::Error::InvalidId {
+                id: id_prefix.to_string(),
+                reason: "an empty prefix matches every session",
+            }
+            .into());
+        }
+        match &self.options.project {
+            None => Ok(find_in(self.live.as_ref(), id_prefix)?),
+            Some(_) => {
+                let id = find_in(self.live.as_ref(), id_prefix)?;
+                self.open_live(&id)?;
+                Ok(id)
+            }
+        }
+    }
+
+    /// True when a header belongs to this manager's project (always, without one).
+    fn owns(&self, meta: &SessionMeta) -> bool {
+        self.options
+            .project
+            .as_deref()
+            .is_none_or(|p| header_project(meta) == Some(p))
+    }
+
+    /// Open a live session of this manager's project (another project's is
+    /// "not found"), checked against the store on every call.
+    fn open_live(&self, id: &str) -> crate::Result<Session> {
+        let session = Session::open_in(self.live.clone(), id)?;
+        if !self.owns(&session.meta) {
+            return Err(crate::Error::NotFound(id.to_string()));
+        }
+        Ok(session)
     }
 
     fn require_live(&self, id: &str) -> Result<()> {
-        if self.live.path_of(id)?.exists() {
-            Ok(())
-        } else {
-            Err(crate::Error::NotFound(id.to_string()).into())
-        }
+        self.open_live(id)?;
+        Ok(())
     }
 
     /// Read a live session in full (a fork's prefix stitched, even from a
@@ -468,6 +607,14 @@ impl SessionManager {
         crate::id::validate(id)?;
         self.require_live(id)?;
         Ok(read_in(self.reader.as_ref(), id)?)
+    }
+
+    /// The verified records of a live session (its own, not a fork's
+    /// parent's), for fronts that serve the raw log.
+    pub fn read_raw(&self, id: &str) -> Result<crate::store::RawLog> {
+        crate::id::validate(id)?;
+        self.require_live(id)?;
+        Ok(self.live.read(id)?)
     }
 
     /// The messages of a session without switching to it (the in-memory
@@ -507,7 +654,23 @@ impl SessionManager {
     /// where it landed. The child's header references the parent and cut (no
     /// message is copied); its checkpoint starts empty.
     pub fn fork_session(&mut self, source_id: &str, upto: Option<usize>) -> Result<Forked> {
+        self.fork_session_as(source_id, upto, None, None)
+    }
+
+    /// Like [`SessionManager::fork_session`], naming the child (`id`, else a
+    /// new one) and its title (else `Fork: <first user text>`); for fronts
+    /// whose callers choose ids (`memoir serve`).
+    pub fn fork_session_as(
+        &mut self,
+        source_id: &str,
+        upto: Option<usize>,
+        id: Option<String>,
+        title: Option<String>,
+    ) -> Result<Forked> {
         crate::id::validate(source_id)?;
+        if let Some(id) = &id {
+            crate::id::validate(id)?;
+        }
         self.flush_if_current(source_id)?;
         let t = self.read_session(source_id)?;
         let len = t.messages.len();
@@ -520,15 +683,30 @@ impl SessionManager {
             });
         }
         let plan = fork::fork_point(self.reader.as_ref(), source_id, &t, effective)?;
-        let title = match user_title(&t.messages[..effective]) {
+        let mut plan = plan;
+        // The parent's creation stamp: a later session that reuses its id is
+        // never stitched in its place (see `transcript::read_in`).
+        if plan.point.parent_created_at.is_none() {
+            plan.point.parent_created_at = self
+                .reader
+                .read(&plan.point.session)
+                .ok()
+                .and_then(|raw| raw.header)
+                .map(|h| h.created_at);
+        }
+        let title = title.unwrap_or_else(|| match user_title(&t.messages[..effective]) {
             Some(text) => format!("Fork: {text}"),
             None => format!("Fork of {source_id}"),
-        };
-        let mut meta = SessionMeta::new(crate::id::new_id());
+        });
+        let mut meta = SessionMeta::new(id.unwrap_or_else(crate::id::new_id));
         meta.provider = t.meta.provider.clone();
         meta.model = t.meta.model.clone();
         meta.workspace = t.meta.workspace.clone();
         meta.kind = t.meta.kind.clone();
+        if let Some(project) = header_project(&t.meta) {
+            meta.extra
+                .insert(PROJECT_KEY.into(), Value::String(project.to_string()));
+        }
         meta.title = Some(title);
         meta.parent = Some(plan.point.clone());
         if plan.point.session != source_id {
@@ -542,7 +720,9 @@ impl SessionManager {
                 messages: prefix.clone(),
             })?;
         }
-        let _ = self.index.rebuild(self.reader.as_ref(), &child.meta.id);
+        if let Some(index) = &self.index {
+            let _ = index.rebuild(self.reader.as_ref(), &child.meta.id);
+        }
         Ok(Forked {
             id: child.meta.id,
             requested,
@@ -563,13 +743,60 @@ impl SessionManager {
 
     /// Like [`SessionManager::list_sessions`], with what the index had to heal.
     pub fn list_sessions_report(&self) -> Result<Listing> {
-        let mut listing = self.index.list(self.reader.as_ref())?;
+        let mut listing = match &self.index {
+            Some(index) => index.list(self.reader.as_ref())?,
+            None => self.list_native()?,
+        };
+        if self.options.project.is_some() {
+            listing.entries.retain(|e| {
+                self.live
+                    .read_header(&e.id)
+                    .ok()
+                    .flatten()
+                    .is_some_and(|m| self.owns(&m))
+            });
+        }
         if self.options.only_workspace {
             if let Some(ws) = &self.options.workspace {
                 listing.entries.retain(|e| &e.workspace == ws);
             }
         }
         Ok(listing)
+    }
+
+    /// Every live session's entry computed from the store itself (stores
+    /// without an index directory: PostgreSQL, remote, memory).
+    fn list_native(&self) -> Result<Listing> {
+        let (listed, unreadable) = match &self.options.project {
+            Some(p) => self.live.list_project(p)?,
+            None => self.live.list()?,
+        };
+        let mut listing = Listing {
+            unreadable,
+            ..Listing::default()
+        };
+        for l in listed {
+            match self.entry_of(&l.meta.id) {
+                Ok(e) => listing.entries.push(e),
+                Err(_) => listing.unreadable += 1,
+            }
+        }
+        index::sort_newest_first(&mut listing.entries);
+        Ok(listing)
+    }
+
+    /// The entry of one live session, from the index when there is one.
+    fn entry_of(&self, id: &str) -> Result<IndexEntry> {
+        if let Some(index) = &self.index {
+            return Ok(index.rebuild(self.reader.as_ref(), id)?.0);
+        }
+        let t = read_in(self.reader.as_ref(), id)?;
+        let mut e = IndexEntry::from_transcript(&t);
+        e.last_activity = self
+            .live
+            .last_activity(id)?
+            .map_or(e.created_at, |at| at.max(e.created_at));
+        Ok(e)
     }
 
     /// Move a session to the trash (flushing it first when current, and
@@ -579,42 +806,69 @@ impl SessionManager {
         crate::id::validate(id)?;
         if self.current_session_id.as_deref() == Some(id) {
             self.flush()?;
-            self.current = None;
-            self.current_session_id = None;
-            self.messages.clear();
-            self.context_checkpoint = None;
-            self.last_flush = None;
+            self.clear_current();
+        }
+        match self.open_live(id) {
+            Ok(_) => {}
+            Err(crate::Error::NotFound(_)) => return Ok(false),
+            Err(e) => return Err(e.into()),
         }
         let deleted = match self.live.delete(id) {
             Ok(()) => true,
             Err(crate::Error::NotFound(_)) => false,
             Err(e) => return Err(e.into()),
         };
-        self.index.remove(id)?;
+        if let Some(index) = &self.index {
+            index.remove(id)?;
+        }
         Ok(deleted)
     }
 
     /// The sessions in the trash, most recently deleted first.
     pub fn list_trash(&self) -> Result<Vec<Trashed>> {
-        Ok(trash::list(&self.reader)?)
+        Ok(trash::list(
+            self.live.as_ref(),
+            self.options.project.as_deref(),
+        )?)
     }
 
     /// Bring a session back from the trash; returns its index entry.
     pub fn restore_session(&mut self, id: &str) -> Result<IndexEntry> {
         crate::id::validate(id)?;
+        if self.options.project.is_some() && !self.list_trash()?.iter().any(|t| t.entry.id == id) {
+            return Err(ManagerError::NotInTrash(id.to_string()));
+        }
         match self.live.restore(id) {
             Ok(()) => {}
             Err(crate::Error::NotFound(_)) => return Err(ManagerError::NotInTrash(id.to_string())),
             Err(e) => return Err(e.into()),
         }
-        Ok(self.index.rebuild(self.reader.as_ref(), id)?.0)
+        self.entry_of(id)
     }
 
     /// Erase trashed sessions for good (`only` these ids, or all), keeping
     /// those that surviving forks still need (see [`trash`]).
     pub fn purge_trash(&mut self, only: Option<&[String]>) -> Result<PurgeReport> {
-        let live = self.index.list(self.reader.as_ref())?.entries;
-        Ok(trash::purge(&self.reader, &live, only)?)
+        let live = match &self.index {
+            Some(index) => index.list(self.reader.as_ref())?.entries,
+            None => self.list_native_all()?,
+        };
+        Ok(trash::purge(
+            self.live.as_ref(),
+            &live,
+            only,
+            self.options.project.as_deref(),
+        )?)
+    }
+
+    /// Every live session of the store, whatever its project (what a purge
+    /// must keep parents for).
+    fn list_native_all(&self) -> Result<Vec<IndexEntry>> {
+        let (listed, _) = self.live.list()?;
+        Ok(listed
+            .iter()
+            .filter_map(|l| self.entry_of(&l.meta.id).ok())
+            .collect())
     }
 
     // ----- per-id operations ------------------------------------------------
@@ -625,11 +879,15 @@ impl SessionManager {
         title: Option<String>,
         parent: Option<ForkPoint>,
     ) -> Result<Session> {
-        if trash::contains(&self.reader, id)? {
+        if trash::contains(self.live.as_ref(), id)? {
             return Err(ManagerError::InTrash(id.to_string()));
         }
         let mut meta = SessionMeta::new(id);
         meta.workspace = self.options.workspace.clone().unwrap_or_default();
+        if let Some(project) = &self.options.project {
+            meta.extra
+                .insert(PROJECT_KEY.into(), Value::String(project.clone()));
+        }
         meta.title = title;
         meta.parent = parent;
         Ok(Session::create_in(self.live.clone(), meta)?)
@@ -638,7 +896,10 @@ impl SessionManager {
     /// The index entry of a session just created (header only), written.
     fn new_entry(&self, session: &Session) -> Option<IndexEntry> {
         let entry = IndexEntry::from_transcript(&Transcript::new(session.meta.clone()));
-        self.index.commit(entry).ok().flatten()
+        match &self.index {
+            Some(index) => index.commit(entry).ok().flatten(),
+            None => Some(entry),
+        }
     }
 
     /// Append `records` to `session` and keep its index entry up to date:
@@ -653,12 +914,19 @@ impl SessionManager {
         mut records: Vec<Record>,
     ) -> Result<(Appended, Option<IndexEntry>)> {
         let id = &session.meta.id;
-        let entry = cached.or_else(|| self.index.load_fresh(id)).or_else(|| {
-            self.index
-                .rebuild(self.reader.as_ref(), id)
-                .ok()
-                .map(|(e, _)| e)
-        });
+        // Ownership is checked against the store on every write: the session
+        // may have been deleted (and its id taken by another session, of
+        // this project or another) since it was opened.
+        match self.live.read_header(id) {
+            Ok(Some(now)) if now.created_at == session.meta.created_at && self.owns(&now) => {}
+            Ok(_) | Err(crate::Error::NotFound(_)) => {
+                return Err(crate::Error::NotFound(id.to_string()).into())
+            }
+            Err(e) => return Err(e.into()),
+        }
+        let entry = cached
+            .or_else(|| self.index.as_ref().and_then(|i| i.load_fresh(id)))
+            .or_else(|| self.entry_of(id).ok());
         if entry.as_ref().is_some_and(|e| e.title.is_none()) {
             let title = user_title(records.iter().filter_map(|r| match r {
                 Record::Message(m) => Some(m),
@@ -670,13 +938,13 @@ impl SessionManager {
         }
         let appended = session.append_records(&records)?;
         let incremental = entry.and_then(|mut e| e.apply(&records, &appended).then_some(e));
-        let entry = match incremental {
-            Some(e) => self.index.commit(e).ok().flatten(),
-            None => self
-                .index
+        let entry = match (&self.index, incremental) {
+            (Some(index), Some(e)) => index.commit(e).ok().flatten(),
+            (Some(index), None) => index
                 .rebuild(self.reader.as_ref(), id)
                 .ok()
                 .and_then(|(e, written)| written.then_some(e)),
+            (None, incremental) => incremental,
         };
         Ok((appended, entry))
     }
@@ -686,7 +954,7 @@ impl SessionManager {
     /// overwrites anything. Returns true when it created the session.
     pub fn ensure_session(&mut self, sid: &str, title: &str) -> Result<bool> {
         crate::id::validate(sid)?;
-        if self.live.path_of(sid)?.exists() {
+        if self.open_live(sid).is_ok() {
             self.touch_session(sid)?;
             if !title.trim().is_empty() {
                 self.rename_session(sid, title)?;
@@ -720,7 +988,7 @@ impl SessionManager {
             self.write_current(vec![record])?;
             return Ok(true);
         }
-        let session = match Session::open_in(self.live.clone(), sid) {
+        let session = match self.open_live(sid) {
             Ok(s) => s,
             Err(crate::Error::NotFound(_)) => return Ok(false),
             Err(e) => return Err(e.into()),
@@ -734,22 +1002,24 @@ impl SessionManager {
     pub fn touch_session(&mut self, sid: &str) -> Result<bool> {
         crate::id::validate(sid)?;
         self.flush_if_current(sid)?;
-        let path = self.live.path_of(sid)?;
-        let before = self.index.load_fresh(sid);
-        let file = match OpenOptions::new().append(true).open(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(false),
-            Err(e) => Err(e).ctx("open", &path)?,
-        };
-        file.set_modified(SystemTime::now())
-            .ctx("set modification time of", &path)?;
-        let entry = match before {
-            Some(e) => self.index.commit(e).ok().flatten(),
-            None => self
-                .index
+        match self.open_live(sid) {
+            Ok(_) => {}
+            Err(crate::Error::NotFound(_)) => return Ok(false),
+            Err(e) => return Err(e.into()),
+        }
+        let before = self.index.as_ref().and_then(|i| i.load_fresh(sid));
+        match self.live.touch(sid) {
+            Ok(()) => {}
+            Err(crate::Error::NotFound(_)) => return Ok(false),
+            Err(e) => return Err(e.into()),
+        }
+        let entry = match (&self.index, before) {
+            (Some(index), Some(e)) => index.commit(e).ok().flatten(),
+            (Some(index), None) => index
                 .rebuild(self.reader.as_ref(), sid)
                 .ok()
                 .and_then(|(e, w)| w.then_some(e)),
+            (None, _) => self.entry_of(sid).ok(),
         };
         if let Some(cur) = self.current.as_mut().filter(|c| c.session.meta.id == sid) {
             cur.entry = entry;
@@ -766,7 +1036,7 @@ impl SessionManager {
             self.messages.extend(msgs);
             return self.flush();
         }
-        let session = match Session::open_in(self.live.clone(), sid) {
+        let session = match self.open_live(sid) {
             Ok(s) => s,
             Err(crate::Error::NotFound(_)) => {
                 match self.create_live(sid, user_title(&msgs), None) {
@@ -775,7 +1045,7 @@ impl SessionManager {
                         s
                     }
                     Err(ManagerError::Store(crate::Error::SessionExists(_))) => {
-                        Session::open_in(self.live.clone(), sid)?
+                        self.open_live(sid)?
                     }
                     Err(e) => return Err(e),
                 }

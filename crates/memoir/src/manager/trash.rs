@@ -1,12 +1,14 @@
 //! The trash: a deleted session stays recoverable until it is purged, and
-//! its forks stay readable.
+//! its forks stay readable. Works on any [`LogStore`] through its trash
+//! methods (`delete`, `restore`, `list_deleted`, `read_deleted`, `purge`):
+//! the file store moves transcripts to `<dir>/.deleted/`, PostgreSQL sets a
+//! `deleted_at` column, the in-memory store keeps a second map.
 //!
-//! - Delete moves `<dir>/<id>.jsonl` to `<dir>/.deleted/<id>.jsonl` (the
-//!   file store's [`LogStore::delete`], taken under the append lock) and
-//!   drops the index entry. A new session cannot take a trashed id.
-//! - Restore moves it back (refusing when the id was taken meanwhile) and
+//! - Delete moves the session to the trash and drops its index entry. A new
+//!   session cannot take a trashed id.
+//! - Restore brings it back (refusing when the id was taken meanwhile) and
 //!   rebuilds the index entry.
-//! - Purge erases trashed transcripts for good, except those a surviving
+//! - Purge erases trashed sessions for good, except those a surviving
 //!   session (live, or trashed and not purged) still forks from, directly or
 //!   through other forks: they stay in the trash so every fork keeps its
 //!   prefix, and the report names them with the forks that need them.
@@ -14,44 +16,35 @@
 //!   [`TrashAware`], which finds a fork's parent in the trash.
 
 use std::collections::{HashMap, HashSet};
-use std::fs;
-use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
-use super::index::{read_dir_files, IndexEntry, Status};
-use crate::error::{Error, IoContext, Result};
+use super::index::{IndexEntry, Status};
+use crate::error::{Error, ErrorKind, Result};
 use crate::record::{Record, SessionMeta};
-use crate::store::file::{FileStore, EXT, TRASH_DIR};
-use crate::store::{Appended, Durability, Listed, LogStore, RawLog};
-use crate::transcript::read_in;
+use crate::store::{Appended, DeletedListed, Durability, Listed, LogStore, RawLog};
+use crate::transcript::{read_in, Transcript};
 
-/// A store that reads from the live directory and, for ids that are not
-/// there, from its trash, so a fork whose parent was deleted still stitches
-/// its prefix. Writes and listings go to the live directory only.
+/// A store that reads from the live sessions and, for ids that are not
+/// there, from the trash ([`LogStore::read_deleted`]), so a fork whose parent
+/// was deleted still stitches its prefix. Writes and listings go to the live
+/// sessions only.
 #[derive(Debug)]
 pub struct TrashAware {
-    live: Arc<FileStore>,
-    trash: FileStore,
+    live: Arc<dyn LogStore>,
 }
 
 impl TrashAware {
-    /// Reads over `live` and its trash directory.
-    pub fn new(live: Arc<FileStore>) -> TrashAware {
-        let trash = FileStore::new(live.dir().join(TRASH_DIR), live.durability());
-        TrashAware { live, trash }
+    /// Reads over `live` and its trash.
+    pub fn new(live: Arc<dyn LogStore>) -> TrashAware {
+        TrashAware { live }
     }
 
-    /// The trash directory.
-    pub fn trash_dir(&self) -> &Path {
-        self.trash.dir()
-    }
-
-    /// The trashed transcripts as a store of their own.
-    pub fn trash(&self) -> &FileStore {
-        &self.trash
+    /// The live store.
+    pub fn live(&self) -> &Arc<dyn LogStore> {
+        &self.live
     }
 }
 
@@ -66,9 +59,10 @@ impl LogStore for TrashAware {
 
     fn read(&self, id: &str) -> Result<RawLog> {
         match self.live.read(id) {
-            Err(Error::NotFound(missing)) => {
-                self.trash.read(id).map_err(|_| Error::NotFound(missing))
-            }
+            Err(Error::NotFound(missing)) => self
+                .live
+                .read_deleted(id)
+                .map_err(|_| Error::NotFound(missing)),
             other => other,
         }
     }
@@ -87,6 +81,10 @@ impl LogStore for TrashAware {
 
     fn durability(&self) -> Durability {
         self.live.durability()
+    }
+
+    fn list_project(&self, project: &str) -> Result<(Vec<Listed>, usize)> {
+        self.live.list_project(project)
     }
 }
 
@@ -109,36 +107,75 @@ pub struct PurgeReport {
     pub kept: Vec<(String, Vec<String>)>,
 }
 
-/// True when `id` is in the trash.
-pub fn contains(store: &TrashAware, id: &str) -> Result<bool> {
-    Ok(store.trash.path_of(id)?.exists())
+/// True when `id` is in the trash (false on a store without one).
+pub fn contains(store: &dyn LogStore, id: &str) -> Result<bool> {
+    match store.read_deleted(id) {
+        Ok(_) => Ok(true),
+        Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::Unsupported) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// The entry of a trashed session (status `deleted`).
+fn trashed_entry(store: &dyn LogStore, d: &DeletedListed) -> Option<Trashed> {
+    let raw_reader = TrashOnly(store);
+    let t: Transcript = read_in(&raw_reader, &d.meta.id).ok()?;
+    let mut entry = IndexEntry::from_transcript(&t);
+    entry.status = Status::Deleted;
+    let deleted_at = d.deleted_at.unwrap_or(entry.created_at);
+    entry.last_activity = store
+        .last_activity(&d.meta.id)
+        .ok()
+        .flatten()
+        .unwrap_or(deleted_at);
+    Some(Trashed { entry, deleted_at })
+}
+
+/// Reads a session from the trash first and stitches its parents from live
+/// sessions or the trash.
+#[derive(Debug)]
+struct TrashOnly<'a>(&'a dyn LogStore);
+
+impl LogStore for TrashOnly<'_> {
+    fn create(&self, meta: &SessionMeta) -> Result<Appended> {
+        self.0.create(meta)
+    }
+    fn append(&self, id: &str, records: &[Record], expected_next: Option<u64>) -> Result<Appended> {
+        self.0.append(id, records, expected_next)
+    }
+    fn read(&self, id: &str) -> Result<RawLog> {
+        match self.0.read_deleted(id) {
+            Err(e) if e.kind() == ErrorKind::NotFound => self.0.read(id),
+            other => other,
+        }
+    }
+    fn read_header(&self, id: &str) -> Result<Option<SessionMeta>> {
+        self.0.read_header(id)
+    }
+    fn list(&self) -> Result<(Vec<Listed>, usize)> {
+        self.0.list()
+    }
+    fn location(&self, id: &str) -> PathBuf {
+        self.0.location(id)
+    }
+    fn durability(&self) -> Durability {
+        self.0.durability()
+    }
 }
 
 /// Every session in the trash, most recently deleted first (reads the trashed
-/// transcripts: the trash is not indexed).
-pub fn list(store: &TrashAware) -> Result<Vec<Trashed>> {
-    let mut out = Vec::new();
-    for (name, meta) in read_dir_files(store.trash_dir())? {
-        let Some(id) = name.strip_suffix(&format!(".{EXT}")) else {
-            continue;
-        };
-        if crate::id::validate(id).is_err() {
-            continue;
-        }
-        let Ok(t) = read_in(&store.trash, id) else {
-            continue;
-        };
-        let mut entry = IndexEntry::from_transcript(&t);
-        entry.status = Status::Deleted;
-        entry.stamp = super::index::Stamp::of(&meta);
-        entry.last_activity = entry.stamp.modified();
-        let deleted_at = DateTime::from_timestamp_nanos(
-            meta.ctime()
-                .saturating_mul(1_000_000_000)
-                .saturating_add(meta.ctime_nsec()),
-        );
-        out.push(Trashed { entry, deleted_at });
-    }
+/// transcripts: the trash is not indexed). `project`: only that project's.
+pub fn list(store: &dyn LogStore, project: Option<&str>) -> Result<Vec<Trashed>> {
+    let deleted = match store.list_deleted() {
+        Ok(d) => d,
+        Err(e) if e.kind() == ErrorKind::Unsupported => Vec::new(),
+        Err(e) => return Err(e),
+    };
+    let mut out: Vec<Trashed> = deleted
+        .iter()
+        .filter(|d| project.is_none_or(|p| crate::store::header_project(&d.meta) == Some(p)))
+        .filter_map(|d| trashed_entry(store, d))
+        .collect();
     out.sort_by(|a, b| {
         b.deleted_at
             .cmp(&a.deleted_at)
@@ -150,11 +187,12 @@ pub fn list(store: &TrashAware) -> Result<Vec<Trashed>> {
 /// Erase trashed sessions: `only` those ids, or all of them. A session that a
 /// surviving session forks from (directly or transitively) is kept.
 pub fn purge(
-    store: &TrashAware,
+    store: &dyn LogStore,
     live: &[IndexEntry],
     only: Option<&[String]>,
+    project: Option<&str>,
 ) -> Result<PurgeReport> {
-    let trashed = list(store)?;
+    let trashed = list(store, project)?;
     let trashed_ids: HashSet<&str> = trashed.iter().map(|t| t.entry.id.as_str()).collect();
     if let Some(ids) = only {
         for id in ids {
@@ -204,24 +242,8 @@ pub fn purge(
             report.kept.push((id.to_string(), children));
             continue;
         }
-        erase(store, id)?;
+        store.purge(id)?;
         report.purged.push(id.to_string());
     }
     Ok(report)
-}
-
-/// Remove a trashed transcript and what the live directory still holds for
-/// it (its free ownership lock, torn-tail side files).
-fn erase(store: &TrashAware, id: &str) -> Result<()> {
-    let path = store.trash.path_of(id)?;
-    fs::remove_file(&path).ctx("remove", &path)?;
-    let live_dir = store.live.dir();
-    crate::store::lock::remove_if_free(&store.live.lock_path_of(id)?);
-    let torn = format!("{id}.{EXT}.torn-");
-    for (name, _) in read_dir_files(live_dir)? {
-        if name.starts_with(&torn) {
-            let _ = fs::remove_file(live_dir.join(name));
-        }
-    }
-    Ok(())
 }

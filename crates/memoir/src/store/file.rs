@@ -43,6 +43,9 @@ use crate::id;
 use crate::paths;
 use crate::record::{Record, SessionMeta};
 
+#[path = "file_trash.rs"]
+mod file_trash;
+
 /// File extension of transcripts.
 pub const EXT: &str = "jsonl";
 
@@ -389,7 +392,9 @@ impl LogStore for FileStore {
         let path = self.path_of(id)?;
         let mut file = open_transcript(&path, id, true)?;
         file.lock().ctx("lock", &path)?;
-        let result = self.append_locked(id, &mut file, &path, records, expected_next);
+        // Deleted (renamed into the trash) while we waited for the lock?
+        let result = file_trash::ensure_still_live(&file, &path, id)
+            .and_then(|()| self.append_locked(id, &mut file, &path, records, expected_next));
         let _ = file.unlock();
         result
     }
@@ -451,43 +456,40 @@ impl LogStore for FileStore {
     }
 
     fn delete(&self, id: &str) -> Result<()> {
-        let path = self.path_of(id)?;
-        let trash = self.dir.join(TRASH_DIR);
-        paths::create_private_dir(&trash)?;
-        let to = trash.join(format!("{id}.{EXT}"));
-        // Take the append lock so no append is half-way through the file.
-        let file = open_transcript(&path, id, false)?;
-        file.lock().ctx("lock", &path)?;
-        let moved = fs::rename(&path, &to).ctx("rename", &path);
-        let _ = file.unlock();
-        moved?;
-        self.forget_tail(id);
-        if self.sync() {
-            paths::sync_dir(&trash)?;
-            paths::sync_dir(&self.dir)?;
-        }
-        Ok(())
+        self.delete_to_trash(id)
     }
 
     fn restore(&self, id: &str) -> Result<()> {
-        let path = self.path_of(id)?;
-        let from = self.dir.join(TRASH_DIR).join(format!("{id}.{EXT}"));
-        // Link, then unlink: the link fails if a live session took the id.
-        match fs::hard_link(&from, &path) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(Error::NotFound(id.to_string()))
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                return Err(Error::SessionExists(id.to_string()))
-            }
-            Err(e) => return Err(e).ctx("link", &path),
-        }
-        fs::remove_file(&from).ctx("remove", &from)?;
-        if self.sync() {
-            paths::sync_dir(&self.dir)?;
-        }
-        Ok(())
+        self.restore_from_trash(id)
+    }
+
+    // Trash, lease and activity: see `file_trash.rs`.
+    fn list_deleted(&self) -> Result<Vec<super::DeletedListed>> {
+        self.list_trash()
+    }
+
+    fn read_deleted(&self, id: &str) -> Result<RawLog> {
+        self.read_trashed(id)
+    }
+
+    fn purge(&self, id: &str) -> Result<()> {
+        self.purge_trashed(id)
+    }
+
+    fn acquire_lease(&self, id: &str) -> Result<super::Lease> {
+        self.lease(id)
+    }
+
+    fn touch(&self, id: &str) -> Result<()> {
+        self.touch_file(id)
+    }
+
+    fn last_activity(&self, id: &str) -> Result<Option<chrono::DateTime<chrono::Utc>>> {
+        self.modified(id)
+    }
+
+    fn index_dir(&self) -> Option<&Path> {
+        Some(&self.dir)
     }
 }
 

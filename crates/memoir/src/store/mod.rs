@@ -9,15 +9,22 @@
 pub mod fault;
 pub mod file;
 pub mod line;
+pub mod lease;
 pub mod lock;
+pub mod memory;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 pub mod scan;
+#[doc(hidden)]
+pub mod testing;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use crate::error::Result;
+use chrono::{DateTime, Utc};
+
+use crate::error::{Result, StoreError};
 use crate::record::{Record, SessionMeta};
+pub use lease::Lease;
 
 /// How far an append goes before it is acknowledged.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -201,6 +208,22 @@ pub struct Listed {
     pub location: PathBuf,
 }
 
+/// One session in a store's trash, as [`LogStore::list_deleted`] sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeletedListed {
+    /// The header.
+    pub meta: SessionMeta,
+    /// Where the trashed session lives.
+    pub location: PathBuf,
+    /// When it was deleted, when the store knows.
+    pub deleted_at: Option<DateTime<Utc>>,
+}
+
+/// The error a default trait body returns for an operation a store lacks.
+pub fn unsupported(operation: &'static str) -> crate::Error {
+    StoreError::Unsupported { operation }.into()
+}
+
 /// The listing order every [`LogStore::list`] returns: newest `created_at`
 /// first, ties broken by id (descending), so backends list identically.
 pub fn sort_newest_first(listed: &mut [Listed]) {
@@ -244,19 +267,91 @@ pub trait LogStore: Send + Sync + std::fmt::Debug {
     /// Delete session `id`, recoverably: afterwards it no longer reads, lists
     /// or appends ([`crate::Error::NotFound`]) until [`LogStore::restore`].
     /// Forks that reference it keep their own records. Stores that cannot
-    /// delete refuse with [`crate::Error::Invalid`] (the default).
+    /// delete refuse with [`StoreError::Unsupported`] (the default).
+    /// A store that has a trash refuses with [`crate::Error::SessionExists`]
+    /// when its trash already holds a different session with this id.
     fn delete(&self, id: &str) -> Result<()> {
-        Err(crate::Error::Invalid(format!(
-            "this store cannot delete sessions (asked to delete {id})"
-        )))
+        let _ = id;
+        Err(unsupported("delete sessions"))
     }
 
     /// Bring back a session removed by [`LogStore::delete`], records intact.
     /// [`crate::Error::NotFound`] when there is no deleted session `id`;
     /// [`crate::Error::SessionExists`] when a live session took the id since.
     fn restore(&self, id: &str) -> Result<()> {
-        Err(crate::Error::Invalid(format!(
-            "this store cannot restore sessions (asked to restore {id})"
-        )))
+        let _ = id;
+        Err(unsupported("restore sessions"))
+    }
+
+    // ---- capabilities with default bodies (a backend overrides what it does natively)
+
+    /// Sessions whose header names `project` (the header field `project`,
+    /// as `memoir serve` stamps it), newest first, plus how many entries
+    /// were unreadable. The default filters [`LogStore::list`].
+    fn list_project(&self, project: &str) -> Result<(Vec<Listed>, usize)> {
+        let (mut listed, unreadable) = self.list()?;
+        listed.retain(|l| header_project(&l.meta) == Some(project));
+        Ok((listed, unreadable))
+    }
+
+    /// Every session in the trash (deleted, not purged), most recently
+    /// deleted first. Stores without a trash: [`StoreError::Unsupported`].
+    fn list_deleted(&self) -> Result<Vec<DeletedListed>> {
+        Err(unsupported("list deleted sessions"))
+    }
+
+    /// Read and verify a session in the trash (so a fork of a deleted parent
+    /// still stitches its prefix). [`crate::Error::NotFound`] when `id` is not
+    /// in the trash.
+    fn read_deleted(&self, id: &str) -> Result<RawLog> {
+        let _ = id;
+        Err(unsupported("read deleted sessions"))
+    }
+
+    /// Erase a deleted session for good (what keeps it needed, such as
+    /// surviving forks, is the caller's business: see
+    /// [`crate::manager::trash`]). [`crate::Error::NotFound`] unless `id` is
+    /// in the trash.
+    fn purge(&self, id: &str) -> Result<()> {
+        let _ = id;
+        Err(unsupported("purge sessions"))
+    }
+
+    /// Take the per-session owner lease (one driving process or manager at a
+    /// time). A live holder: [`crate::Error::Busy`] naming it; a holder that
+    /// died: taken over and reported in [`Lease::recovered_from`].
+    fn acquire_lease(&self, id: &str) -> Result<Lease> {
+        let _ = id;
+        Err(unsupported("lease sessions"))
+    }
+
+    /// Bump a session's last activity without writing a record (the file
+    /// store sets the modification time). The default only checks that the
+    /// session exists: the activity of such a store moves with its records.
+    fn touch(&self, id: &str) -> Result<()> {
+        self.read_header(id).map(|_| ())
+    }
+
+    /// When the session was last written or touched, if the store knows
+    /// (listings fall back to the creation time).
+    fn last_activity(&self, id: &str) -> Result<Option<DateTime<Utc>>> {
+        let _ = id;
+        Ok(None)
+    }
+
+    /// The directory of a self-healing listing cache
+    /// ([`crate::manager::index`]), for stores whose listing would otherwise
+    /// read every transcript. `None` (the default): listings are computed
+    /// from the store itself.
+    fn index_dir(&self) -> Option<&Path> {
+        None
     }
 }
+
+/// The `project` header field (the tenant `memoir serve` stamps), if any.
+pub fn header_project(meta: &SessionMeta) -> Option<&str> {
+    meta.extra.get(PROJECT_KEY).and_then(|v| v.as_str())
+}
+
+/// Header field naming the project (tenant) a session belongs to on a shared store.
+pub const PROJECT_KEY: &str = "project";

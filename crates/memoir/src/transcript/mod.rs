@@ -77,10 +77,7 @@ impl Session {
     /// Where transcripts live: `$MEMOIR_SESSION_DIR`, else `$MEMOIR_HOME/sessions`
     /// (`~/.memoir/sessions`). A set-but-empty variable is an error.
     pub fn default_dir() -> Result<PathBuf> {
-        if let Some(dir) = paths::env_path("MEMOIR_SESSION_DIR")? {
-            return Ok(dir);
-        }
-        Ok(paths::memoir_home()?.join("sessions"))
+        paths::global_sessions_dir()
     }
 
     /// A new time-sortable, collision-resistant id (see [`crate::id::new_id`]).
@@ -95,8 +92,12 @@ impl Session {
     }
 
     /// Create a session in any store.
-    pub fn create_in(store: Arc<dyn LogStore>, meta: SessionMeta) -> Result<Session> {
+    /// A fork's header is checked first ([`check_fork_parent`]): its parent
+    /// must exist (live or in the trash), belong to the same project, and
+    /// reach the cut `seq`; the parent's creation stamp is recorded.
+    pub fn create_in(store: Arc<dyn LogStore>, mut meta: SessionMeta) -> Result<Session> {
         crate::id::validate(&meta.id)?;
+        check_fork_parent(store.as_ref(), &mut meta)?;
         store.create(&meta)?;
         Ok(Session {
             path: store.location(&meta.id),
@@ -275,12 +276,25 @@ impl Session {
 }
 
 /// Resolve a full id or unique prefix to an id in any store.
+///
+/// An empty or whitespace prefix is refused ([`Error::InvalidId`]), never
+/// taken to match every session. A transcript stored under `id_prefix` whose
+/// header names another session is refused ([`Error::Corrupt`]): it is
+/// never acted on as that other session.
 pub fn find_in(store: &dyn LogStore, id_prefix: &str) -> Result<String> {
-    if !id_prefix.is_empty() {
-        crate::id::validate(id_prefix)?;
-        if let Ok(Some(meta)) = store.read_header(id_prefix) {
-            return Ok(meta.id);
+    crate::id::validate(id_prefix)?;
+    if let Ok(Some(meta)) = store.read_header(id_prefix) {
+        if meta.id != id_prefix {
+            return Err(Error::Corrupt {
+                path: store.location(id_prefix),
+                detail: format!(
+                    "its header names session {:?}, not {id_prefix:?} (a renamed copy?); \
+                     not acting on it",
+                    meta.id
+                ),
+            });
         }
+        return Ok(meta.id);
     }
     let (listed, _) = store.list()?;
     let mut candidates: Vec<String> = listed
@@ -301,8 +315,81 @@ pub fn find_in(store: &dyn LogStore, id_prefix: &str) -> Result<String> {
     }
 }
 
+/// Read a session live or, failing that, from the store's trash.
+fn read_live_or_deleted(store: &dyn LogStore, id: &str) -> Result<crate::store::RawLog> {
+    match store.read(id) {
+        Err(Error::NotFound(missing)) => {
+            store.read_deleted(id).map_err(|_| Error::NotFound(missing))
+        }
+        other => other,
+    }
+}
+
+/// Check a fork's header before it is created, and stamp it: the parent
+/// named in `meta.parent` must exist (live or in the trash), be in the same
+/// project as the child (header field `project`, when either names one), and
+/// reach the cut (`seq` not beyond the parent's last record); its creation
+/// stamp is recorded in [`crate::record::ForkPoint::parent_created_at`] (a
+/// stamp already given must match). A header without a parent passes.
+pub fn check_fork_parent(store: &dyn LogStore, meta: &mut SessionMeta) -> Result<()> {
+    let child = meta.id.clone();
+    let child_project = crate::store::header_project(meta).map(str::to_string);
+    let Some(fork) = meta.parent.as_mut() else {
+        return Ok(());
+    };
+    crate::id::validate(&fork.session)?;
+    let parent = fork.session.clone();
+    let refuse = |reason: String| -> Error {
+        crate::error::StoreError::ForeignParent {
+            session: child.clone(),
+            parent: parent.clone(),
+            reason,
+        }
+        .into()
+    };
+    let raw = read_live_or_deleted(store, &fork.session)?;
+    let header = raw
+        .header
+        .as_ref()
+        .ok_or_else(|| Error::NoHeader(store.location(&fork.session)))?;
+    verify_parent(header, child_project.as_deref(), fork).map_err(&refuse)?;
+    if fork.seq > raw.last_seq {
+        return Err(refuse(format!(
+            "the cut seq {} is beyond the parent's last record (seq {})",
+            fork.seq, raw.last_seq
+        )));
+    }
+    fork.parent_created_at = Some(header.created_at);
+    Ok(())
+}
+
+/// Is `parent` the session the fork `fork` was cut from, in the child's
+/// project? `Err(reason)` when not.
+fn verify_parent(
+    parent: &SessionMeta,
+    child_project: Option<&str>,
+    fork: &crate::record::ForkPoint,
+) -> std::result::Result<(), String> {
+    if let Some(stamp) = fork.parent_created_at {
+        if parent.created_at != stamp {
+            return Err(format!(
+                "a different session holds this id (created {}, the fork's parent was created {})",
+                parent.created_at.to_rfc3339(),
+                stamp.to_rfc3339()
+            ));
+        }
+    }
+    let parent_project = crate::store::header_project(parent);
+    if (child_project.is_some() || parent_project.is_some()) && child_project != parent_project {
+        return Err("the parent belongs to another project".into());
+    }
+    Ok(())
+}
+
 /// Read session `id` of any store into a [`Transcript`], stitching the parent
-/// prefix of a fork.
+/// prefix of a fork. A parent that is not the session the fork was cut from
+/// (another session that reuses its id, or another project's) is not
+/// stitched: the report says why ([`crate::error::StoreError::ForeignParent`]).
 pub fn read_in(store: &dyn LogStore, id: &str) -> Result<Transcript> {
     read_depth(store, id, 0)
 }
@@ -315,7 +402,8 @@ fn read_depth(store: &dyn LogStore, id: &str, depth: usize) -> Result<Transcript
         .ok_or_else(|| Error::NoHeader(store.location(id)))?;
     let mut t = Transcript::new(meta.clone());
     if let Some(fork) = &meta.parent {
-        match stitch_parent(store, fork, depth) {
+        let project = crate::store::header_project(&meta);
+        match stitch_parent(store, fork, project, &meta.id, depth) {
             Ok(prefix) => {
                 t.messages = prefix.messages;
                 t.message_seqs = prefix.message_seqs;
@@ -348,7 +436,9 @@ fn read_depth(store: &dyn LogStore, id: &str, depth: usize) -> Result<Transcript
 /// The state a fork at `fork` starts with: the records of `fork.session` up
 /// to `fork.seq`, stitched with its own ancestors, without run summaries.
 pub fn read_at(store: &dyn LogStore, fork: &crate::record::ForkPoint) -> Result<Transcript> {
-    stitch_parent(store, fork, 0)
+    let parent = store.read_header(&fork.session).ok().flatten();
+    let project = parent.as_ref().and_then(crate::store::header_project);
+    stitch_parent(store, fork, project, "(new fork)", 0)
 }
 
 /// The parent's state at the fork point: its records up to the cut `seq`,
@@ -356,6 +446,8 @@ pub fn read_at(store: &dyn LogStore, fork: &crate::record::ForkPoint) -> Result<
 fn stitch_parent(
     store: &dyn LogStore,
     fork: &crate::record::ForkPoint,
+    child_project: Option<&str>,
+    child: &str,
     depth: usize,
 ) -> Result<Transcript> {
     if depth >= MAX_FORK_DEPTH {
@@ -369,9 +461,17 @@ fn stitch_parent(
         .header
         .clone()
         .ok_or_else(|| Error::NoHeader(store.location(&fork.session)))?;
+    verify_parent(&meta, child_project, fork).map_err(|reason| {
+        Error::from(crate::error::StoreError::ForeignParent {
+            session: child.to_string(),
+            parent: fork.session.clone(),
+            reason,
+        })
+    })?;
     let mut t = Transcript::new(meta.clone());
     if let Some(grand) = &meta.parent {
-        let prefix = stitch_parent(store, grand, depth + 1)?;
+        let project = crate::store::header_project(&meta);
+        let prefix = stitch_parent(store, grand, project, &fork.session, depth + 1)?;
         t = Transcript {
             meta,
             inherited: prefix.messages.len(),

@@ -1,0 +1,158 @@
+//! What the server serves and who may call it: [`ServerConfig`], bearer
+//! token grants ([`TokenGrant`], [`parse_tokens`]), store specs
+//! ([`open_store`]), the listen-address rule ([`check_listen`]) and the
+//! start-up error type ([`ServeError`]).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use memoir::error_class::ErrorClass;
+use memoir::store::file::FileStore;
+use memoir::store::{Durability, LogStore};
+use memoir::Error;
+use serde::Deserialize;
+
+use crate::namespace::SEPARATOR;
+use crate::DEFAULT_MAX_BODY;
+
+/// Errors starting the server (bad configuration, store, socket).
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// A configuration problem (tokens file, store spec).
+    #[error("{0}")]
+    Config(String),
+    /// The store failed to open.
+    #[error(transparent)]
+    Store(#[from] Error),
+    /// Binding or serving failed.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl ServeError {
+    /// The class of this error (a bad configuration is the caller's input).
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            ServeError::Config(_) => ErrorClass::InvalidInput,
+            ServeError::Store(e) => e.class(),
+            ServeError::Io(_) => ErrorClass::Internal,
+        }
+    }
+}
+
+/// One bearer token and what it may do.
+#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct TokenGrant {
+    /// The secret the client sends as `Authorization: Bearer <token>`.
+    pub token: String,
+    /// The project it reads and writes.
+    pub project: String,
+    /// After this instant the token is refused (401 `token_expired`).
+    #[serde(default)]
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TokensFile {
+    tokens: Vec<TokenGrant>,
+}
+
+/// Parse a tokens file: `{"tokens":[{"token":"...","project":"a","expires_at":"2027-01-01T00:00:00Z"}]}`.
+pub fn parse_tokens(text: &str) -> Result<Vec<TokenGrant>, ServeError> {
+    let file: TokensFile =
+        serde_json::from_str(text).map_err(|e| ServeError::Config(format!("tokens file: {e}")))?;
+    for g in &file.tokens {
+        check_grant(g)?;
+    }
+    Ok(file.tokens)
+}
+
+fn check_grant(g: &TokenGrant) -> Result<(), ServeError> {
+    if g.token.len() < 16 {
+        return Err(ServeError::Config(format!(
+            "the token for project {:?} is shorter than 16 characters",
+            g.project
+        )));
+    }
+    memoir::id::validate(&g.project)
+        .map_err(|e| ServeError::Config(format!("project name: {e}")))?;
+    if g.project.contains(SEPARATOR) {
+        return Err(ServeError::Config(format!(
+            "project name {:?} contains {SEPARATOR:?} (it separates project and session ids)",
+            g.project
+        )));
+    }
+    Ok(())
+}
+
+/// What the server serves and how.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Where sessions live (listings use its `LogStore::list_project`,
+    /// which PostgreSQL answers from an index).
+    pub store: Arc<dyn LogStore>,
+    /// Accepted tokens.
+    pub tokens: Vec<TokenGrant>,
+    /// Largest accepted request body, in bytes.
+    pub max_body: usize,
+}
+
+impl ServerConfig {
+    /// A configuration over `store` with `tokens` and default limits.
+    pub fn new(store: Arc<dyn LogStore>, tokens: Vec<TokenGrant>) -> Self {
+        ServerConfig {
+            store,
+            tokens,
+            max_body: DEFAULT_MAX_BODY,
+        }
+    }
+}
+
+/// Open a store from a spec: `postgres://...` / `postgresql://...` (optionally
+/// `#schema=NAME`), or a directory for the file store.
+pub fn open_store(spec: &str, durability: Durability) -> Result<ServerConfig, ServeError> {
+    if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
+        #[cfg(feature = "postgres")]
+        {
+            let (url, schema) = match spec.split_once("#schema=") {
+                Some((u, s)) => (u, s.to_string()),
+                None => (spec, "public".to_string()),
+            };
+            let options = memoir::store::postgres::PgOptions {
+                schema,
+                durability,
+                pool_size: 32,
+                ..Default::default()
+            };
+            let pg = Arc::new(memoir::store::postgres::PgStore::connect(url, options)?);
+            return Ok(ServerConfig::new(pg, Vec::new()));
+        }
+        #[cfg(not(feature = "postgres"))]
+        return Err(ServeError::Config(
+            "this build has no PostgreSQL support (feature `postgres`)".into(),
+        ));
+    }
+    if spec.contains("://") {
+        return Err(ServeError::Config(format!(
+            "unknown store {spec:?}: use postgres://... or a directory"
+        )));
+    }
+    Ok(ServerConfig::new(
+        Arc::new(FileStore::new(spec, durability)),
+        Vec::new(),
+    ))
+}
+
+/// Check that `addr` is a loopback address unless `allow_public` is set.
+pub fn check_listen(addr: &SocketAddr, allow_public: bool) -> Result<(), ServeError> {
+    if addr.ip().is_loopback() || allow_public {
+        Ok(())
+    } else {
+        Err(ServeError::Config(format!(
+            "{addr} is not a loopback address; pass --allow-public to listen on it (and use TLS in front)"
+        )))
+    }
+}

@@ -1,0 +1,102 @@
+//! The HTTP handlers, one file per concern. Each handler authenticates,
+//! parses, and calls the library on the caller's [`ProjectStore`]; session
+//! logic (fork cut, export framing, search ranking) lives in `memoir`.
+
+pub(crate) mod fork;
+pub(crate) mod read;
+pub(crate) mod search;
+pub(crate) mod write;
+
+use std::sync::Arc;
+
+use axum::extract::rejection::{JsonRejection, PathRejection};
+use axum::extract::Path;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use memoir::manager::{LeasePolicy, ManagerOptions, SessionManager};
+use memoir::store::LogStore;
+use serde::de::DeserializeOwned;
+
+use crate::auth::{Auth, Tokens};
+use crate::error::{ApiError, ApiResult};
+use crate::namespace::ProjectStore;
+use crate::OPENAPI_JSON;
+
+/// What every handler shares.
+pub(crate) struct AppState {
+    /// The shared store (all projects).
+    pub store: Arc<dyn LogStore>,
+    /// Accepted tokens.
+    pub tokens: Tokens,
+}
+
+impl AppState {
+    /// The caller's project's view of the store.
+    pub fn project(&self, auth: &Auth) -> ProjectStore {
+        ProjectStore::new(self.store.clone(), &auth.project)
+    }
+
+    /// The session manager over the caller's project: every session
+    /// operation (fork, export, trash, restore, purge) goes through it.
+    pub fn manager(&self, auth: &Auth) -> SessionManager {
+        let options = ManagerOptions {
+            repair_on_switch: false,
+            project: Some(auth.project.clone()),
+            lease: LeasePolicy::Off,
+            ..ManagerOptions::default()
+        };
+        SessionManager::with_store(Arc::new(self.project(auth)), options)
+    }
+}
+
+/// The state as handlers receive it.
+pub(crate) type Shared = Arc<AppState>;
+
+/// The `{id}` of a session route, validated.
+pub(crate) fn session_id(path: Result<Path<String>, PathRejection>) -> ApiResult<String> {
+    let Path(id) = path?;
+    memoir::id::validate(&id).map_err(ApiError::from)?;
+    Ok(id)
+}
+
+/// A JSON request body that must be an object (`[]` or `1` is a 400, never
+/// read as a struct from a sequence), parsed into `T`.
+pub(crate) fn object_body<T: DeserializeOwned>(
+    json: Result<Json<serde_json::Value>, JsonRejection>,
+) -> ApiResult<T> {
+    let Json(value) = json?;
+    if !value.is_object() {
+        return Err(ApiError::bad_request(format!(
+            "the request body must be a JSON object, not {}",
+            match value {
+                serde_json::Value::Array(_) => "an array",
+                serde_json::Value::String(_) => "a string",
+                serde_json::Value::Number(_) => "a number",
+                serde_json::Value::Bool(_) => "a boolean",
+                serde_json::Value::Null => "null",
+                serde_json::Value::Object(_) => "an object",
+            }
+        )));
+    }
+    serde_json::from_value(value).map_err(|e| ApiError::bad_request(format!("request body: {e}")))
+}
+
+/// `GET /healthz`.
+pub(crate) async fn health() -> Json<serde_json::Value> {
+    Json(serde_json::json!({"status": "ok"}))
+}
+
+/// `GET /openapi.json`.
+pub(crate) async fn openapi() -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], OPENAPI_JSON).into_response()
+}
+
+/// Any other route.
+pub(crate) async fn fallback() -> ApiError {
+    ApiError::new(
+        axum::http::StatusCode::NOT_FOUND,
+        "not_found",
+        "no such endpoint",
+    )
+}

@@ -1,0 +1,78 @@
+//! `POST /v1/sessions/{id}/search`: the semantic view's search over the
+//! session, rebuilt per request with the same calls as `memoir recall`
+//! (`SessionView::rebuild_with` + `query_text_mode`); vectors are hashed
+//! features, so no model is needed. `mode` is hybrid (default), vector or
+//! lexical.
+
+use axum::extract::rejection::{JsonRejection, PathRejection};
+use axum::extract::{Path, State};
+use axum::Json;
+use memoir::client::wire;
+use memoir::embed::hash::HashEmbedder;
+use memoir::view::{RebuildOptions, RetrievalMode, SessionView, ViewConfig};
+use memoir::Error;
+
+use super::{object_body, session_id, Shared};
+use crate::auth::Auth;
+use crate::error::{blocking, ApiError, ApiResult};
+
+/// Width of the hashed-feature vectors of the per-request view.
+const HASH_DIMS: usize = 256;
+
+/// `POST /v1/sessions/{id}/search`.
+pub(crate) async fn search_session(
+    State(st): State<Shared>,
+    auth: Auth,
+    path: Result<Path<String>, PathRejection>,
+    json: Result<Json<serde_json::Value>, JsonRejection>,
+) -> ApiResult<Json<wire::SearchResponse>> {
+    let id = session_id(path)?;
+    let req: wire::SearchRequest = object_body(json)?;
+    if req.query.trim().is_empty() {
+        return Err(ApiError::bad_request("query is empty"));
+    }
+    let top_k = req.top_k.unwrap_or(5).clamp(1, 100);
+    let mode: RetrievalMode = match &req.mode {
+        Some(m) => m.parse().map_err(ApiError::bad_request)?,
+        None => RetrievalMode::Hybrid,
+    };
+    let ps = st.project(&auth);
+    let hits = blocking(move || {
+        ps.header(&id)?;
+        let t = memoir::transcript::read_in(&ps, &id)?;
+        search_transcript(&t, &req.query, top_k, mode)
+    })
+    .await?;
+    Ok(Json(wire::SearchResponse { hits }))
+}
+
+fn search_transcript(
+    t: &memoir::transcript::Transcript,
+    query: &str,
+    top_k: usize,
+    mode: RetrievalMode,
+) -> Result<Vec<wire::SearchHit>, Error> {
+    let embedder = HashEmbedder::new(HASH_DIMS);
+    let options = RebuildOptions {
+        view: ViewConfig {
+            mode,
+            ..ViewConfig::default()
+        },
+        ..RebuildOptions::default()
+    };
+    let search = async {
+        let (view, _) = SessionView::rebuild_with(t, &embedder, None, &options).await?;
+        view.query_text_mode(&embedder, query, top_k, mode).await
+    };
+    let hits =
+        memoir::embed::block_on(search).map_err(|e| Error::Invalid(format!("search: {e}")))?;
+    Ok(hits
+        .into_iter()
+        .map(|h| wire::SearchHit {
+            chain_seq: h.chain_seq,
+            score: h.score,
+            kind: h.meta.kind.clone(),
+            text: h.meta.inline.clone(),
+        })
+        .collect())
+}

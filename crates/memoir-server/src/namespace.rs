@@ -1,0 +1,310 @@
+//! Per-project id namespaces: [`ProjectStore`] is the [`LogStore`] a
+//! request of project `P` works through. Session `X` of project `P` is
+//! stored as `P~X`; every id that crosses the adapter (a header's `id`, a
+//! fork's `parent.session`, `forked_from`) is translated on the way in and
+//! out. So a token can only ever name sessions of its own project:
+//!
+//! - two projects may use the same id without either learning that the
+//!   other exists (no existence oracle: 409 only for the caller's own ids);
+//! - a fork's parent reference is resolved inside the fork's project, so a
+//!   deleted parent re-created by another project is never stitched in;
+//! - an append goes to the caller's namespace whatever happened to another
+//!   project's session of that id, and the header's `project` field is
+//!   checked against the store on every call (no cached ownership).
+//!
+//! Session logic (fork cut, export, search) stays in the library; this
+//! adapter only renames.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use memoir::manager::FORKED_FROM;
+use memoir::record::{Record, SessionMeta};
+use memoir::store::{Appended, DeletedListed, Durability, Lease, Listed, LogStore, RawLog};
+use memoir::{Error, Result};
+use serde_json::Value;
+
+use crate::PROJECT_FIELD;
+
+/// Separates the project from the session id in a stored id.
+pub const SEPARATOR: char = '~';
+
+/// The project a header names (its `project` field).
+pub fn project_of(meta: &SessionMeta) -> Option<&str> {
+    meta.extra.get(PROJECT_FIELD).and_then(|v| v.as_str())
+}
+
+/// One project's view of the shared store.
+#[derive(Debug, Clone)]
+pub struct ProjectStore {
+    inner: Arc<dyn LogStore>,
+    project: String,
+    prefix: String,
+}
+
+impl ProjectStore {
+    /// Project `project`'s sessions in `inner`.
+    pub fn new(inner: Arc<dyn LogStore>, project: &str) -> ProjectStore {
+        ProjectStore {
+            inner,
+            project: project.to_string(),
+            prefix: format!("{project}{SEPARATOR}"),
+        }
+    }
+
+    /// The project.
+    pub fn project(&self) -> &str {
+        &self.project
+    }
+
+    /// The stored id of the caller's id `id` (validated: a caller's id
+    /// never contains the separator).
+    pub fn stored(&self, id: &str) -> Result<String> {
+        memoir::id::validate(id)?;
+        if id.contains(SEPARATOR) {
+            return Err(Error::InvalidId {
+                id: id.to_string(),
+                reason: "contains '~' (reserved by the server)",
+            });
+        }
+        let stored = format!("{}{id}", self.prefix);
+        memoir::id::validate(&stored)?;
+        Ok(stored)
+    }
+
+    /// The caller's id of a stored id, when it is in this namespace.
+    fn visible<'a>(&self, stored: &'a str) -> Option<&'a str> {
+        stored.strip_prefix(&self.prefix)
+    }
+
+    fn visible_or_keep(&self, stored: &str) -> String {
+        self.visible(stored).unwrap_or(stored).to_string()
+    }
+
+    /// A header as stored: ids translated, the project field set.
+    fn to_stored(&self, meta: &SessionMeta) -> Result<SessionMeta> {
+        let mut meta = meta.clone();
+        meta.id = self.stored(&meta.id)?;
+        if let Some(parent) = &mut meta.parent {
+            parent.session = self.stored(&parent.session)?;
+        }
+        if let Some(Value::String(from)) = meta.extra.get(FORKED_FROM) {
+            let from = self.stored(from)?;
+            meta.extra.insert(FORKED_FROM.into(), Value::String(from));
+        }
+        meta.extra
+            .insert(PROJECT_FIELD.into(), Value::String(self.project.clone()));
+        Ok(meta)
+    }
+
+    /// A stored header as the caller sees it; `None` when it belongs to
+    /// another project.
+    fn to_visible(&self, mut meta: SessionMeta) -> Option<SessionMeta> {
+        if project_of(&meta) != Some(self.project.as_str()) {
+            return None;
+        }
+        meta.id = self.visible(&meta.id)?.to_string();
+        if let Some(parent) = &mut meta.parent {
+            parent.session = self.visible_or_keep(&parent.session);
+        }
+        if let Some(Value::String(from)) = meta.extra.get(FORKED_FROM) {
+            let from = self.visible_or_keep(from);
+            meta.extra.insert(FORKED_FROM.into(), Value::String(from));
+        }
+        Some(meta)
+    }
+
+    /// The caller's header of session `id`: [`Error::NotFound`] unless it
+    /// exists in this project (read from the store on every call).
+    pub fn header(&self, id: &str) -> Result<SessionMeta> {
+        let stored = self.stored(id)?;
+        match self.inner.read_header(&stored) {
+            Ok(Some(meta)) => self
+                .to_visible(meta)
+                .ok_or_else(|| Error::NotFound(id.to_string())),
+            Ok(None) => Err(Error::NotFound(id.to_string())),
+            Err(e) => Err(hide_id(e, &stored, id)),
+        }
+    }
+}
+
+/// Errors name the caller's id, never the stored one.
+fn hide_id(e: Error, stored: &str, id: &str) -> Error {
+    match e {
+        Error::NotFound(s) | Error::Deleted(s) if s == stored => Error::NotFound(id.to_string()),
+        Error::SessionExists(s) if s == stored => Error::SessionExists(id.to_string()),
+        Error::Conflict {
+            id: s,
+            expected,
+            actual,
+        } if s == stored => Error::Conflict {
+            id: id.to_string(),
+            expected,
+            actual,
+        },
+        other => other,
+    }
+}
+
+impl LogStore for ProjectStore {
+    fn create(&self, meta: &SessionMeta) -> Result<Appended> {
+        let stored = self.to_stored(meta)?;
+        self.inner
+            .create(&stored)
+            .map_err(|e| hide_id(e, &stored.id, &meta.id))
+    }
+
+    fn append(&self, id: &str, records: &[Record], expected_next: Option<u64>) -> Result<Appended> {
+        // Ownership is checked against the store on every write.
+        self.header(id)?;
+        let stored = self.stored(id)?;
+        self.inner
+            .append(&stored, records, expected_next)
+            .map_err(|e| hide_id(e, &stored, id))
+    }
+
+    fn read(&self, id: &str) -> Result<RawLog> {
+        let stored = self.stored(id)?;
+        let mut raw = self
+            .inner
+            .read(&stored)
+            .map_err(|e| hide_id(e, &stored, id))?;
+        raw.header = match raw.header.take() {
+            Some(meta) => Some(
+                self.to_visible(meta)
+                    .ok_or_else(|| Error::NotFound(id.to_string()))?,
+            ),
+            None => None,
+        };
+        Ok(raw)
+    }
+
+    fn read_header(&self, id: &str) -> Result<Option<SessionMeta>> {
+        match self.header(id) {
+            Ok(meta) => Ok(Some(meta)),
+            Err(Error::NotFound(_)) => Err(Error::NotFound(id.to_string())),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn list(&self) -> Result<(Vec<Listed>, usize)> {
+        let (listed, unreadable) = self.inner.list()?;
+        Ok((self.visible_listing(listed), unreadable))
+    }
+
+    fn location(&self, id: &str) -> PathBuf {
+        match self.stored(id) {
+            Ok(stored) => self.inner.location(&stored),
+            Err(_) => self.inner.location(id),
+        }
+    }
+
+    fn durability(&self) -> Durability {
+        self.inner.durability()
+    }
+
+    fn delete(&self, id: &str) -> Result<()> {
+        self.header(id)?;
+        let stored = self.stored(id)?;
+        self.inner
+            .delete(&stored)
+            .map_err(|e| hide_id(e, &stored, id))
+    }
+
+    fn list_project(&self, project: &str) -> Result<(Vec<Listed>, usize)> {
+        if project != self.project {
+            return Ok((Vec::new(), 0));
+        }
+        let (listed, unreadable) = self.inner.list_project(project)?;
+        Ok((self.visible_listing(listed), unreadable))
+    }
+
+    fn list_deleted(&self) -> Result<Vec<DeletedListed>> {
+        Ok(self
+            .inner
+            .list_deleted()?
+            .into_iter()
+            .filter_map(|d| {
+                Some(DeletedListed {
+                    meta: self.to_visible(d.meta)?,
+                    location: d.location,
+                    deleted_at: d.deleted_at,
+                })
+            })
+            .collect())
+    }
+
+    fn read_deleted(&self, id: &str) -> Result<RawLog> {
+        let stored = self.stored(id)?;
+        let mut raw = self
+            .inner
+            .read_deleted(&stored)
+            .map_err(|e| hide_id(e, &stored, id))?;
+        raw.header = match raw.header.take() {
+            Some(meta) => Some(
+                self.to_visible(meta)
+                    .ok_or_else(|| Error::NotFound(id.to_string()))?,
+            ),
+            None => None,
+        };
+        Ok(raw)
+    }
+
+    fn purge(&self, id: &str) -> Result<()> {
+        // Only a trashed session of this project.
+        self.read_deleted(id)?;
+        let stored = self.stored(id)?;
+        self.inner
+            .purge(&stored)
+            .map_err(|e| hide_id(e, &stored, id))
+    }
+
+    fn acquire_lease(&self, id: &str) -> Result<Lease> {
+        self.header(id)?;
+        let stored = self.stored(id)?;
+        self.inner
+            .acquire_lease(&stored)
+            .map_err(|e| hide_id(e, &stored, id))
+    }
+
+    fn touch(&self, id: &str) -> Result<()> {
+        self.header(id)?;
+        let stored = self.stored(id)?;
+        self.inner
+            .touch(&stored)
+            .map_err(|e| hide_id(e, &stored, id))
+    }
+
+    fn last_activity(&self, id: &str) -> Result<Option<DateTime<Utc>>> {
+        let stored = self.stored(id)?;
+        self.inner
+            .last_activity(&stored)
+            .map_err(|e| hide_id(e, &stored, id))
+    }
+
+    fn restore(&self, id: &str) -> Result<()> {
+        let stored = self.stored(id)?;
+        self.inner
+            .restore(&stored)
+            .map_err(|e| hide_id(e, &stored, id))?;
+        // A trashed session of this namespace is this project's, unless
+        // someone wrote another project's header under our prefix.
+        self.header(id).map(|_| ())
+    }
+}
+
+impl ProjectStore {
+    /// Keep the listed sessions of this project, with the caller's ids.
+    pub fn visible_listing(&self, listed: Vec<Listed>) -> Vec<Listed> {
+        listed
+            .into_iter()
+            .filter_map(|l| {
+                Some(Listed {
+                    meta: self.to_visible(l.meta)?,
+                    location: l.location,
+                })
+            })
+            .collect()
+    }
+}

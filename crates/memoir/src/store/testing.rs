@@ -1,0 +1,12 @@
+//! Conformance suites, exported so every [`super::LogStore`] (memoir's and
+//! yours) runs the same checks: [`store`] for the storage contract and
+//! [`manager`] for the session manager over that store.
+//!
+//! Each check is a plain function that panics on failure (they are test
+//! code: `assert!`, `unwrap`). Call [`store::run_all`] / [`manager::run_all`]
+//! with a factory of fresh, empty stores, or one check at a time.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+pub mod manager;
+pub mod store;
