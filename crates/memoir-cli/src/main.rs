@@ -45,6 +45,11 @@ enum Command {
     /// Check a whole store (chains, torn tails, special files, forks, temp
     /// files, modes) and, with --repair, fix what is safe.
     Doctor(cmd::doctor::Args),
+    /// Token usage and cost over the store, grouped or as 5-hour billing blocks.
+    Usage(cmd::usage::Args),
+    /// The offline price table (`memoir prices update FILE` imports a LiteLLM JSON).
+    #[command(subcommand)]
+    Prices(cmd::usage::PricesCommand),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(cmd::completions::Args),
     /// Print the man page (roff) on stdout.
@@ -72,6 +77,8 @@ fn main() -> ExitCode {
         Command::Man => cmd::completions::man(Cli::command()),
         Command::Debug(c) => cmd::debug::run(c),
         Command::Doctor(args) => cmd::doctor::run(args),
+        Command::Usage(args) => cmd::usage::run(args),
+        Command::Prices(c) => cmd::usage::run_prices(c),
     };
     match result {
         Ok(code) => code,

@@ -36,6 +36,7 @@ pub use config::{check_listen, open_store, parse_tokens, ServeError, ServerConfi
 pub use error::ApiError;
 use handlers::{fork, read, search, write, AppState};
 
+
 /// The OpenAPI 3.1 description of the API (served at `/openapi.json`).
 pub const OPENAPI_JSON: &str = include_str!("openapi.json");
 
@@ -73,6 +74,7 @@ pub fn router(config: ServerConfig) -> Router {
         .route("/v1/sessions/{id}/restore", post(write::restore_session))
         .route("/v1/sessions/{id}/purge", post(write::purge_session))
         .route("/v1/sessions/{id}/search", post(search::search_session))
+        .route("/v1/usage", get(handlers::usage::get_usage))
         .fallback(handlers::fallback)
         .layer(DefaultBodyLimit::max(config.max_body))
         .with_state(state)
@@ -170,6 +172,7 @@ mod tests {
             "/v1/sessions/{id}/search",
             "/v1/sessions/{id}/restore",
             "/v1/sessions/{id}/purge",
+            "/v1/usage",
         ] {
             assert!(doc["paths"][path].is_object(), "{path} missing");
         }

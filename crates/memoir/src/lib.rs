@@ -27,6 +27,7 @@ pub mod paths;
 pub mod record;
 pub mod store;
 pub mod transcript;
+pub mod usage;
 pub mod view;
 
 pub use error::{Error, Result};

@@ -10,4 +10,5 @@ pub mod eval;
 pub mod recall;
 pub mod serve;
 pub mod sessions;
+pub mod usage;
 pub mod store;

@@ -470,39 +470,35 @@ pub fn print_message(seq: u64, from: Option<&str>, m: &Message) -> anyhow::Resul
 }
 
 fn usage(store: &StoreArgs, id: &str, as_json: bool) -> anyhow::Result<ExitCode> {
+    // One implementation for every front: memoir::usage (issue 14). A
+    // fork's own responses count; its parent's prefix is reported apart.
     let m = store.reader()?;
     let id = resolve_id(&m, id)?;
-    let t = m.read_session(&id)?;
-    // Per-message usage is what providers report; run summaries are what
-    // harnesses total. Only the session's own messages count (a fork's
-    // inherited prefix is counted in its parent).
-    let mut per_message = memoir::Usage::default();
-    for msg in &t.messages[t.inherited.min(t.messages.len())..] {
-        if let Some(u) = &msg.usage {
-            per_message.add(u);
-        }
-    }
+    let prices = super::usage::price_table(None)?;
+    let u = memoir::usage::session_usage(m.store().as_ref(), &id, &prices)?;
     if as_json {
-        return print_json(
-            &json!({"id": t.meta.id, "summaries": t.usage, "turns": t.turns, "messages": per_message}),
+        return print_json(&serde_json::to_value(&u)?);
+    }
+    outln!("session {}", u.id);
+    for (label, t) in [("own", &u.own), ("inherited", &u.inherited)] {
+        if label == "inherited" && u.parent.is_none() {
+            continue;
+        }
+        outln!(
+            "{label:<9}  input {} output {} cache-read {} cache-write {} reasoning {} requests {} cost {}{}",
+            t.input_tokens,
+            t.output_tokens,
+            t.cache_read_tokens,
+            t.cache_write_tokens,
+            t.reasoning_tokens,
+            t.requests,
+            if t.cost_is_lower_bound { ">=" } else { "" },
+            format_args!("${:.4}", t.cost_usd),
         );
     }
-    outln!("session {}", t.meta.id);
-    outln!(
-        "run summaries: input {} output {} cache-read {} cache-write {} turns {}",
-        t.usage.input_tokens,
-        t.usage.output_tokens,
-        t.usage.cache_read_input_tokens,
-        t.usage.cache_creation_input_tokens,
-        t.turns
-    );
-    outln!(
-        "per message:   input {} output {} cache-read {} cache-write {}",
-        per_message.input_tokens,
-        per_message.output_tokens,
-        per_message.cache_read_input_tokens,
-        per_message.cache_creation_input_tokens
-    );
+    if let Some(p) = &u.parent {
+        outln!("(a fork of {p}: inherited usage is the parent's, not counted again)");
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -5,6 +5,7 @@
 pub(crate) mod fork;
 pub(crate) mod read;
 pub(crate) mod search;
+pub(crate) mod usage; // GET /v1/usage (issue 14)
 pub(crate) mod write;
 
 use std::sync::Arc;

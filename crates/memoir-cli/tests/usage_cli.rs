@@ -1,0 +1,317 @@
+//! `memoir usage`, `memoir prices` and `memoir sessions usage` as real
+//! processes over a store written in the importers' shape: the table (wide
+//! and narrow), JSON, CSV, blocks, unpriced models, price overrides.
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::sync::Arc;
+
+use memoir::message::{Message, Usage, SOURCE_KEY};
+use memoir::record::{ForkPoint, SessionMeta, SourceRef};
+use memoir::store::file::FileStore;
+use memoir::store::Durability;
+use memoir::transcript::Session;
+use serde_json::{json, Value};
+
+fn memoir(home: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_memoir"));
+    c.env("MEMOIR_HOME", home)
+        .env_remove("MEMOIR_SESSION_DIR")
+        .env_remove("COLUMNS");
+    c
+}
+
+fn ok(out: Output) -> String {
+    assert!(
+        out.status.success(),
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn response(id: &str, model: &str, when: &str, input: u64, output: u64, read: u64) -> Message {
+    let mut m = Message::assistant("ok").with_usage(Usage {
+        input_tokens: input,
+        output_tokens: output,
+        cache_read_input_tokens: read,
+        ..Usage::default()
+    });
+    m.provider_id = Some(id.into());
+    m.model = Some(model.into());
+    m.timestamp = Some(when.parse().unwrap());
+    m.extra.insert(
+        SOURCE_KEY.into(),
+        json!({"request_id": format!("req_{id}")}),
+    );
+    m
+}
+
+fn meta(id: &str, agent: &str, created: &str) -> SessionMeta {
+    let mut m = SessionMeta::new(id);
+    m.created_at = created.parse().unwrap();
+    m.source = Some(SourceRef {
+        agent: agent.into(),
+        agent_version: None,
+        session: None,
+        path: None,
+        extra: Default::default(),
+    });
+    m
+}
+
+/// A Claude Code session (one response repeated on a split line), a fork of
+/// it, and a Codex session on an unpriced model.
+fn fill(dir: &Path) {
+    let store = Arc::new(FileStore::new(dir, Durability::None));
+    let main = Session::create_in(
+        store.clone(),
+        meta("cc-main", "claude-code", "2026-05-12T09:00:00Z"),
+    )
+    .unwrap();
+    main.append_messages(&[
+        Message::user("hi"),
+        response(
+            "msg_1",
+            "claude-sonnet-4-5",
+            "2026-05-12T09:00:05Z",
+            1000,
+            100,
+            0,
+        ),
+        response(
+            "msg_1",
+            "claude-sonnet-4-5",
+            "2026-05-12T09:00:06Z",
+            1000,
+            100,
+            0,
+        ),
+        response(
+            "msg_2",
+            "claude-sonnet-4-5",
+            "2026-05-12T09:10:00Z",
+            10,
+            200,
+            1000,
+        ),
+    ])
+    .unwrap();
+    let mut fork = meta("cc-fork", "claude-code", "2026-05-13T09:00:00Z");
+    fork.parent = Some(ForkPoint {
+        session: "cc-main".into(),
+        seq: 4,
+        messages: 4,
+        parent_created_at: None,
+    });
+    let fork = Session::create_in(store.clone(), fork).unwrap();
+    fork.append_messages(&[response(
+        "msg_3",
+        "claude-sonnet-4-5",
+        "2026-05-13T09:00:10Z",
+        20,
+        20,
+        0,
+    )])
+    .unwrap();
+    let codex =
+        Session::create_in(store, meta("codex-1", "codex", "2026-05-13T10:00:00Z")).unwrap();
+    codex
+        .append_messages(&[response(
+            "resp_9",
+            "brand-new-model",
+            "2026-05-13T10:00:01Z",
+            5,
+            5,
+            0,
+        )])
+        .unwrap();
+}
+
+#[test]
+fn usage_table_json_csv_and_blocks() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    fill(dir.path());
+    let d = dir.path().to_str().unwrap();
+
+    let json: Value = serde_json::from_str(&ok(memoir(home.path())
+        .args(["usage", "--dir", d, "--by", "session", "--json"])
+        .output()
+        .unwrap()))
+    .unwrap();
+    assert_eq!(json["total"]["requests"], 4);
+    assert_eq!(json["total"]["input_tokens"], 1035);
+    assert_eq!(json["total"]["cost_is_lower_bound"], true);
+    let fork = json["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["group"]["session"] == "cc-fork")
+        .unwrap();
+    assert_eq!(fork["input_tokens"], 20);
+    assert_eq!(fork["inherited"]["input_tokens"], 1010);
+
+    // Wide table: every column, a totals row, unpriced shown as such.
+    let table = ok(memoir(home.path())
+        .args(["usage", "--dir", d, "--by", "day,agent", "--width", "200"])
+        .output()
+        .unwrap());
+    let lines: Vec<&str> = table.lines().collect();
+    assert!(
+        lines[0].contains("cache-read") && lines[0].contains("reasoning"),
+        "{table}"
+    );
+    assert!(table.contains("2026-05-12  claude-code"), "{table}");
+    assert!(table.contains("unpriced"), "{table}");
+    let total = lines.iter().find(|l| l.starts_with("Total")).unwrap();
+    assert!(total.contains("1,035") && total.contains(">=$"), "{table}");
+    assert!(table.contains("cost is a lower bound"), "{table}");
+    // Columns are aligned: every body line is as long as the header line or shorter
+    // only by trailing flags.
+    let header_len = lines[0].len();
+    assert!(lines[2].len() >= header_len - 2, "{table}");
+
+    // Narrow terminal: key, total, requests and cost only.
+    let narrow = ok(memoir(home.path())
+        .args(["usage", "--dir", d, "--by", "day"])
+        .env("COLUMNS", "50")
+        .output()
+        .unwrap());
+    let head = narrow.lines().next().unwrap();
+    assert!(head.contains("total") && head.contains("cost"), "{narrow}");
+    assert!(!head.contains("cache-read"), "{narrow}");
+    let table_lines = narrow.lines().take_while(|l| !l.starts_with("Total"));
+    assert!(
+        table_lines.into_iter().all(|l| l.chars().count() <= 50),
+        "{narrow}"
+    );
+
+    let csv = ok(memoir(home.path())
+        .args(["usage", "--dir", d, "--by", "model", "--csv"])
+        .output()
+        .unwrap());
+    let rows: Vec<&str> = csv.lines().collect();
+    assert!(rows[0].starts_with("model,kind,input_tokens"), "{csv}");
+    assert!(
+        rows.iter()
+            .any(|r| r.starts_with("brand-new-model,own,5,5,")),
+        "{csv}"
+    );
+    assert!(rows.last().unwrap().starts_with(",total,1035,"), "{csv}");
+
+    let blocks: Value = serde_json::from_str(&ok(memoir(home.path())
+        .args(["usage", "--dir", d, "--blocks", "--json"])
+        .output()
+        .unwrap()))
+    .unwrap();
+    let blocks = blocks["blocks"].as_array().unwrap();
+    assert_eq!(blocks.len(), 2, "{blocks:?}");
+    assert_eq!(blocks[0]["start"], "2026-05-12T09:00:00Z");
+    assert_eq!(blocks[0]["requests"], 2);
+
+    // Filters.
+    let since: Value = serde_json::from_str(&ok(memoir(home.path())
+        .args([
+            "usage",
+            "--dir",
+            d,
+            "--since",
+            "2026-05-13",
+            "--agent",
+            "claude-code",
+            "--json",
+        ])
+        .output()
+        .unwrap()))
+    .unwrap();
+    assert_eq!(since["total"]["input_tokens"], 20);
+
+    // sessions usage reads the same implementation: own and inherited apart.
+    let one: Value = serde_json::from_str(&ok(memoir(home.path())
+        .args(["sessions", "usage", "cc-fork", "--dir", d, "--json"])
+        .output()
+        .unwrap()))
+    .unwrap();
+    assert_eq!(one["own"]["input_tokens"], fork["input_tokens"]);
+    assert_eq!(one["inherited"]["input_tokens"], 1010);
+
+    // Bad input: a clear error and exit 2.
+    let bad = memoir(home.path())
+        .args(["usage", "--dir", d, "--by", "fortnight"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown grouping"));
+}
+
+#[test]
+fn prices_update_and_overrides() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    fill(dir.path());
+    let d = dir.path().to_str().unwrap();
+    // A newer LiteLLM file the user downloaded, pricing the new model.
+    let litellm = home.path().join("model_prices_and_context_window.json");
+    std::fs::write(
+        &litellm,
+        json!({
+            "brand-new-model": {"litellm_provider": "openai", "mode": "chat",
+                "input_cost_per_token": 1e-3, "output_cost_per_token": 2e-3},
+            "claude-sonnet-4-5": {"litellm_provider": "anthropic", "mode": "chat",
+                "input_cost_per_token": 3e-6, "output_cost_per_token": 1.5e-5,
+                "cache_read_input_token_cost": 3e-7}
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let out = ok(memoir(home.path())
+        .args([
+            "prices",
+            "update",
+            litellm.to_str().unwrap(),
+            "--date",
+            "2026-11-30",
+        ])
+        .output()
+        .unwrap());
+    assert!(out.contains("2 models"), "{out}");
+    assert!(home.path().join("prices.json").is_file());
+    let json: Value = serde_json::from_str(&ok(memoir(home.path())
+        .args(["usage", "--dir", d, "--json"])
+        .output()
+        .unwrap()))
+    .unwrap();
+    assert_eq!(json["total"]["cost_is_lower_bound"], false);
+    assert_eq!(json["prices"]["date"], "2026-11-30");
+    // 1035 in * 3e-6 (sonnet 1030) ... computed by hand:
+    // sonnet: in 1030 * 3 + out 320 * 15 + read 1000 * 0.3 = 3090 + 4800 + 300 = 8190 µ$
+    // new model: 5 * 1000 + 5 * 2000 = 15000 µ$
+    let cost = json["total"]["cost_usd"].as_f64().unwrap();
+    assert!((cost - 0.02319).abs() < 1e-9, "{cost}");
+
+    // config.toml [prices.models] lays a price over the table (USD per Mtok).
+    std::fs::write(
+        home.path().join("config.toml"),
+        "[prices.models.\"brand-new-model\"]\ninput = 1.0\noutput = 1.0\n",
+    )
+    .unwrap();
+    let json: Value = serde_json::from_str(&ok(memoir(home.path())
+        .args(["usage", "--dir", d, "--json", "--model", "brand"])
+        .output()
+        .unwrap()))
+    .unwrap();
+    assert!((json["total"]["cost_usd"].as_f64().unwrap() - 10e-6).abs() < 1e-12);
+
+    // --prices FILE wins over both; a broken file is an error, not $0.
+    let broken = home.path().join("broken.json");
+    std::fs::write(&broken, "{not json").unwrap();
+    let bad = memoir(home.path())
+        .args(["usage", "--dir", d, "--prices", broken.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("price table"));
+}

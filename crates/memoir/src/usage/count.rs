@@ -1,0 +1,550 @@
+//! Exact counting: which stored messages are provider responses, and which of
+//! them count, so that each response is counted once in a store.
+//!
+//! Rules (see `docs/USAGE.md`):
+//! - A *response* is a message with [`Usage`]. Its identity is, first match
+//!   wins: `extra.source.response_id` (Codex `token_usage_record`), the
+//!   message's `provider_id` (Claude Code `message.id`, native sessions),
+//!   `extra.source.uuid` (the source line's uuid). A response with none of
+//!   these is counted once where it is stored.
+//! - Within one session the *last* message with an identity wins: Claude Code
+//!   splits one API message over several lines that repeat (or complete) its
+//!   usage.
+//! - Across sessions the first session in [`priority order`](order) keeps it:
+//!   main sessions before side sessions (sidechains, subagents, `/btw`), then
+//!   parents before forks, then oldest first. The request id is deliberately
+//!   not part of the identity: a `/btw` sidechain replays the parent's
+//!   `message.id` under a new request id, and the id alone already names one
+//!   billed response.
+//! - A fork counts only its *own* records; what it starts with is its
+//!   parent's and is reported as *inherited*, never added to a total.
+//!   Messages a `rewrite` (compaction) carries over are not counted again;
+//!   messages it drops stay counted (they were billed).
+//! - A session whose own messages carry no usage but whose run summaries do
+//!   is counted from its summaries (one entry per summary, `turns` requests).
+
+use std::collections::{HashMap, HashSet};
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+use super::price::{Cost, PriceTable};
+use crate::error::{Error, Result};
+use crate::message::{Message, Usage, SOURCE_KEY};
+use crate::record::{ForkPoint, Record, SessionMeta};
+use crate::store::{Listed, LogStore, RawLog};
+
+/// How deep a fork chain is followed before counting refuses (cycle guard).
+const MAX_CHAIN: usize = 256;
+
+/// One counted response, as the aggregations see it.
+#[derive(Debug, Clone)]
+pub struct Counted<'a> {
+    /// The session it is counted in.
+    pub meta: &'a SessionMeta,
+    /// The model that produced it (the message's, else the header's, else `unknown`).
+    pub model: &'a str,
+    /// When it was written: the message's timestamp, else the session's start.
+    pub at: DateTime<Utc>,
+    /// False when `at` is the session's start because the message has no timestamp.
+    pub dated: bool,
+    /// Its tokens.
+    pub usage: Usage,
+    /// How many provider requests it stands for (1, or a run summary's turns).
+    pub requests: u64,
+    /// What it cost.
+    pub cost: Cost,
+}
+
+/// What [`walk`] met besides the responses it reported.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WalkStats {
+    /// Sessions selected and read.
+    pub sessions: usize,
+    /// Sessions (or listing entries) that could not be read: totals are lower bounds.
+    pub unreadable: usize,
+    /// Copies not counted again: repeated within a session (split lines)
+    /// or already counted by another session.
+    pub duplicates: u64,
+}
+
+/// What a walk reports to its visitor.
+pub enum Event<'a> {
+    /// A selected session was read (reported before its responses).
+    Session(&'a SessionMeta),
+    /// A response counted in the last reported session.
+    Response(&'a Counted<'a>),
+}
+
+/// Which sessions and responses a walk reports. Sessions that are not
+/// selected are still read (until `stop_after`), so which session owns a
+/// response does not depend on the filter.
+pub struct Selection<'f> {
+    /// Header filter: which sessions are reported.
+    pub session: &'f dyn Fn(&SessionMeta) -> bool,
+    /// Response filter: which of a selected session's responses are reported.
+    pub response: &'f dyn Fn(&str, DateTime<Utc>) -> bool,
+    /// Stop after this session (a single-session query).
+    pub stop_after: Option<&'f str>,
+}
+
+/// A response found in one session's own records, before cross-session de-duplication.
+#[derive(Debug, Clone)]
+struct Found {
+    identity: Option<u128>,
+    model: Option<String>,
+    at: Option<DateTime<Utc>>,
+    usage: Usage,
+    requests: u64,
+}
+
+/// Walk every session of `store` in priority order, reporting selected
+/// sessions and the responses they own. Bounded memory: one session at a
+/// time, plus one 16-byte identity per counted response.
+pub fn walk(
+    store: &dyn LogStore,
+    selection: &Selection<'_>,
+    prices: &PriceTable,
+    visit: &mut dyn FnMut(Event<'_>),
+) -> Result<WalkStats> {
+    let (listed, unreadable) = store.list()?;
+    let mut stats = WalkStats {
+        unreadable,
+        ..WalkStats::default()
+    };
+    let mut seen: HashSet<u128> = HashSet::new();
+    for listed in order(listed) {
+        let id = listed.meta.id.clone();
+        let selected = (selection.session)(&listed.meta);
+        let raw = match store.read(&id) {
+            Ok(raw) => raw,
+            Err(Error::NotFound(_)) => continue, // deleted since the listing
+            Err(_) if !selected => continue,
+            Err(_) => {
+                stats.unreadable += 1;
+                continue;
+            }
+        };
+        let Some(meta) = raw.header.clone() else {
+            stats.unreadable += usize::from(selected);
+            continue;
+        };
+        let (found, merged) = own_responses(store, &meta, &raw, None)?;
+        // The model of a fork's last inherited response, for own responses
+        // that name none (read once, only when needed).
+        let mut fallback: Option<Option<String>> = None;
+        if selected {
+            stats.sessions += 1;
+            stats.duplicates += merged;
+            visit(Event::Session(&meta));
+        }
+        for f in found {
+            if let Some(identity) = f.identity {
+                if !seen.insert(identity) {
+                    stats.duplicates += u64::from(selected);
+                    continue;
+                }
+            }
+            if !selected {
+                continue;
+            }
+            if f.model.is_none() && meta.model.is_empty() && fallback.is_none() {
+                fallback = Some(inherited_model(store, &meta));
+            }
+            let model = f
+                .model
+                .as_deref()
+                .or(fallback.as_ref().and_then(|m| m.as_deref()))
+                .unwrap_or_else(|| header_model(&meta));
+            let at = f.at.unwrap_or(meta.created_at);
+            if !(selection.response)(model, at) {
+                continue;
+            }
+            let counted = Counted {
+                meta: &meta,
+                model,
+                at,
+                dated: f.at.is_some(),
+                usage: f.usage,
+                requests: f.requests,
+                cost: prices.cost(model, &f.usage),
+            };
+            visit(Event::Response(&counted));
+        }
+        if selection.stop_after.is_some_and(|s| s == id) {
+            break;
+        }
+    }
+    Ok(stats)
+}
+
+/// What a fork starts with, by reference: the responses its ancestors own up
+/// to each fork point, each counted once along the chain. Empty for a
+/// session that is not a fork. An unreadable ancestor is an error (the
+/// inherited figure would be wrong, not merely partial).
+pub fn inherited(
+    store: &dyn LogStore,
+    meta: &SessionMeta,
+    prices: &PriceTable,
+    visit: &mut dyn FnMut(&Counted<'_>),
+) -> Result<()> {
+    let mut seen: HashSet<u128> = HashSet::new();
+    let mut next = meta.parent.clone();
+    let mut depth = 0;
+    while let Some(fork) = next {
+        depth += 1;
+        if depth > MAX_CHAIN {
+            return Err(Error::Invalid(format!(
+                "fork chain of {} deeper than {MAX_CHAIN} (cycle?)",
+                meta.id
+            )));
+        }
+        crate::id::validate(&fork.session)?;
+        let raw = store.read(&fork.session)?;
+        let parent = raw
+            .header
+            .clone()
+            .ok_or_else(|| Error::NoHeader(store.location(&fork.session)))?;
+        for f in own_responses(store, &parent, &raw, Some(fork.seq))?.0 {
+            if let Some(identity) = f.identity {
+                if !seen.insert(identity) {
+                    continue;
+                }
+            }
+            let model = f.model.as_deref().unwrap_or_else(|| header_model(&parent));
+            visit(&Counted {
+                meta: &parent,
+                model,
+                at: f.at.unwrap_or(parent.created_at),
+                dated: f.at.is_some(),
+                usage: f.usage,
+                requests: f.requests,
+                cost: prices.cost(model, &f.usage),
+            });
+        }
+        next = parent.parent.clone();
+    }
+    Ok(())
+}
+
+/// The model a fork's parent chain last used (its last response naming one,
+/// else a header naming one), for a fork's responses that name none: an
+/// agent states its model once, and a fork inherits it by reference.
+fn inherited_model(store: &dyn LogStore, meta: &SessionMeta) -> Option<String> {
+    let mut next = meta.parent.clone();
+    for _ in 0..MAX_CHAIN {
+        let fork = next?;
+        let raw = store.read(&fork.session).ok()?;
+        let parent = raw.header.clone()?;
+        let last = raw
+            .records
+            .iter()
+            .take_while(|r| r.seq <= fork.seq)
+            .filter_map(|r| match &r.record {
+                Record::Message(m) => m.model.clone(),
+                Record::Rewrite { messages } => messages.iter().rev().find_map(|m| m.model.clone()),
+                _ => None,
+            })
+            .filter(|m| !m.is_empty())
+            .last();
+        if let Some(model) = last {
+            return Some(model);
+        }
+        if !parent.model.is_empty() {
+            return Some(parent.model);
+        }
+        next = parent.parent;
+    }
+    None
+}
+
+/// The model named by a session's header, or `unknown`.
+fn header_model(meta: &SessionMeta) -> &str {
+    if meta.model.is_empty() {
+        "unknown"
+    } else {
+        &meta.model
+    }
+}
+
+/// True for a side session: a sidechain, subagent or `/btw` copy, whose
+/// responses a main session keeps when both hold them. Recognised from the
+/// header: `kind` (or the importer's `source.kind`) `subagent` or
+/// `sidechain`, or a `source` with `sidechain`/`is_sidechain: true` or a
+/// non-null `subagent`/`parent_session`.
+pub fn is_side_session(meta: &SessionMeta) -> bool {
+    let side_kind = |k: Option<&str>| matches!(k, Some("subagent" | "sidechain"));
+    if side_kind(meta.kind.as_deref()) {
+        return true;
+    }
+    let Some(source) = &meta.source else {
+        return false;
+    };
+    let flag = |k: &str| source.extra.get(k).and_then(Value::as_bool) == Some(true);
+    let present = |k: &str| source.extra.get(k).is_some_and(|v| !v.is_null());
+    side_kind(source.extra.get("kind").and_then(Value::as_str))
+        || flag("sidechain")
+        || flag("is_sidechain")
+        || present("subagent")
+        || present("parent_session")
+}
+
+/// The priority order: main sessions before side sessions, shallower forks
+/// first, then oldest first, then by id. Computed from headers only.
+pub fn order(mut listed: Vec<Listed>) -> Vec<Listed> {
+    let parents: HashMap<String, Option<String>> = listed
+        .iter()
+        .map(|l| {
+            (
+                l.meta.id.clone(),
+                l.meta.parent.as_ref().map(|p| p.session.clone()),
+            )
+        })
+        .collect();
+    let depth = |id: &str| {
+        let mut d = 0usize;
+        let mut cur = parents.get(id).cloned().flatten();
+        while let Some(p) = cur {
+            d += 1;
+            if d > MAX_CHAIN {
+                break;
+            }
+            cur = parents.get(&p).cloned().flatten();
+        }
+        d
+    };
+    let mut keyed: Vec<(bool, usize, Listed)> = listed
+        .drain(..)
+        .map(|l| (is_side_session(&l.meta), depth(&l.meta.id), l))
+        .collect();
+    keyed.sort_by(|a, b| {
+        (a.0, a.1, a.2.meta.created_at, &a.2.meta.id).cmp(&(
+            b.0,
+            b.1,
+            b.2.meta.created_at,
+            &b.2.meta.id,
+        ))
+    });
+    keyed.into_iter().map(|(_, _, l)| l).collect()
+}
+
+/// The identity of a response (see the module docs), hashed to 128 bits.
+pub fn identity(m: &Message) -> Option<u128> {
+    let source = m.extra.get(SOURCE_KEY).and_then(Value::as_object);
+    let text = |k: &str| {
+        source
+            .and_then(|s| s.get(k))
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+    };
+    let key = if let Some(r) = text("response_id") {
+        format!("response\0{r}")
+    } else if let Some(p) = m.provider_id.as_deref().filter(|p| !p.is_empty()) {
+        format!("message\0{p}")
+    } else if let Some(u) = text("uuid") {
+        format!("line\0{u}")
+    } else {
+        return None;
+    };
+    Some(hash128(key.as_bytes()))
+}
+
+fn hash128(bytes: &[u8]) -> u128 {
+    let h = blake3::hash(bytes);
+    let mut first = [0u8; 16];
+    first.copy_from_slice(&h.as_bytes()[..16]);
+    u128::from_le_bytes(first)
+}
+
+/// A message's content hash, to recognise the copies a `rewrite` carries over.
+fn content_hash(m: &Message) -> Result<u128> {
+    Ok(hash128(&serde_json::to_vec(m)?))
+}
+
+/// The responses a session's own records hold (up to `upto` inclusive),
+/// de-duplicated within the session (last copy wins), and how many copies
+/// were merged.
+fn own_responses(
+    store: &dyn LogStore,
+    meta: &SessionMeta,
+    raw: &RawLog,
+    upto: Option<u64>,
+) -> Result<(Vec<Found>, u64)> {
+    let mut merged = 0u64;
+    let mut found: Vec<Found> = Vec::new();
+    let mut by_identity: HashMap<u128, usize> = HashMap::new();
+    // Content hashes of the usage-bearing messages present so far; built on
+    // the first rewrite (rare), then kept up to date.
+    let mut present: Option<HashSet<u128>> = None;
+    let mut summaries: Vec<Found> = Vec::new();
+    let mut push = |found: &mut Vec<Found>, m: &Message, usage: Usage| {
+        let f = Found {
+            identity: identity(m),
+            model: m.model.clone().filter(|s| !s.is_empty()),
+            at: m.timestamp,
+            usage,
+            requests: 1,
+        };
+        match f.identity.and_then(|i| by_identity.get(&i).copied()) {
+            Some(at) => {
+                found[at] = f;
+                merged += 1;
+            }
+            None => {
+                if let Some(i) = f.identity {
+                    by_identity.insert(i, found.len());
+                }
+                found.push(f);
+            }
+        }
+    };
+    let records = raw
+        .records
+        .iter()
+        .take_while(|r| upto.is_none_or(|u| r.seq <= u));
+    for (index, rec) in records.enumerate() {
+        match &rec.record {
+            Record::Message(m) => {
+                if let Some(u) = m.usage {
+                    if let Some(set) = present.as_mut() {
+                        set.insert(content_hash(m)?);
+                    }
+                    push(&mut found, m, u);
+                }
+            }
+            Record::Rewrite { messages } => {
+                if present.is_none() {
+                    present = Some(present_before(store, meta, raw, index)?);
+                }
+                let mut now = HashSet::new();
+                for m in messages {
+                    let Some(u) = m.usage else { continue };
+                    let h = content_hash(m)?;
+                    let carried = present.as_ref().is_some_and(|set| set.contains(&h));
+                    if !carried {
+                        push(&mut found, m, u);
+                    }
+                    now.insert(h);
+                }
+                // Dropped messages stay counted; what the rewrite keeps is present.
+                if let Some(set) = present.as_mut() {
+                    set.extend(now);
+                }
+            }
+            Record::Summary(s) if !s.usage.is_zero() => summaries.push(Found {
+                identity: None,
+                model: None,
+                at: None,
+                usage: s.usage,
+                requests: u64::from(s.turns.max(1)),
+            }),
+            _ => {}
+        }
+    }
+    if found.is_empty() {
+        return Ok((summaries, 0));
+    }
+    Ok((found, merged))
+}
+
+/// Content hashes of the usage-bearing messages a session held before its
+/// record number `index`: the inherited prefix of a fork, and its own.
+fn present_before(
+    store: &dyn LogStore,
+    meta: &SessionMeta,
+    raw: &RawLog,
+    index: usize,
+) -> Result<HashSet<u128>> {
+    let mut set = HashSet::new();
+    if let Some(fork) = &meta.parent {
+        let prefix = inherited_messages(store, fork);
+        for m in prefix.iter().filter(|m| m.usage.is_some()) {
+            set.insert(content_hash(m)?);
+        }
+    }
+    for rec in &raw.records[..index] {
+        let messages: &[Message] = match &rec.record {
+            Record::Message(m) => std::slice::from_ref(m),
+            Record::Rewrite { messages } => messages,
+            _ => &[],
+        };
+        for m in messages.iter().filter(|m| m.usage.is_some()) {
+            set.insert(content_hash(m)?);
+        }
+    }
+    Ok(set)
+}
+
+/// The messages a fork starts with (empty when the parent is unreadable:
+/// then a rewrite's copies of them count as own, an over- not an undercount
+/// of a session whose parent is gone).
+fn inherited_messages(store: &dyn LogStore, fork: &ForkPoint) -> Vec<Message> {
+    crate::transcript::read_at(store, fork)
+        .map(|t| t.messages)
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::SourceRef;
+
+    fn with_source(source: Value) -> Message {
+        let mut m = Message::assistant("x");
+        m.extra.insert(SOURCE_KEY.into(), source);
+        m
+    }
+
+    #[test]
+    fn identity_prefers_the_response_id_and_ignores_the_request_id() {
+        let mut a = with_source(serde_json::json!({"response_id": "resp_1", "uuid": "u1"}));
+        a.provider_id = Some("msg_1".into());
+        let b = with_source(serde_json::json!({"response_id": "resp_1", "uuid": "u2"}));
+        assert_eq!(identity(&a), identity(&b));
+        // Same message id under two request ids (a /btw replay): one response.
+        let mut c = with_source(serde_json::json!({"request_id": "req_1"}));
+        c.provider_id = Some("msg_9".into());
+        let mut d = with_source(serde_json::json!({"request_id": "req_2"}));
+        d.provider_id = Some("msg_9".into());
+        assert_eq!(identity(&c), identity(&d));
+        // A message id and a response id with the same text are different keys.
+        let mut e = Message::assistant("x");
+        e.provider_id = Some("resp_1".into());
+        assert_ne!(identity(&e), identity(&b));
+        assert_eq!(identity(&Message::assistant("x")), None);
+        assert!(identity(&with_source(serde_json::json!({"uuid": "u3"}))).is_some());
+    }
+
+    #[test]
+    fn side_sessions_are_recognised_from_the_header() {
+        let mut meta = SessionMeta::new("s");
+        assert!(!is_side_session(&meta));
+        meta.source = Some(SourceRef {
+            agent: "claude-code".into(),
+            agent_version: None,
+            session: None,
+            path: None,
+            extra: serde_json::Map::new(),
+        });
+        assert!(!is_side_session(&meta));
+        for extra in [
+            serde_json::json!({"kind": "subagent"}),
+            serde_json::json!({"sidechain": true}),
+            serde_json::json!({"parent_session": "cc-main"}),
+        ] {
+            let mut m = meta.clone();
+            if let (Some(src), Value::Object(o)) = (m.source.as_mut(), extra) {
+                src.extra = o;
+            }
+            assert!(is_side_session(&m));
+        }
+        let mut branch = meta.clone();
+        if let Some(src) = branch.source.as_mut() {
+            src.extra.insert("kind".into(), "branch".into());
+        }
+        assert!(
+            !is_side_session(&branch),
+            "a rewind branch is a fork, not a side session"
+        );
+    }
+}

@@ -1,0 +1,651 @@
+//! Offline model pricing: the pinned table shipped in the repository, its
+//! overrides, and what one response costs.
+//!
+//! The shipped table (`crates/memoir/data/prices.json`, format
+//! [`PRICE_FORMAT`]) is derived from LiteLLM's
+//! `model_prices_and_context_window.json` (MIT, see `data/NOTICE`) by
+//! [`PriceTable::from_litellm`], the same function `memoir prices update FILE`
+//! runs on a newer LiteLLM file. Prices are USD per token. A model with no
+//! price is *unpriced*: its responses cost nothing in the sum, which is then a
+//! lower bound, never a silent `$0` (see [`Cost`]).
+//!
+//! Which table is used ([`PriceTable::configured`]), first match wins for the
+//! base table: an explicit file (`--prices FILE`), the `file` key of the
+//! `[prices]` table of `$MEMOIR_HOME/config.toml`, `$MEMOIR_HOME/prices.json`
+//! (written by `memoir prices update`), the shipped table. Then the entries of
+//! `[prices.models."<name>"]` (USD per million tokens) are laid over it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::{Error, IoContext, Result};
+use crate::message::Usage;
+
+/// Version of the price-table format this build reads and writes.
+pub const PRICE_FORMAT: u32 = 1;
+
+/// The price table shipped with this build.
+const SHIPPED: &str = include_str!("../../data/prices.json");
+
+/// LiteLLM providers whose models the derived table keeps (first-party APIs).
+const KEPT_PROVIDERS: &[&str] = &[
+    "anthropic",
+    "openai",
+    "text-completion-openai",
+    "gemini",
+    "vertex_ai-language-models",
+];
+
+/// The per-token prices of one model, with its long-context tiers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelPrice {
+    /// The provider LiteLLM files it under (informational).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub provider: String,
+    /// USD per input token (cache reads and writes excluded).
+    pub input: f64,
+    /// USD per output token (reasoning tokens included).
+    pub output: f64,
+    /// USD per token read from the prompt cache (default: the input price).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read: Option<f64>,
+    /// USD per token written to the prompt cache (default: the input price).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write: Option<f64>,
+    /// Long-context tiers, ascending by threshold.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tiers: Vec<PriceTier>,
+}
+
+/// Prices that apply to a whole response once its prompt is longer than
+/// `above_tokens` (input plus cache reads plus cache writes). A missing rate
+/// keeps the base rate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PriceTier {
+    /// The prompt size above which this tier applies.
+    pub above_tokens: u64,
+    /// USD per input token in this tier.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<f64>,
+    /// USD per output token in this tier.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<f64>,
+    /// USD per cache-read token in this tier.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read: Option<f64>,
+    /// USD per cache-write token in this tier.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write: Option<f64>,
+}
+
+/// Where a price table came from and how old it is.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PriceOrigin {
+    /// What the table was derived from (file and version).
+    pub source: String,
+    /// When it was derived (or the source's date), `YYYY-MM-DD`.
+    pub date: String,
+    /// The file it was loaded from; `None` for the shipped table.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<PathBuf>,
+    /// How many models were laid over it from `config.toml`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub overrides: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// A model → price table (the `prices.json` format, see `docs/USAGE.md`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PriceTable {
+    /// Always [`PRICE_FORMAT`].
+    pub format: u32,
+    /// Provenance.
+    #[serde(flatten)]
+    pub origin: PriceOrigin,
+    /// Prices by model name.
+    pub models: BTreeMap<String, ModelPrice>,
+}
+
+/// What a set of responses cost: the priced part and what could not be priced.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Cost {
+    /// USD for the responses whose model has a price.
+    pub usd: f64,
+    /// Responses whose model has no price (their cost is unknown, not zero).
+    pub unpriced_requests: u64,
+}
+
+impl Cost {
+    /// Add another cost.
+    pub fn add(&mut self, other: &Cost) {
+        self.usd += other.usd;
+        self.unpriced_requests = self
+            .unpriced_requests
+            .saturating_add(other.unpriced_requests);
+    }
+
+    /// True when some responses are unpriced, so `usd` is only a lower bound.
+    pub fn is_lower_bound(&self) -> bool {
+        self.unpriced_requests > 0
+    }
+}
+
+impl ModelPrice {
+    /// What one response with `usage` costs (the tier is chosen by its prompt size).
+    pub fn cost(&self, usage: &Usage) -> f64 {
+        let prompt = usage
+            .input_tokens
+            .saturating_add(usage.cache_read_input_tokens)
+            .saturating_add(usage.cache_creation_input_tokens);
+        let tier = self.tiers.iter().rev().find(|t| prompt > t.above_tokens);
+        let base_read = self.cache_read.unwrap_or(self.input);
+        let base_write = self.cache_write.unwrap_or(self.input);
+        let (input, output, read, write) = match tier {
+            Some(t) => (
+                t.input.unwrap_or(self.input),
+                t.output.unwrap_or(self.output),
+                t.cache_read.unwrap_or(base_read),
+                t.cache_write.unwrap_or(base_write),
+            ),
+            None => (self.input, self.output, base_read, base_write),
+        };
+        usage.input_tokens as f64 * input
+            + usage.output_tokens as f64 * output
+            + usage.cache_read_input_tokens as f64 * read
+            + usage.cache_creation_input_tokens as f64 * write
+    }
+}
+
+impl PriceTable {
+    /// The table shipped with this build.
+    pub fn shipped() -> Result<PriceTable> {
+        PriceTable::parse(SHIPPED, None)
+    }
+
+    /// A table from JSON text: either this format or a LiteLLM
+    /// `model_prices_and_context_window.json` (derived on the fly).
+    pub fn parse(text: &str, path: Option<&Path>) -> Result<PriceTable> {
+        let value: Value = serde_json::from_str(text)?;
+        let mut table = if value.get("format").is_some() && value.get("models").is_some() {
+            let table: PriceTable = serde_json::from_value(value)?;
+            if table.format != PRICE_FORMAT {
+                return Err(Error::Invalid(format!(
+                    "price table format {} is not supported (this build reads {PRICE_FORMAT})",
+                    table.format
+                )));
+            }
+            table
+        } else {
+            let name = path.map_or_else(|| "LiteLLM JSON".to_string(), |p| p.display().to_string());
+            PriceTable::from_litellm(
+                &value,
+                &name,
+                &chrono::Utc::now().format("%Y-%m-%d").to_string(),
+            )?
+        };
+        table.origin.path = path.map(Path::to_path_buf);
+        Ok(table)
+    }
+
+    /// Read a table from a file (this format or LiteLLM's).
+    pub fn load(path: &Path) -> Result<PriceTable> {
+        let text = std::fs::read_to_string(path).ctx("read price table", path)?;
+        PriceTable::parse(&text, Some(path))
+    }
+
+    /// Derive a table from LiteLLM's `model_prices_and_context_window.json`:
+    /// the chat/responses models of the first-party Anthropic, OpenAI and
+    /// Google APIs (names without a provider prefix; `gemini/` is stripped),
+    /// plus Claude models only listed under Bedrock ids
+    /// (`anthropic.<name>-v1:0`) when the bare name is missing. Keeps the
+    /// standard rates, cache read/write rates and `_above_<N>k_tokens` tiers;
+    /// batch, flex and priority rates are left out.
+    pub fn from_litellm(value: &Value, source: &str, date: &str) -> Result<PriceTable> {
+        let entries = value
+            .as_object()
+            .ok_or_else(|| Error::Invalid("a LiteLLM price file is a JSON object".into()))?;
+        let mut models = BTreeMap::new();
+        let mut bedrock = BTreeMap::new();
+        for (key, entry) in entries {
+            let Some(obj) = entry.as_object() else {
+                continue;
+            };
+            let provider = obj
+                .get("litellm_provider")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let mode = obj.get("mode").and_then(Value::as_str).unwrap_or("chat");
+            if !matches!(mode, "chat" | "responses" | "completion") {
+                continue;
+            }
+            let Some(price) = litellm_price(obj, provider) else {
+                continue;
+            };
+            if KEPT_PROVIDERS.contains(&provider) {
+                let name = key.strip_prefix("gemini/").unwrap_or(key);
+                if name.contains('/') {
+                    continue;
+                }
+                // A bare name wins over its `gemini/` twin.
+                if key.starts_with("gemini/") && models.contains_key(name) {
+                    continue;
+                }
+                models.insert(name.to_string(), price);
+            } else if provider.starts_with("bedrock") {
+                if let Some(name) = bedrock_claude_name(key) {
+                    bedrock.entry(name).or_insert(ModelPrice {
+                        provider: "anthropic".into(),
+                        ..price
+                    });
+                }
+            }
+        }
+        for (name, price) in bedrock {
+            models.entry(name).or_insert(price);
+        }
+        if models.is_empty() {
+            return Err(Error::Invalid(
+                "no Anthropic, OpenAI or Google chat model with token prices in that file".into(),
+            ));
+        }
+        Ok(PriceTable {
+            format: PRICE_FORMAT,
+            origin: PriceOrigin {
+                source: source.to_string(),
+                date: date.to_string(),
+                path: None,
+                overrides: 0,
+            },
+            models,
+        })
+    }
+
+    /// The table in force: see the module docs for the order. `home` is
+    /// `$MEMOIR_HOME`; `explicit` is `--prices FILE`.
+    pub fn configured(home: Option<&Path>, explicit: Option<&Path>) -> Result<PriceTable> {
+        let config = match home.map(|h| h.join("config.toml")) {
+            Some(path) if path.is_file() => {
+                let text = std::fs::read_to_string(&path).ctx("read", &path)?;
+                PricesConfig::parse(&text)?
+            }
+            _ => PricesConfig::default(),
+        };
+        let mut table = if let Some(file) = explicit {
+            PriceTable::load(file)?
+        } else if let Some(file) = &config.file {
+            PriceTable::load(file)?
+        } else if let Some(updated) = home.map(|h| h.join(UPDATED_FILE)).filter(|p| p.is_file()) {
+            PriceTable::load(&updated)?
+        } else {
+            PriceTable::shipped()?
+        };
+        table.origin.overrides = config.models.len();
+        for (name, p) in config.models {
+            table.models.insert(name, p.into_price()?);
+        }
+        Ok(table)
+    }
+
+    /// The price of `model`: the exact name, else the name lowercased without
+    /// a provider prefix (`anthropic/`, `openai/`, `google/`, `gemini/`,
+    /// `models/`), a `[1m]`-style suffix, or a date suffix (`-20250929`,
+    /// `@20250929`, `-2025-09-29`). No fuzzier matching: anything else is unpriced.
+    pub fn lookup(&self, model: &str) -> Option<&ModelPrice> {
+        if let Some(p) = self.models.get(model) {
+            return Some(p);
+        }
+        let mut name = model.trim().to_ascii_lowercase();
+        for prefix in ["anthropic/", "openai/", "google/", "gemini/", "models/"] {
+            if let Some(rest) = name.strip_prefix(prefix) {
+                name = rest.to_string();
+            }
+        }
+        if let Some(i) = name.find('[') {
+            name.truncate(i);
+        }
+        if let Some(p) = self.models.get(&name) {
+            return Some(p);
+        }
+        let undated = strip_date(&name);
+        self.models.get(undated)
+    }
+
+    /// What one response of `model` with `usage` costs.
+    pub fn cost(&self, model: &str, usage: &Usage) -> Cost {
+        match self.lookup(model) {
+            Some(p) => Cost {
+                usd: p.cost(usage),
+                unpriced_requests: 0,
+            },
+            None => Cost {
+                usd: 0.0,
+                unpriced_requests: 1,
+            },
+        }
+    }
+
+    /// The table as pretty JSON (the `prices.json` format).
+    pub fn to_json(&self) -> Result<String> {
+        let mut copy = self.clone();
+        copy.origin.path = None;
+        copy.origin.overrides = 0;
+        Ok(serde_json::to_string_pretty(&copy)? + "\n")
+    }
+}
+
+/// The file `memoir prices update` writes under `$MEMOIR_HOME`.
+pub const UPDATED_FILE: &str = "prices.json";
+
+/// The `[prices]` table of `config.toml`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PricesConfig {
+    /// A price file (this format or LiteLLM's) replacing the shipped table.
+    #[serde(default)]
+    file: Option<PathBuf>,
+    /// Per-model prices in USD per million tokens.
+    #[serde(default)]
+    models: BTreeMap<String, ConfiguredPrice>,
+}
+
+/// One model's price in `config.toml`, USD per million tokens.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfiguredPrice {
+    input: f64,
+    output: f64,
+    #[serde(default)]
+    cache_read: Option<f64>,
+    #[serde(default)]
+    cache_write: Option<f64>,
+}
+
+impl ConfiguredPrice {
+    fn into_price(self) -> Result<ModelPrice> {
+        let per_token = |usd_per_mtok: f64| usd_per_mtok / 1_000_000.0;
+        for v in [
+            Some(self.input),
+            Some(self.output),
+            self.cache_read,
+            self.cache_write,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            if !v.is_finite() || v < 0.0 {
+                return Err(Error::Config(format!(
+                    "config.toml [prices.models]: price {v} is not a non-negative number"
+                )));
+            }
+        }
+        Ok(ModelPrice {
+            provider: String::new(),
+            input: per_token(self.input),
+            output: per_token(self.output),
+            cache_read: self.cache_read.map(per_token),
+            cache_write: self.cache_write.map(per_token),
+            tiers: Vec::new(),
+        })
+    }
+}
+
+impl PricesConfig {
+    fn parse(text: &str) -> Result<PricesConfig> {
+        #[derive(Deserialize)]
+        struct File {
+            #[serde(default)]
+            prices: Option<toml::Value>,
+        }
+        let file: File =
+            toml::from_str(text).map_err(|e| Error::Config(format!("config.toml: {e}")))?;
+        match file.prices {
+            None => Ok(PricesConfig::default()),
+            Some(v) => v
+                .try_into()
+                .map_err(|e| Error::Config(format!("config.toml [prices]: {e}"))),
+        }
+    }
+}
+
+/// The LiteLLM rates of one entry, when it has token prices.
+fn litellm_price(obj: &serde_json::Map<String, Value>, provider: &str) -> Option<ModelPrice> {
+    let rate = |k: &str| {
+        obj.get(k)
+            .and_then(Value::as_f64)
+            .filter(|v| v.is_finite() && *v >= 0.0)
+    };
+    let input = rate("input_cost_per_token")?;
+    let output = rate("output_cost_per_token")?;
+    let mut tiers: BTreeMap<u64, PriceTier> = BTreeMap::new();
+    for (key, value) in obj {
+        let Some(v) = value.as_f64() else { continue };
+        let Some((field, above)) = tier_key(key) else {
+            continue;
+        };
+        let tier = tiers.entry(above).or_insert(PriceTier {
+            above_tokens: above,
+            input: None,
+            output: None,
+            cache_read: None,
+            cache_write: None,
+        });
+        match field {
+            "input_cost_per_token" => tier.input = Some(v),
+            "output_cost_per_token" => tier.output = Some(v),
+            "cache_read_input_token_cost" => tier.cache_read = Some(v),
+            _ => tier.cache_write = Some(v),
+        }
+    }
+    Some(ModelPrice {
+        provider: provider.to_string(),
+        input,
+        output,
+        cache_read: rate("cache_read_input_token_cost"),
+        cache_write: rate("cache_creation_input_token_cost"),
+        tiers: tiers.into_values().collect(),
+    })
+}
+
+/// `input_cost_per_token_above_200k_tokens` → `("input_cost_per_token", 200_000)`.
+fn tier_key(key: &str) -> Option<(&'static str, u64)> {
+    for field in [
+        "input_cost_per_token",
+        "output_cost_per_token",
+        "cache_read_input_token_cost",
+        "cache_creation_input_token_cost",
+    ] {
+        let Some(rest) = key
+            .strip_prefix(field)
+            .and_then(|r| r.strip_prefix("_above_"))
+        else {
+            continue;
+        };
+        let digits = rest.strip_suffix("k_tokens")?;
+        let thousands: u64 = digits.parse().ok()?;
+        return Some((field, thousands.checked_mul(1000)?));
+    }
+    None
+}
+
+/// `anthropic.claude-sonnet-4-20250514-v1:0` → `claude-sonnet-4-20250514`.
+fn bedrock_claude_name(key: &str) -> Option<String> {
+    let rest = key.strip_prefix("anthropic.")?;
+    if !rest.starts_with("claude-") {
+        return None;
+    }
+    let (name, version) = rest.rsplit_once("-v")?;
+    version
+        .split(':')
+        .all(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| name.to_string())
+}
+
+/// The name without a trailing `-YYYYMMDD`, `@YYYYMMDD` or `-YYYY-MM-DD`.
+fn strip_date(name: &str) -> &str {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if let Some((head, tail)) = name.rsplit_once(['-', '@']) {
+        if tail.len() == 8 && digits(tail) {
+            return head;
+        }
+    }
+    if name.len() > 11 {
+        let (head, tail) = name.split_at(name.len() - 11);
+        let b = tail.as_bytes();
+        if b[0] == b'-'
+            && b[5] == b'-'
+            && b[8] == b'-'
+            && digits(&tail[1..5])
+            && digits(&tail[6..8])
+            && digits(&tail[9..])
+        {
+            return head;
+        }
+    }
+    name
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn usage(input: u64, output: u64, read: u64, write: u64) -> Usage {
+        Usage {
+            input_tokens: input,
+            output_tokens: output,
+            cache_read_input_tokens: read,
+            cache_creation_input_tokens: write,
+            ..Usage::default()
+        }
+    }
+
+    #[test]
+    fn the_shipped_table_prices_known_models_with_cache_rates() {
+        let t = PriceTable::shipped().unwrap();
+        assert!(!t.origin.date.is_empty() && t.origin.source.contains("LiteLLM"));
+        // claude-sonnet-4-5: $3 in, $15 out, $0.30 cache read, $3.75 cache write per Mtok.
+        let c = t.cost(
+            "claude-sonnet-4-5-20250929",
+            &usage(1_000_000, 1_000_000, 1_000_000, 1_000_000),
+        );
+        assert!((c.usd - (3.0 + 15.0 + 0.3 + 3.75)).abs() < 1e-9, "{c:?}");
+        // Dated and prefixed names resolve; Claude 4 comes from its Bedrock id.
+        assert!(t.lookup("anthropic/claude-sonnet-4-5").is_some());
+        assert!(t.lookup("claude-sonnet-4-20250514").is_some());
+        assert!(t.lookup("gpt-5.2").is_some());
+        assert!(t.lookup("gemini-2.5-pro").is_some());
+        // Unknown models are unpriced, never $0-priced.
+        let unknown = t.cost("totally-new-model-9", &usage(10, 10, 0, 0));
+        assert_eq!(unknown.unpriced_requests, 1);
+        assert!(unknown.is_lower_bound());
+    }
+
+    #[test]
+    fn a_long_prompt_switches_the_whole_response_to_the_tier() {
+        let p = ModelPrice {
+            provider: String::new(),
+            input: 1e-6,
+            output: 2e-6,
+            cache_read: Some(1e-7),
+            cache_write: None,
+            tiers: vec![PriceTier {
+                above_tokens: 200_000,
+                input: Some(2e-6),
+                output: Some(4e-6),
+                cache_read: None,
+                cache_write: None,
+            }],
+        };
+        // 150k input + 50k cache read = 200k: not above the threshold.
+        let at = p.cost(&usage(150_000, 1000, 50_000, 0));
+        assert!((at - (0.15 + 0.002 + 0.005)).abs() < 1e-12, "{at}");
+        // One more token: every token at the tier rate (cache read keeps its base).
+        let above = p.cost(&usage(150_001, 1000, 50_000, 0));
+        assert!(
+            (above - (150_001.0 * 2e-6 + 0.004 + 0.005)).abs() < 1e-12,
+            "{above}"
+        );
+        // A missing cache-write rate falls back to the input rate.
+        assert!((p.cost(&usage(0, 0, 0, 10)) - 1e-5).abs() < 1e-15);
+    }
+
+    #[test]
+    fn litellm_files_are_derived_and_config_overrides_apply() {
+        let litellm = serde_json::json!({
+            "sample_spec": {"input_cost_per_token": 0, "output_cost_per_token": 0},
+            "claude-x-1": {"litellm_provider": "anthropic", "mode": "chat",
+                "input_cost_per_token": 3e-6, "output_cost_per_token": 1.5e-5,
+                "cache_read_input_token_cost": 3e-7, "cache_creation_input_token_cost": 3.75e-6,
+                "input_cost_per_token_above_200k_tokens": 6e-6,
+                "input_cost_per_token_above_200k_tokens_priority": 9e-6,
+                "input_cost_per_token_batches": 1.5e-6},
+            "anthropic.claude-old-20240101-v1:0": {"litellm_provider": "bedrock", "mode": "chat",
+                "input_cost_per_token": 1e-6, "output_cost_per_token": 5e-6},
+            "gemini/gemini-y": {"litellm_provider": "gemini", "mode": "chat",
+                "input_cost_per_token": 1e-7, "output_cost_per_token": 4e-7},
+            "azure/gpt-z": {"litellm_provider": "azure", "mode": "chat",
+                "input_cost_per_token": 1e-6, "output_cost_per_token": 1e-6},
+            "dall-e": {"litellm_provider": "openai", "mode": "image_generation",
+                "input_cost_per_token": 1e-6, "output_cost_per_token": 1e-6}
+        });
+        let t = PriceTable::parse(&litellm.to_string(), None).unwrap();
+        assert_eq!(
+            t.models.keys().collect::<Vec<_>>(),
+            ["claude-old-20240101", "claude-x-1", "gemini-y"]
+        );
+        let x = &t.models["claude-x-1"];
+        assert_eq!(x.tiers.len(), 1);
+        assert_eq!(
+            (x.tiers[0].above_tokens, x.tiers[0].input),
+            (200_000, Some(6e-6))
+        );
+
+        let home = tempfile::tempdir().unwrap();
+        let file = home.path().join("litellm.json");
+        std::fs::write(&file, litellm.to_string()).unwrap();
+        std::fs::write(
+            home.path().join("config.toml"),
+            format!(
+                "[embed]\nprovider = \"hash\"\n[prices]\nfile = {:?}\n[prices.models.\"my-model\"]\ninput = 2.0\noutput = 8.0\n",
+                file
+            ),
+        )
+        .unwrap();
+        let c = PriceTable::configured(Some(home.path()), None).unwrap();
+        assert_eq!(c.origin.overrides, 1);
+        assert!(c.lookup("claude-x-1").is_some() && c.lookup("gpt-5.2").is_none());
+        let mine = c.cost("my-model", &usage(1_000_000, 500_000, 0, 0));
+        assert!((mine.usd - 6.0).abs() < 1e-9, "{mine:?}");
+
+        std::fs::write(home.path().join("config.toml"), "[prices]\nfiel = 1\n").unwrap();
+        assert!(matches!(
+            PriceTable::configured(Some(home.path()), None),
+            Err(Error::Config(_))
+        ));
+    }
+
+    #[test]
+    fn dates_strip_only_when_they_are_dates() {
+        assert_eq!(
+            strip_date("claude-sonnet-4-5-20250929"),
+            "claude-sonnet-4-5"
+        );
+        assert_eq!(
+            strip_date("claude-sonnet-4-5@20250929"),
+            "claude-sonnet-4-5"
+        );
+        assert_eq!(strip_date("gpt-4o-2024-08-06"), "gpt-4o");
+        assert_eq!(strip_date("gpt-5.2"), "gpt-5.2");
+        assert_eq!(strip_date("o1-12345"), "o1-12345");
+        assert_eq!(
+            bedrock_claude_name("anthropic.claude-3-haiku-20240307-v1:0").as_deref(),
+            Some("claude-3-haiku-20240307")
+        );
+        assert_eq!(bedrock_claude_name("anthropic.titan-v1"), None);
+    }
+}
