@@ -188,6 +188,10 @@ impl LogStore for ProjectStore {
         }
     }
 
+    fn blobs(&self) -> Option<memoir::blob::PayloadStore> {
+        self.inner.blobs()
+    }
+
     fn list(&self) -> Result<(Vec<Listed>, usize)> {
         let (listed, unreadable) = self.inner.list()?;
         Ok((self.visible_listing(listed), unreadable))

@@ -1066,7 +1066,52 @@ fn delete_restore_and_purge_go_through_the_trash() {
     // erases it for good.
     a.delete(&fork.id).unwrap();
     a.delete("t").unwrap();
-    assert_eq!(a.purge(&fork.id).unwrap().purged, std::slice::from_ref(&fork.id));
+    assert_eq!(
+        a.purge(&fork.id).unwrap().purged,
+        std::slice::from_ref(&fork.id)
+    );
     assert_eq!(a.purge("t").unwrap().purged, ["t"]);
     assert!(matches!(a.restore("t"), Err(Error::NotFound(_))));
+}
+
+/// A large payload appended through `memoir serve` goes to the server's blob
+/// store once, and reading it back through the API gives the original bytes.
+#[test]
+fn large_payloads_go_to_the_servers_blob_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Running::start(file_config(dir.path()));
+    let store: Arc<dyn LogStore> = Arc::new(RemoteStore::new(server.client(TOKEN_A)));
+    let s = Session::create_in(store.clone(), SessionMeta::new("big-remote")).unwrap();
+    let output = "a long tool output line\n".repeat(20_000); // 480 KB
+    let turn = vec![
+        Message::user("run it"),
+        Message::tool_result("call_1", output.as_str(), false),
+    ];
+    s.append_messages(&turn).unwrap();
+    s.append(&Record::Rewrite {
+        messages: turn.clone(),
+    })
+    .unwrap();
+    // (The server may store the session under a project-scoped file name.)
+    let transcripts: Vec<u64> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .map(|p| std::fs::metadata(p).unwrap().len())
+        .collect();
+    assert_eq!(transcripts.len(), 1);
+    assert!(
+        transcripts[0] < 16 * 1024,
+        "the server's transcript is {} bytes",
+        transcripts[0]
+    );
+    let blobs = memoir::blob::ArtifactStore::at(dir.path()).list().unwrap();
+    assert_eq!(blobs.len(), 1, "one blob for the message and the rewrite");
+    assert_eq!(blobs[0].size, output.len() as u64);
+    let t = Session::open_in(store, "big-remote")
+        .unwrap()
+        .transcript()
+        .unwrap();
+    assert!(t.report.is_clean(), "{:?}", t.report);
+    assert_eq!(t.messages, turn);
 }

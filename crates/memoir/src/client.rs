@@ -225,6 +225,7 @@ pub mod wire {
                 records,
                 report: LoadReport {
                     issues: self.issues.iter().map(WireIssue::to_issue).collect(),
+                    ..LoadReport::default()
                 },
                 last_seq: self.last_seq,
             })

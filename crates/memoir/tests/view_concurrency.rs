@@ -36,7 +36,7 @@ fn concurrent_queries_and_inserts() {
                     let meta = ChunkMeta::inline(seq, "k", format!("writer {w} item {i}"));
                     assert!(view.insert_vector(vector(seq), meta));
                     if i % 50 == 0 {
-                        view.prune(seq);
+                        view.prune(seq).unwrap();
                     }
                 }
             })

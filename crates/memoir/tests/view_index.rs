@@ -179,7 +179,8 @@ fn a_view_searches_the_whole_session_through_the_graph() {
     assert_eq!(hits[0].chain_seq, 0);
     // Prune all but a handful; graft still fills top_k from the few left.
     for seq in 0..1490u64 {
-        view.transition(seq, memoir::view::NodeState::Pruned);
+        view.transition(seq, memoir::view::NodeState::Pruned)
+            .unwrap();
     }
     let items = view.graft_with(&SearchRequest::vector(&rows[3], 10).states(StateSet::NOT_PRUNED));
     assert_eq!(items.len(), 10);

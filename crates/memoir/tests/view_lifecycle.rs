@@ -48,7 +48,7 @@ fn exactly_the_nine_legal_moves() {
                 ChunkMeta::inline(1, "k", "x").with_state(from),
             );
             assert_eq!(view.state(1), Some(from));
-            assert_eq!(view.transition(1, to), legal, "{from} -> {to}");
+            assert_eq!(view.transition(1, to).is_ok(), legal, "{from} -> {to}");
             assert_eq!(view.state(1), Some(if legal { to } else { from }));
         }
     }
@@ -58,13 +58,13 @@ fn exactly_the_nine_legal_moves() {
 fn pruned_is_terminal_for_every_helper() {
     let view = SessionView::new("s", 4);
     view.insert_vector(vec![1.0, 0.0, 0.0, 0.0], ChunkMeta::inline(1, "k", "x"));
-    assert!(view.transition(1, NodeState::Pruned));
-    assert!(!view.regraft(1));
-    assert!(!view.prune(1));
-    assert!(!view.commit(1));
-    assert!(!view.set_speculative(1));
+    assert!(view.transition(1, NodeState::Pruned).is_ok());
+    assert!(view.regraft(1).is_err());
+    assert!(view.prune(1).is_err());
+    assert!(view.commit(1).is_err());
+    assert!(view.set_speculative(1).is_err());
     for to in NodeState::ALL {
-        assert!(!view.transition(1, to));
+        assert!(view.transition(1, to).is_err());
     }
     assert_eq!(view.state(1), Some(NodeState::Pruned));
     assert!(view.live_seqs().is_empty());

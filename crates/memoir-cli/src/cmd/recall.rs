@@ -45,7 +45,8 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let m = args.store.reader()?;
     let id = resolve_id(&m, &args.session)?;
-    let transcript = m.read_session(&id)?;
+    // Every turn the log ever held, compacted-away ones included.
+    let history = m.read_history(&id)?;
     // Lexical recall needs no embedding: skip loading a model.
     let embedder: std::sync::Arc<dyn EmbeddingProvider> = if args.mode.needs_vector() {
         embedder(args.embedder)?
@@ -65,12 +66,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         },
         ..RebuildOptions::default()
     };
-    let progress = Progress::spinner(&format!(
-        "indexing {} message(s)",
-        transcript.messages.len()
-    ));
-    let rebuilt = block_on(SessionView::rebuild_with(
-        &transcript,
+    let progress = Progress::spinner(&format!("indexing {} message(s)", history.turns.len()));
+    let rebuilt = block_on(SessionView::rebuild_history(
+        &history,
         embedder.as_ref(),
         store.as_ref(),
         &options,
@@ -106,6 +104,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .iter()
             .map(|h| {
                 serde_json::json!({
+                    "session": h.session,
                     "chain_seq": h.chain_seq,
                     "part": h.meta.part,
                     "kind": h.meta.kind,
@@ -117,7 +116,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             })
             .collect();
         let out = serde_json::json!({
-            "session": transcript.meta.id,
+            "session": id,
             "query": args.query,
             "mode": args.mode,
             "embedder": embedder.model_id(),
@@ -129,7 +128,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     outln!(
         "session {} ({} messages, {} chunks), mode {}, embedder {}",
-        transcript.meta.id,
+        id,
         report.messages,
         report.chunks,
         args.mode,
@@ -148,10 +147,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             ""
         };
         outln!(
-            "[chain_seq {}{}] {:.3} {}: {preview}{more}",
+            "[chain_seq {}{}{}] {:.3} {}: {preview}{more}",
             h.chain_seq,
             if h.meta.part > 0 {
                 format!(".{}", h.meta.part)
+            } else {
+                String::new()
+            },
+            if h.session != id {
+                format!(" of {}", h.session)
             } else {
                 String::new()
             },

@@ -58,7 +58,8 @@ pub(crate) async fn get_log(
     let id = session_id(path)?;
     let ps = st.project(&auth);
     let resp = blocking(move || {
-        let raw = ps.read(&id)?;
+        // Payloads in the server's blob store travel resolved.
+        let raw = memoir::transcript::blobs::resolve_raw(&ps, ps.read(&id)?);
         Ok::<_, Error>(wire::LogResponse::from_raw(&raw)?)
     })
     .await?;

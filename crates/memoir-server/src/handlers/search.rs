@@ -1,6 +1,6 @@
 //! `POST /v1/sessions/{id}/search`: the semantic view's search over the
 //! session, rebuilt per request with the same calls as `memoir recall`
-//! (`SessionView::rebuild_with` + `query_text_mode`); vectors are hashed
+//! (`SessionView::rebuild_session` + `query_text_mode`); vectors are hashed
 //! features, so no model is needed. `mode` is hybrid (default), vector or
 //! lexical.
 
@@ -39,15 +39,16 @@ pub(crate) async fn search_session(
     let ps = st.project(&auth);
     let hits = blocking(move || {
         ps.header(&id)?;
-        let t = memoir::transcript::read_in(&ps, &id)?;
-        search_transcript(&t, &req.query, top_k, mode)
+        search_session_view(&ps, &id, &req.query, top_k, mode)
     })
     .await?;
     Ok(Json(wire::SearchResponse { hits }))
 }
 
-fn search_transcript(
-    t: &memoir::transcript::Transcript,
+/// Every turn the session's log held (compacted-away ones too), searched.
+fn search_session_view(
+    store: &dyn memoir::store::LogStore,
+    id: &str,
     query: &str,
     top_k: usize,
     mode: RetrievalMode,
@@ -61,7 +62,8 @@ fn search_transcript(
         ..RebuildOptions::default()
     };
     let search = async {
-        let (view, _) = SessionView::rebuild_with(t, &embedder, None, &options).await?;
+        let (view, _, _) =
+            SessionView::rebuild_session(store, id, &embedder, None, &options).await?;
         view.query_text_mode(&embedder, query, top_k, mode).await
     };
     let hits =

@@ -106,7 +106,12 @@ pub(crate) async fn append_records(
     }
     let expected = req.expected_seq;
     let ps = st.project(&auth);
-    let a = blocking(move || ps.append(&id, &records, expected)).await?;
+    let a = blocking(move || {
+        // Large payloads go to the server store's blob store.
+        let records = memoir::transcript::blobs::externalize_records(&ps, &records)?;
+        ps.append(&id, &records, expected)
+    })
+    .await?;
     Ok(Json(wire::AppendResponse {
         first_seq: a.first_seq,
         last_seq: a.last_seq,

@@ -32,6 +32,52 @@ pub struct ExternalizePolicy {
     pub tool_results: bool,
     /// Move image data (default true).
     pub images: bool,
+    /// Move the text of text and thinking blocks (default false; true for
+    /// transcripts).
+    pub text: bool,
+}
+
+/// The threshold above which a transcript's payloads go to the blob store.
+pub const TRANSCRIPT_MIN_BYTES: usize = 64 * 1024;
+
+impl ExternalizePolicy {
+    /// What a session's store externalizes by default: tool results, images
+    /// and texts longer than [`TRANSCRIPT_MIN_BYTES`] (64 KiB).
+    pub const TRANSCRIPT: ExternalizePolicy = ExternalizePolicy {
+        min_bytes: TRANSCRIPT_MIN_BYTES,
+        tool_results: true,
+        images: true,
+        text: true,
+    };
+
+    /// Never externalize anything.
+    pub const NEVER: ExternalizePolicy = ExternalizePolicy {
+        min_bytes: usize::MAX,
+        tool_results: false,
+        images: false,
+        text: false,
+    };
+
+    /// Builder: move payloads strictly longer than `min_bytes`.
+    pub fn min_bytes(mut self, min_bytes: usize) -> Self {
+        self.min_bytes = min_bytes;
+        self
+    }
+
+    /// The payload string of `block` this policy moves out (whatever its
+    /// length), with its media type.
+    pub fn payload_mut<'a>(&self, block: &'a mut Block) -> Option<(&'a mut String, String)> {
+        match block {
+            Block::ToolResult { content, .. } if self.tool_results => {
+                Some((content, "text/plain".to_string()))
+            }
+            Block::Image { data, media_type } if self.images => Some((data, media_type.clone())),
+            Block::Text { text } | Block::Thinking { text, .. } if self.text => {
+                Some((text, "text/plain".to_string()))
+            }
+            _ => None,
+        }
+    }
 }
 
 impl Default for ExternalizePolicy {
@@ -40,6 +86,7 @@ impl Default for ExternalizePolicy {
             min_bytes: 4096,
             tool_results: true,
             images: true,
+            text: false,
         }
     }
 }
@@ -109,6 +156,7 @@ pub fn resolve(messages: &mut [Message], store: &ArtifactStore) -> Result<usize,
         min_bytes: 0,
         tool_results: true,
         images: true,
+        text: false,
     };
     let mut n = 0;
     for msg in messages {

@@ -8,24 +8,53 @@
 //!   garbage collector for blobs nobody references any more.
 //! - The blob reference string ([`blob_ref`], [`parse_blob_ref`]): the text
 //!   `memoir-blob:blake3:<64 lowercase hex>` that stands in for a payload.
-//! - [`externalize`] / [`resolve`] ([`mod@externalize`]): swapping large
+//! - [`externalize()`] / [`resolve`] ([`mod@externalize`]): swapping large
 //!   [`Block::ToolResult`](crate::Block::ToolResult) contents and
 //!   [`Block::Image`](crate::Block::Image) data for reference strings and back,
 //!   so one payload is stored once however many sessions or forks carry it.
+//! - The on-disk reference a transcript record holds instead of a large
+//!   payload ([`BlobRef`], [`mod@payload`]) and the problems a reader reports
+//!   ([`BlobIssue`]); the transcript's write and read hooks that use them are
+//!   [`crate::transcript::blobs`], and [`PayloadStore`] is what a session
+//!   store hands them.
 //!
 //! The on-disk layout is documented in `docs/FORMAT.md`, section "Blob store
 //! and semantic view".
 
 pub mod externalize;
+pub mod payload;
 pub mod store;
 
 use std::path::PathBuf;
 
 pub use externalize::{
     externalize, externalize_message, referenced_blobs, release_refs, resolve, resolve_message,
-    retain_refs, ExternalizePolicy,
+    retain_refs, ExternalizePolicy, TRANSCRIPT_MIN_BYTES,
 };
+pub use payload::{BlobIssue, BlobProblem, BlobRef};
 pub use store::{ArtifactStore, BlobInfo, GcReport};
+
+/// The blob store of a session store, and what it externalizes: handed out
+/// by [`crate::store::LogStore::blobs`] to the transcript's write and read
+/// paths ([`crate::transcript::blobs`]).
+#[derive(Debug, Clone)]
+pub struct PayloadStore {
+    /// Where payloads go.
+    pub store: std::sync::Arc<ArtifactStore>,
+    /// Which payloads go there.
+    pub policy: ExternalizePolicy,
+}
+
+impl PayloadStore {
+    /// The file-backed payload store beside a sessions directory
+    /// (`<dir>/blobs/`, created on the first payload), with `policy`.
+    pub fn beside(dir: &std::path::Path, policy: ExternalizePolicy) -> PayloadStore {
+        PayloadStore {
+            store: std::sync::Arc::new(ArtifactStore::at(dir)),
+            policy,
+        }
+    }
+}
 
 /// Prefix of a blob reference string; the 64 hex digits of the hash follow.
 pub const BLOB_REF_PREFIX: &str = "memoir-blob:blake3:";

@@ -60,6 +60,8 @@ pub struct GcReport {
 struct MemBlob {
     bytes: Arc<[u8]>,
     refs: u64,
+    /// When it was last stored (the file backend's modification time).
+    stored: SystemTime,
 }
 
 #[derive(Debug)]
@@ -95,14 +97,22 @@ fn lock_mutex<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl ArtifactStore {
     /// Open (creating if needed) the file-backed store under `<root>/blobs`.
     pub fn open(root: &Path) -> Result<Self, BlobError> {
-        let dir = root.join("blobs");
-        create_private_dir(&dir)?;
-        Ok(ArtifactStore {
+        let store = ArtifactStore::at(root);
+        if let Some(dir) = store.dir() {
+            create_private_dir(dir)?;
+        }
+        Ok(store)
+    }
+
+    /// The file-backed store under `<root>/blobs`, created on the first
+    /// write (reading a store that was never written finds nothing).
+    pub fn at(root: &Path) -> Self {
+        ArtifactStore {
             backend: Backend::File {
-                dir,
+                dir: root.join("blobs"),
                 mutex: Mutex::new(()),
             },
-        })
+        }
     }
 
     /// A store that lives in memory only (tests, throwaway views).
@@ -133,6 +143,7 @@ impl ArtifactStore {
 
     fn write_lock<'a>(dir: &Path, mutex: &'a Mutex<()>) -> Result<WriteGuard<'a>, BlobError> {
         let guard = lock_mutex(mutex);
+        create_private_dir(dir)?;
         let path = dir.join(".lock");
         let file = fs::OpenOptions::new()
             .create(true)
@@ -176,6 +187,20 @@ impl ArtifactStore {
     /// Identical content is stored once: a second `put` only increments the
     /// count. A stored copy that no longer verifies is rewritten.
     pub fn put(&self, bytes: &[u8]) -> Result<String, BlobError> {
+        self.store_bytes(bytes, 1)
+    }
+
+    /// Store `bytes` without taking a reference (the count is unchanged, 0
+    /// for a new blob); returns their hash. For holders that are found by
+    /// scanning rather than counted: transcripts, whose blobs
+    /// [`crate::transcript::blobs::collect_garbage`] keeps while any session
+    /// references them. An existing blob's modification time is refreshed,
+    /// so a collection running meanwhile sees it as fresh.
+    pub fn put_unreferenced(&self, bytes: &[u8]) -> Result<String, BlobError> {
+        self.store_bytes(bytes, 0)
+    }
+
+    fn store_bytes(&self, bytes: &[u8], refs: u64) -> Result<String, BlobError> {
         let hash = hash_bytes(bytes);
         match &self.backend {
             Backend::Memory(map) => {
@@ -183,8 +208,10 @@ impl ArtifactStore {
                 let entry = map.entry(hash.clone()).or_insert_with(|| MemBlob {
                     bytes: Arc::from(bytes),
                     refs: 0,
+                    stored: SystemTime::now(),
                 });
-                entry.refs = entry.refs.saturating_add(1);
+                entry.refs = entry.refs.saturating_add(refs);
+                entry.stored = SystemTime::now();
             }
             Backend::File { dir, mutex } => {
                 let _guard = Self::write_lock(dir, mutex)?;
@@ -197,9 +224,18 @@ impl ArtifactStore {
                 if !intact {
                     create_private_dir(&dir.join(&hash[..2]))?;
                     atomic_write(&path, bytes)?;
+                } else if refs == 0 {
+                    let now = fs::FileTimes::new().set_modified(SystemTime::now());
+                    fs::File::options()
+                        .write(true)
+                        .open(&path)
+                        .and_then(|f| f.set_times(now))
+                        .ctx("touch", &path)?;
                 }
-                let n = Self::read_refs(dir, &hash)?;
-                Self::write_refs(dir, &hash, n.saturating_add(1))?;
+                if refs > 0 {
+                    let n = Self::read_refs(dir, &hash)?;
+                    Self::write_refs(dir, &hash, n.saturating_add(refs))?;
+                }
             }
         }
         Ok(hash)
@@ -441,6 +477,106 @@ impl ArtifactStore {
     }
 }
 
+impl ArtifactStore {
+    /// Garbage-collect by reachability: delete every blob that is not in
+    /// `keep`, has a reference count of 0 and was stored longer than `grace`
+    /// ago (a writer that stored a blob and has not yet appended the record
+    /// naming it is not robbed). Stray files are cleaned as by
+    /// [`ArtifactStore::gc`].
+    pub fn gc_keeping(
+        &self,
+        keep: &std::collections::HashSet<String>,
+        grace: Duration,
+    ) -> Result<GcReport, BlobError> {
+        let mut report = GcReport::default();
+        let now = SystemTime::now();
+        let old = |t: SystemTime| now.duration_since(t).is_ok_and(|age| age >= grace);
+        match &self.backend {
+            Backend::Memory(map) => {
+                let mut map = lock_mutex(map);
+                map.retain(|h, b| {
+                    if b.refs == 0 && !keep.contains(h) && old(b.stored) {
+                        report.removed_blobs += 1;
+                        report.removed_bytes += b.bytes.len() as u64;
+                        false
+                    } else {
+                        report.kept_blobs += 1;
+                        true
+                    }
+                });
+            }
+            Backend::File { dir, mutex } => {
+                if !dir.is_dir() {
+                    return Ok(report);
+                }
+                let _guard = Self::write_lock(dir, mutex)?;
+                for shard in shard_dirs(dir)? {
+                    let mut changed = false;
+                    for entry in fs::read_dir(&shard).ctx("read directory", &shard)? {
+                        let entry = entry.ctx("read directory", &shard)?;
+                        let name = entry.file_name().to_string_lossy().into_owned();
+                        if !is_valid_hash(&name) {
+                            continue;
+                        }
+                        let meta = entry.metadata().ctx("stat", entry.path())?;
+                        let fresh = meta.modified().map_or(true, |m| !old(m));
+                        if keep.contains(&name) || fresh || Self::read_refs(dir, &name)? > 0 {
+                            report.kept_blobs += 1;
+                            continue;
+                        }
+                        remove_if_exists(&entry.path())?;
+                        remove_if_exists(&Self::refs_path(dir, &name))?;
+                        report.removed_blobs += 1;
+                        report.removed_bytes += meta.len();
+                        changed = true;
+                    }
+                    if changed {
+                        sync_dir(&shard)?;
+                    }
+                }
+                drop(_guard);
+                // Strays (counts without a blob, stale temp files) as `gc` does;
+                // every blob left has a count > 0, is kept, or is fresh.
+                let strays = self.gc_strays()?;
+                report.removed_strays += strays;
+            }
+        }
+        Ok(report)
+    }
+
+    /// Remove reference counts without a blob and stale temp files.
+    fn gc_strays(&self) -> Result<usize, BlobError> {
+        let Backend::File { dir, mutex } = &self.backend else {
+            return Ok(0);
+        };
+        let _guard = Self::write_lock(dir, mutex)?;
+        let now = SystemTime::now();
+        let mut removed = 0;
+        for shard in shard_dirs(dir)? {
+            for entry in fs::read_dir(&shard).ctx("read directory", &shard)? {
+                let entry = entry.ctx("read directory", &shard)?;
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let path = entry.path();
+                let stray = if let Some(h) = name.strip_suffix(".refs") {
+                    is_valid_hash(h) && !shard.join(h).exists()
+                } else if name.starts_with('.') && name.ends_with(".tmp") {
+                    let meta = entry.metadata().ctx("stat", &path)?;
+                    meta.modified()
+                        .ok()
+                        .and_then(|m| now.duration_since(m).ok())
+                        .is_some_and(|age| age > STALE_TEMP_AGE)
+                } else {
+                    false
+                };
+                if stray && remove_if_exists(&path)? {
+                    removed += 1;
+                }
+            }
+        }
+        Ok(removed)
+    }
+}
+
 fn remove_if_exists(path: &Path) -> Result<bool, BlobError> {
     match fs::remove_file(path) {
         Ok(()) => Ok(true),
@@ -457,7 +593,11 @@ fn remove_if_exists(path: &Path) -> Result<bool, BlobError> {
 /// The `<2 hex>` shard directories under `dir`, sorted.
 fn shard_dirs(dir: &Path) -> Result<Vec<PathBuf>, BlobError> {
     let mut out = Vec::new();
-    for entry in fs::read_dir(dir).ctx("read directory", dir)? {
+    let entries = match fs::read_dir(dir) {
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(out),
+        other => other.ctx("read directory", dir)?,
+    };
+    for entry in entries {
         let entry = entry.ctx("read directory", dir)?;
         let name = entry.file_name().to_string_lossy().into_owned();
         let is_shard =

@@ -134,16 +134,23 @@ pub struct IndexEntry {
 }
 
 /// Rough token count of one message: the characters of its text, thinking,
-/// tool inputs and tool results, divided by 4 and rounded up (so a short
-/// message never counts as zero). Images are not counted.
+/// tool calls (id, name and input) and tool results (call id and content),
+/// divided by 4 and rounded up (so a short message never counts as zero).
+/// Images are not counted. The ids count because the model reads them.
 pub fn estimate_tokens(m: &Message) -> u64 {
     let chars: usize = m
         .content
         .iter()
         .map(|b| match b {
             Block::Text { text } | Block::Thinking { text, .. } => text.chars().count(),
-            Block::ToolUse { name, input, .. } => name.len() + input.to_string().chars().count(),
-            Block::ToolResult { content, .. } => content.chars().count(),
+            Block::ToolUse { id, name, input } => {
+                id.chars().count() + name.len() + input.to_string().chars().count()
+            }
+            Block::ToolResult {
+                tool_use_id,
+                content,
+                ..
+            } => tool_use_id.chars().count() + content.chars().count(),
             Block::Image { .. } => 0,
             Block::Unknown(v) => v.to_string().chars().count(),
         })

@@ -609,6 +609,19 @@ impl SessionManager {
         Ok(read_in(self.reader.as_ref(), id)?)
     }
 
+    /// Every turn a live session's log ever held, compacted-away ones
+    /// included, each with its `(session, seq)` (a fork's inherited turns
+    /// name the ancestor, even a trashed one): the input of the view
+    /// ([`crate::view::SessionView::rebuild_history`]).
+    pub fn read_history(&self, id: &str) -> Result<crate::view::history::History> {
+        crate::id::validate(id)?;
+        self.require_live(id)?;
+        Ok(crate::view::history::History::read(
+            self.reader.as_ref(),
+            id,
+        )?)
+    }
+
     /// The verified records of a live session (its own, not a fork's
     /// parent's), for fronts that serve the raw log.
     pub fn read_raw(&self, id: &str) -> Result<crate::store::RawLog> {

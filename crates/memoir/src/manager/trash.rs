@@ -71,6 +71,11 @@ impl LogStore for TrashAware {
         self.live.read_header(id)
     }
 
+    fn blobs(&self) -> Option<crate::blob::PayloadStore> {
+        // Trashed sessions' payloads live beside the live ones.
+        self.live.blobs()
+    }
+
     fn list(&self) -> Result<(Vec<Listed>, usize)> {
         self.live.list()
     }
@@ -151,6 +156,9 @@ impl LogStore for TrashOnly<'_> {
     }
     fn read_header(&self, id: &str) -> Result<Option<SessionMeta>> {
         self.0.read_header(id)
+    }
+    fn blobs(&self) -> Option<crate::blob::PayloadStore> {
+        self.0.blobs()
     }
     fn list(&self) -> Result<(Vec<Listed>, usize)> {
         self.0.list()

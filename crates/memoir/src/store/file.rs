@@ -37,6 +37,7 @@ use super::fault::{FaultPlan, Io};
 use super::{
     line, scan, sort_newest_first, Appended, Durability, Listed, LogStore, RawLog, TornTail,
 };
+use crate::blob::{ExternalizePolicy, PayloadStore};
 use crate::error::{Error, IoContext, Result};
 use crate::frame::{self, Hash, ZERO_HASH};
 use crate::id;
@@ -79,6 +80,8 @@ pub struct FileStore {
     /// Stale temp files were swept once by this store.
     swept: AtomicBool,
     io: Io,
+    /// Which payloads go to `<dir>/blobs/` (see [`LogStore::blobs`]).
+    blob_policy: ExternalizePolicy,
 }
 
 impl FileStore {
@@ -88,6 +91,7 @@ impl FileStore {
             dir: dir.into(),
             durability,
             tails: Mutex::new(HashMap::new()),
+            blob_policy: ExternalizePolicy::TRANSCRIPT,
             poisoned: Mutex::new(HashSet::new()),
             swept: AtomicBool::new(false),
             io: Io::default(),
@@ -105,6 +109,14 @@ impl FileStore {
             io: Io::new(Some(plan)),
             ..FileStore::new(dir, durability)
         }
+    }
+
+    /// Builder: which payloads go to the blob store beside the transcripts
+    /// (default [`ExternalizePolicy::TRANSCRIPT`]: above 64 KiB;
+    /// [`ExternalizePolicy::NEVER`] keeps everything inline).
+    pub fn with_blob_policy(mut self, policy: ExternalizePolicy) -> Self {
+        self.blob_policy = policy;
+        self
     }
 
     /// The store's directory.
@@ -340,6 +352,10 @@ impl FileStore {
 }
 
 impl LogStore for FileStore {
+    fn blobs(&self) -> Option<PayloadStore> {
+        Some(PayloadStore::beside(&self.dir, self.blob_policy))
+    }
+
     fn create(&self, meta: &SessionMeta) -> Result<Appended> {
         let path = self.path_of(&meta.id)?;
         paths::create_private_dir(&self.dir)?;

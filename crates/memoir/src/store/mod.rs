@@ -89,12 +89,15 @@ pub struct SeqRecord {
 pub struct LoadReport {
     /// Each problem, in file order.
     pub issues: Vec<Issue>,
+    /// Payload references that did not resolve (missing or corrupt blobs);
+    /// the chain itself is not affected by them.
+    pub blobs: Vec<crate::blob::BlobIssue>,
 }
 
 impl LoadReport {
-    /// True when the whole chain verified.
+    /// True when the whole chain verified and every payload resolved.
     pub fn is_clean(&self) -> bool {
-        self.issues.is_empty()
+        self.issues.is_empty() && self.blobs.is_empty()
     }
 
     /// The lowest `seq` at which the chain stops verifying, when known.
@@ -263,6 +266,13 @@ pub trait LogStore: Send + Sync + std::fmt::Debug {
 
     /// The durability this store acknowledges appends at.
     fn durability(&self) -> Durability;
+
+    /// The blob store large payloads of this store's records go to, and the
+    /// policy that picks them (see [`crate::transcript::blobs`]). `None` (the
+    /// default): payloads stay inline.
+    fn blobs(&self) -> Option<crate::blob::PayloadStore> {
+        None
+    }
 
     /// Delete session `id`, recoverably: afterwards it no longer reads, lists
     /// or appends ([`crate::Error::NotFound`]) until [`LogStore::restore`].

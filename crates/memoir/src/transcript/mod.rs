@@ -9,6 +9,7 @@
 //! kept, never silently dropped; a bad line anywhere is skipped and reported,
 //! never the end of history; ids are validated before they touch a path.
 
+pub mod blobs;
 pub mod codec;
 mod replay;
 mod taint;
@@ -140,10 +141,12 @@ impl Session {
         self.append_records(std::slice::from_ref(record))
     }
 
-    /// Append records as one atomic batch (one write call).
+    /// Append records as one atomic batch (one write call). Payloads above
+    /// the store's threshold go to its blob store first ([`blobs`]).
     pub fn append_records(&self, records: &[Record]) -> Result<Appended> {
+        let records = blobs::externalize_records(self.store.as_ref(), records)?;
         self.store
-            .append(&self.meta.id, records, None)
+            .append(&self.meta.id, &records, None)
             .map_err(|e| match e {
                 Error::NotFound(id) => Error::Deleted(id),
                 other => other,
@@ -153,8 +156,9 @@ impl Session {
     /// Append records only if the first gets `seq` `expected_next`
     /// (optimistic concurrency; a lost race is [`Error::Conflict`]).
     pub fn append_expecting(&self, records: &[Record], expected_next: u64) -> Result<Appended> {
+        let records = blobs::externalize_records(self.store.as_ref(), records)?;
         self.store
-            .append(&self.meta.id, records, Some(expected_next))
+            .append(&self.meta.id, &records, Some(expected_next))
     }
 
     /// Append one `message` record per message, as one atomic batch.
@@ -413,6 +417,7 @@ fn read_depth(store: &dyn LogStore, id: &str, depth: usize) -> Result<Transcript
                 t.configs = prefix.configs;
                 t.config_positions = prefix.config_positions;
                 t.report.issues.extend(prefix.report.issues);
+                t.report.blobs.extend(prefix.report.blobs);
             }
             Err(e) => t.report.issues.push(Issue {
                 line: 1,
@@ -427,7 +432,9 @@ fn read_depth(store: &dyn LogStore, id: &str, depth: usize) -> Result<Transcript
     }
     t.last_seq = raw.last_seq;
     t.report.issues.extend(raw.report.issues);
+    let mut payloads = blobs::Resolver::new(store);
     for rec in raw.records {
+        let rec = payloads.resolve_record(rec, &mut t.report);
         t.apply(rec);
     }
     Ok(t)
@@ -481,8 +488,10 @@ fn stitch_parent(
     t.report
         .issues
         .extend(raw.report.issues.into_iter().filter(|i| i.seq <= fork.seq));
+    let mut payloads = blobs::Resolver::new(store);
     for rec in raw.records.into_iter().take_while(|r| r.seq <= fork.seq) {
         if !matches!(rec.record, Record::Summary(_)) {
+            let rec = payloads.resolve_record(rec, &mut t.report);
             t.apply(rec);
         }
     }

@@ -150,7 +150,8 @@ fn push_split(
     }
 }
 
-/// Chunk `messages`; `seqs[i]` is the `chain_seq` of `messages[i]`.
+/// Chunk `messages`; `seqs[i]` is the `chain_seq` of `messages[i]` (all in
+/// the view's own session).
 pub fn chunk_messages(
     messages: &[Message],
     seqs: &[u64],
@@ -164,13 +165,46 @@ pub fn chunk_messages(
             seqs.len()
         )));
     }
+    let turns = messages.iter().zip(seqs).map(|(m, &seq)| ("", seq, m));
+    Ok(chunk_sources(turns, cfg, store)?
+        .into_iter()
+        .map(|(_, c)| c)
+        .collect())
+}
+
+/// Chunk every turn of a session's history ([`super::history::History`]),
+/// in order. Each chunk comes with the index of the turn it came from;
+/// parts are numbered per `(session, seq)`.
+pub fn chunk_turns(
+    turns: &[&super::history::Turn],
+    cfg: &ChunkerConfig,
+    store: Option<&ArtifactStore>,
+) -> Result<Vec<(usize, Chunk)>, ViewError> {
+    chunk_sources(
+        turns
+            .iter()
+            .map(|t| (t.session.as_str(), t.seq, &t.message)),
+        cfg,
+        store,
+    )
+}
+
+/// The chunker proper over `(session, seq, message)`; returns each chunk
+/// with the position of its message in the input.
+fn chunk_sources<'a>(
+    messages: impl Iterator<Item = (&'a str, u64, &'a Message)>,
+    cfg: &ChunkerConfig,
+    store: Option<&ArtifactStore>,
+) -> Result<Vec<(usize, Chunk)>, ViewError> {
     let mut tool_names: HashMap<&str, &str> = HashMap::new();
-    // Messages can share a seq (a rewrite record puts several messages; a
-    // fork's inherited messages carry its parent's seqs): parts continue.
-    let mut next_part: HashMap<u64, u32> = HashMap::new();
+    // Messages can share a record (a rewrite record puts several messages):
+    // parts continue, so no chunk overwrites another.
+    let mut next_part: HashMap<(&str, u64), u32> = HashMap::new();
     let mut out = Vec::new();
-    for (msg, &seq) in messages.iter().zip(seqs) {
-        let mut part = next_part.get(&seq).copied().unwrap_or(0);
+    let mut owners = Vec::new();
+    for (pos, (session, seq, msg)) in messages.enumerate() {
+        let start = out.len();
+        let mut part = next_part.get(&(session, seq)).copied().unwrap_or(0);
         let role = msg.role;
         let text = msg.text_content();
         match role {
@@ -237,10 +271,11 @@ pub fn chunk_messages(
                 _ => {}
             }
         }
-        next_part.insert(seq, part);
+        next_part.insert((session, seq), part);
+        owners.extend(std::iter::repeat_n(pos, out.len() - start));
     }
     add_lexical_context(&mut out, cfg.lexical_context);
-    Ok(out)
+    Ok(owners.into_iter().zip(out).collect())
 }
 
 /// Set each chunk's lexical input to its embedding input surrounded by the

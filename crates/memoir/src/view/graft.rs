@@ -6,10 +6,15 @@
 //!
 //! ```text
 //! # Recalled context (earlier in this session)
+//! - [chain_seq 3 of 20260101T120000-1a2b3c4d] a turn inherited from a fork's parent
 //! - [chain_seq 12] the user said the deploy key is in vault
 //! - [chain_seq 40] tool result grep: src/a.rs:3: panic!()
 //!   (continuation lines of a multi-line item are indented)
 //! ```
+//!
+//! Each line names its record: `chain_seq N` alone is record `N` of the
+//! view's own session; a record of another session's log (a fork's
+//! inherited turns) adds `of <session>`.
 //!
 //! Items are chosen by relevance until the budget is spent, then listed in
 //! chain order. Blob items are loaded (and verified) from the store; items
@@ -20,7 +25,7 @@ use crate::blob::ArtifactStore;
 use crate::embed::EmbeddingProvider;
 
 use super::state::{NodeState, StateSet};
-use super::types::{GraftContent, GraftedItem, ViewError};
+use super::types::{GraftContent, GraftedItem, RecordKey, ViewError};
 use super::{SearchRequest, SessionView};
 
 /// The first line of a graft block.
@@ -50,13 +55,18 @@ pub struct GraftBlock {
     pub truncated: usize,
     /// Records whose text could not be obtained (reference-only chunks,
     /// blobs missing or corrupt, no store given).
-    pub unresolved: Vec<u64>,
+    pub unresolved: Vec<RecordKey>,
 }
 
-/// Format one item line: `- [chain_seq N] text`, continuation lines indented.
-pub fn render_item(chain_seq: u64, text: &str) -> String {
+/// Format one item line: `- [chain_seq N] text` for a record of the view's
+/// own session (`session` = `None`), `- [chain_seq N of <session>] text`
+/// otherwise; continuation lines indented.
+pub fn render_item(session: Option<&str>, chain_seq: u64, text: &str) -> String {
     let body = text.trim().replace('\n', "\n  ");
-    format!("- [chain_seq {chain_seq}] {body}")
+    match session {
+        None => format!("- [chain_seq {chain_seq}] {body}"),
+        Some(s) => format!("- [chain_seq {chain_seq} of {s}] {body}"),
+    }
 }
 
 /// Why a record is nominated for promotion to durable memory.
@@ -94,6 +104,8 @@ impl Default for PromotionSignals {
 /// A record nominated for promotion.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct PromotionCandidate {
+    /// The session whose log holds the record.
+    pub session: String,
     /// The record.
     pub chain_seq: u64,
     /// Content hashes of its chunks, by part.
@@ -152,26 +164,28 @@ impl SessionView {
         let mut chosen: Vec<(GraftedItem, String)> = Vec::new();
         let mut unresolved = Vec::new();
         let mut truncated = 0;
+        let own = self.session_id();
         for hit in &hits {
             let item = GraftedItem::from_hit(hit);
+            let origin = (item.session != own).then_some(item.session.as_str());
             let text = match &item.content {
                 GraftContent::Inline(t) => t.clone(),
                 GraftContent::Blob(h) => match store.map(|s| s.load_string(h)) {
                     Some(Ok(t)) => t,
                     _ => {
-                        unresolved.push(item.chain_seq);
+                        unresolved.push(item.record());
                         continue;
                     }
                 },
                 GraftContent::Reference => {
-                    unresolved.push(item.chain_seq);
+                    unresolved.push(item.record());
                     continue;
                 }
             };
             if !text.chars().any(char::is_alphanumeric) {
                 continue;
             }
-            let line = render_item(item.chain_seq, &text);
+            let line = render_item(origin, item.chain_seq, &text);
             let cost = estimate_tokens(&line) + 1;
             if used + cost <= max_tokens {
                 used += cost;
@@ -180,10 +194,10 @@ impl SessionView {
             }
             let remaining = max_tokens.saturating_sub(used);
             if remaining >= MIN_TRUNCATED_TOKENS {
-                let prefix = render_item(item.chain_seq, "");
+                let prefix = render_item(origin, item.chain_seq, "");
                 let room = (remaining - 1).saturating_sub(estimate_tokens(&prefix) + 1) * 4;
                 let cut: String = text.trim().chars().take(room.saturating_sub(1)).collect();
-                let line = render_item(item.chain_seq, &format!("{cut}…"));
+                let line = render_item(origin, item.chain_seq, &format!("{cut}…"));
                 let cost = estimate_tokens(&line) + 1;
                 if used + cost <= max_tokens {
                     used += cost;
@@ -204,14 +218,27 @@ impl SessionView {
                 unresolved,
             };
         }
-        chosen.sort_by_key(|(item, _)| (item.chain_seq, item.part));
+        // Chain order: the view's manifest order (a fork's inherited records
+        // first, then by seq and part).
+        let order: std::collections::HashMap<(String, u64, u32), usize> = self
+            .manifest()
+            .into_iter()
+            .enumerate()
+            .map(|(i, m)| ((m.session, m.chain_seq, m.part), i))
+            .collect();
+        chosen.sort_by_key(|(item, _)| {
+            order
+                .get(&(item.session.clone(), item.chain_seq, item.part))
+                .copied()
+                .unwrap_or(usize::MAX)
+        });
         let mut text = String::from(GRAFT_HEADER);
         for (_, line) in &chosen {
             text.push('\n');
             text.push_str(line);
         }
         let items: Vec<GraftedItem> = chosen.into_iter().map(|(i, _)| i).collect();
-        self.bump_refs(items.iter().map(|i| &i.chain_seq));
+        self.bump_refs(items.iter());
         GraftBlock {
             tokens: estimate_tokens(&text),
             items,
@@ -224,25 +251,28 @@ impl SessionView {
     /// Prune the oldest live (Frontier) records to Stale so that at most
     /// `keep` stay live. Returns how many were pruned.
     pub fn prune_to_recent(&self, keep: usize) -> usize {
-        let live = self.live_seqs();
+        let live = self.live_records();
         let excess = live.len().saturating_sub(keep);
-        live[..excess].iter().filter(|&&s| self.prune(s)).count()
+        live[..excess]
+            .iter()
+            .filter(|r| self.prune(*r).is_ok())
+            .count()
     }
 
     /// Records worth promoting to durable memory: marked important, or
     /// recalled at least `min_refs` times (1 when the task succeeded). Pruned
-    /// records are never nominated. Ascending by `chain_seq`.
+    /// records are never nominated. In chain order.
     pub fn promotion_candidates(&self, signals: &PromotionSignals) -> Vec<PromotionCandidate> {
         let success = signals.task_score >= signals.task_threshold;
         let min_refs = if success { 1 } else { signals.min_refs.max(1) };
         let mut out = Vec::new();
-        for seq in self.chain_seqs() {
-            if self.state(seq) == Some(NodeState::Pruned) {
+        for rec in self.records() {
+            if self.state(&rec) == Some(NodeState::Pruned) {
                 continue;
             }
-            let refs = self.ref_count(seq);
+            let refs = self.ref_count(&rec);
             let mut reasons = Vec::new();
-            if self.is_important(seq) {
+            if self.is_important(&rec) {
                 reasons.push(PromotionReason::Important);
             }
             if refs >= min_refs {
@@ -255,13 +285,14 @@ impl SessionView {
                 reasons.push(PromotionReason::TaskScore(signals.task_score));
             }
             out.push(PromotionCandidate {
-                chain_seq: seq,
                 content_hashes: self
-                    .chunks_of(seq)
+                    .chunks_of(&rec)
                     .into_iter()
                     .map(|m| m.content_hash)
                     .collect(),
                 reasons,
+                session: rec.session,
+                chain_seq: rec.seq,
             });
         }
         out

@@ -29,6 +29,7 @@
 pub mod chunk;
 pub mod eval;
 pub mod graft;
+pub mod history;
 pub mod index;
 pub mod lexical;
 pub mod rebuild;
@@ -36,7 +37,7 @@ pub mod retrieve;
 pub mod state;
 pub mod types;
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -50,7 +51,10 @@ pub use lexical::{Bm25Params, LexicalIndex, PrfParams, Tokenizer, TokenizerConfi
 pub use rebuild::{RebuildOptions, RebuildReport};
 pub use retrieve::{Fusion, HybridParams, RetrievalMode};
 pub use state::{NodeState, StateSet};
-pub use types::{content_hash, ChunkMeta, GraftContent, GraftedItem, ScopedHit, ViewError};
+pub use types::{
+    content_hash, ChunkMeta, GraftContent, GraftedItem, RecordKey, RecordRef, ScopedHit,
+    TransitionError, ViewError,
+};
 
 use index::SlotHit;
 
@@ -173,11 +177,26 @@ struct Event {
     refs: AtomicU32,
 }
 
+/// A record inside the view: (session ordinal, seq). Sessions are numbered in
+/// the order their first chunk arrived, so a rebuild (ancestors first) keeps
+/// chain order: a fork's inherited records sort before its own.
+type Rec = (u32, u64);
+
+/// A chunk inside the view: (session ordinal, seq, part).
+type Key = (u32, u64, u32);
+
+fn rec_range(rec: Rec) -> std::ops::RangeInclusive<Key> {
+    (rec.0, rec.1, 0)..=(rec.0, rec.1, u32::MAX)
+}
+
 #[derive(Debug)]
 struct Inner {
-    chunks: BTreeMap<(u64, u32), ChunkEntry>,
-    events: BTreeMap<u64, Event>,
-    slot_keys: Vec<Option<(u64, u32)>>,
+    /// Session ids by ordinal, and back.
+    sessions: Vec<String>,
+    ordinals: HashMap<String, u32>,
+    chunks: BTreeMap<Key, ChunkEntry>,
+    events: BTreeMap<Rec, Event>,
+    slot_keys: Vec<Option<Key>>,
     /// Mirror of each slot's record state, for cheap filtering during search.
     slot_state: Vec<NodeState>,
     vectors: VectorIndex,
@@ -185,28 +204,57 @@ struct Inner {
 }
 
 impl Inner {
-    fn meta(&self, key: (u64, u32)) -> Option<ChunkMeta> {
+    fn meta(&self, key: Key) -> Option<ChunkMeta> {
         let e = self.chunks.get(&key)?;
         let mut m = e.meta.clone();
-        if let Some(ev) = self.events.get(&key.0) {
+        if let Some(ev) = self.events.get(&(key.0, key.1)) {
             m.state = ev.state;
         }
         Some(m)
     }
 
-    fn set_state(&mut self, seq: u64, state: NodeState) {
-        if let Some(ev) = self.events.get_mut(&seq) {
+    /// The ordinal of a session, if any chunk of it was indexed.
+    fn ordinal(&self, session: &str) -> Option<u32> {
+        self.ordinals.get(session).copied()
+    }
+
+    fn ordinal_or_insert(&mut self, session: &str) -> u32 {
+        if let Some(o) = self.ordinal(session) {
+            return o;
+        }
+        let o = self.sessions.len() as u32;
+        self.sessions.push(session.to_string());
+        self.ordinals.insert(session.to_string(), o);
+        o
+    }
+
+    fn record_key(&self, rec: Rec) -> RecordKey {
+        RecordKey {
+            session: self.sessions[rec.0 as usize].clone(),
+            seq: rec.1,
+        }
+    }
+
+    fn set_state(&mut self, rec: Rec, state: NodeState) {
+        if let Some(ev) = self.events.get_mut(&rec) {
             ev.state = state;
         }
-        for (_, e) in self.chunks.range((seq, 0)..=(seq, u32::MAX)) {
+        for (_, e) in self.chunks.range(rec_range(rec)) {
             self.slot_state[e.slot as usize] = state;
         }
     }
 
     /// Insert or replace a chunk; returns the replaced chunk's metadata.
-    /// The caller has checked the width.
+    /// The caller has checked the width and filled in `meta.session`.
+    ///
+    /// A record's lifecycle state belongs to the record, not to the insert:
+    /// `meta.state` is the state of a record the view did not hold yet; a
+    /// record it holds keeps its state (a Pruned record stays Pruned, a
+    /// Committed one is not rewound to Frontier by a re-index).
     fn insert(&mut self, vector: &[f32], meta: ChunkMeta, tokens: &[String]) -> Option<ChunkMeta> {
-        let key = (meta.chain_seq, meta.part);
+        let ordinal = self.ordinal_or_insert(&meta.session);
+        let key = (ordinal, meta.chain_seq, meta.part);
+        let rec = (ordinal, meta.chain_seq);
         let replaced = self.chunks.remove(&key).map(|old| {
             self.vectors.remove(old.slot);
             self.lexical.remove(old.slot);
@@ -218,39 +266,34 @@ impl Inner {
         };
         let lex_slot = self.lexical.insert(tokens);
         debug_assert_eq!(slot, lex_slot);
-        self.slot_keys.push(Some(key));
-        self.slot_state.push(meta.state);
         let changed = replaced
             .as_ref()
             .is_some_and(|old| old.content_hash != meta.content_hash);
-        let state = meta.state;
-        let ev = self.events.entry(meta.chain_seq).or_insert_with(|| Event {
-            state,
+        let entry_state = meta.state;
+        let ev = self.events.entry(rec).or_insert_with(|| Event {
+            state: entry_state,
             moved: false,
             important: false,
             refs: AtomicU32::new(0),
         });
         if changed {
-            // New content under an old seq: earlier recall signals were about
-            // something else.
+            // New content under an old key: earlier recall signals were about
+            // something else. The lifecycle state stays.
             ev.important = false;
             ev.refs.store(0, Ordering::Relaxed);
-            ev.moved = false;
         }
+        let state = ev.state;
+        self.slot_keys.push(Some(key));
+        self.slot_state.push(state);
         self.chunks.insert(key, ChunkEntry { meta, slot });
-        self.set_state(key.0, state);
         if self.vectors.needs_compaction() {
             self.compact();
         }
         replaced
     }
 
-    fn remove_seq(&mut self, seq: u64) -> Vec<ChunkMeta> {
-        let keys: Vec<(u64, u32)> = self
-            .chunks
-            .range((seq, 0)..=(seq, u32::MAX))
-            .map(|(k, _)| *k)
-            .collect();
+    fn remove_record(&mut self, rec: Rec) -> Vec<ChunkMeta> {
+        let keys: Vec<Key> = self.chunks.range(rec_range(rec)).map(|(k, _)| *k).collect();
         let mut out = Vec::new();
         for k in keys {
             if let Some(e) = self.chunks.remove(&k) {
@@ -260,7 +303,7 @@ impl Inner {
                 out.push(e.meta);
             }
         }
-        self.events.remove(&seq);
+        self.events.remove(&rec);
         if self.vectors.needs_compaction() {
             self.compact();
         }
@@ -399,7 +442,8 @@ impl Inner {
             .filter_map(|(slot, score)| {
                 let key = (*self.slot_keys.get(slot as usize)?)?;
                 Some(ScopedHit {
-                    chain_seq: key.0,
+                    session: self.sessions[key.0 as usize].clone(),
+                    chain_seq: key.1,
                     score,
                     meta: self.meta(key)?,
                 })
@@ -439,6 +483,8 @@ impl SessionView {
             config,
             tokenizer: Tokenizer::new(config.tokenizer),
             inner: RwLock::new(Inner {
+                sessions: Vec::new(),
+                ordinals: HashMap::new(),
                 chunks: BTreeMap::new(),
                 events: BTreeMap::new(),
                 slot_keys: Vec::new(),
@@ -489,34 +535,62 @@ impl SessionView {
         self.read().chunks.is_empty()
     }
 
-    /// Every indexed `chain_seq`, ascending (the rebuild manifest).
-    pub fn chain_seqs(&self) -> Vec<u64> {
-        self.read().events.keys().copied().collect()
+    /// The internal key of a record named by a caller.
+    fn rec_of(inner: &Inner, own: &str, r: RecordRef<'_>) -> Option<Rec> {
+        let session = r.session.unwrap_or(own);
+        Some((inner.ordinal(session)?, r.seq))
     }
 
-    /// Every indexed chunk's metadata, in `(chain_seq, part)` order.
+    fn unknown(&self, r: RecordRef<'_>) -> TransitionError {
+        TransitionError::Unknown {
+            session: r.session.unwrap_or(&self.session_id).to_string(),
+            seq: r.seq,
+        }
+    }
+
+    /// The `seq`s of the view's own session's records, ascending (the rebuild
+    /// manifest of its own log; see [`SessionView::records`] for every record).
+    pub fn chain_seqs(&self) -> Vec<u64> {
+        let inner = self.read();
+        match inner.ordinal(&self.session_id) {
+            Some(o) => inner
+                .events
+                .range((o, 0)..=(o, u64::MAX))
+                .map(|(r, _)| r.1)
+                .collect(),
+            None => Vec::new(),
+        }
+    }
+
+    /// Every indexed record, in chain order (a fork's inherited records first).
+    pub fn records(&self) -> Vec<RecordKey> {
+        let inner = self.read();
+        inner.events.keys().map(|r| inner.record_key(*r)).collect()
+    }
+
+    /// Every indexed chunk's metadata, in chain order.
     pub fn manifest(&self) -> Vec<ChunkMeta> {
         let inner = self.read();
         inner.chunks.keys().filter_map(|k| inner.meta(*k)).collect()
     }
 
     /// The first chunk (part 0, else the lowest part) of a record.
-    pub fn chunk(&self, chain_seq: u64) -> Option<ChunkMeta> {
+    pub fn chunk<'a>(&self, record: impl Into<RecordRef<'a>>) -> Option<ChunkMeta> {
         let inner = self.read();
-        let key = *inner
-            .chunks
-            .range((chain_seq, 0)..=(chain_seq, u32::MAX))
-            .next()?
-            .0;
+        let rec = Self::rec_of(&inner, &self.session_id, record.into())?;
+        let key = *inner.chunks.range(rec_range(rec)).next()?.0;
         inner.meta(key)
     }
 
     /// Every chunk of a record, by part.
-    pub fn chunks_of(&self, chain_seq: u64) -> Vec<ChunkMeta> {
+    pub fn chunks_of<'a>(&self, record: impl Into<RecordRef<'a>>) -> Vec<ChunkMeta> {
         let inner = self.read();
+        let Some(rec) = Self::rec_of(&inner, &self.session_id, record.into()) else {
+            return Vec::new();
+        };
         inner
             .chunks
-            .range((chain_seq, 0)..=(chain_seq, u32::MAX))
+            .range(rec_range(rec))
             .filter_map(|(k, _)| inner.meta(*k))
             .collect()
     }
@@ -563,14 +637,22 @@ impl SessionView {
         if vector.len() != self.dims || self.dims == 0 {
             return None;
         }
+        let mut meta = meta;
+        if meta.session.is_empty() {
+            meta.session = self.session_id.clone();
+        }
         let tokens = self.tokenizer.tokens(search_text);
         Some(self.write().insert(vector, meta, &tokens))
     }
 
     /// Drop every chunk of a record from the view (the transcript keeps it).
     /// Returns whether there was any.
-    pub fn remove(&self, chain_seq: u64) -> bool {
-        !self.write().remove_seq(chain_seq).is_empty()
+    pub fn remove<'a>(&self, record: impl Into<RecordRef<'a>>) -> bool {
+        let mut inner = self.write();
+        match Self::rec_of(&inner, &self.session_id, record.into()) {
+            Some(rec) => !inner.remove_record(rec).is_empty(),
+            None => false,
+        }
     }
 
     /// The general query: see [`SearchRequest`]. Results best first; a record
@@ -671,12 +753,15 @@ impl SessionView {
     }
 
     /// Count one recall for each distinct record among `items`.
-    fn bump_refs<'a>(&self, seqs: impl Iterator<Item = &'a u64>) {
+    fn bump_refs<'a>(&self, items: impl Iterator<Item = &'a GraftedItem>) {
         let inner = self.read();
         let mut seen = HashSet::new();
-        for seq in seqs {
-            if seen.insert(*seq) {
-                if let Some(ev) = inner.events.get(seq) {
+        for item in items {
+            let Some(o) = inner.ordinal(&item.session) else {
+                continue;
+            };
+            if seen.insert((o, item.chain_seq)) {
+                if let Some(ev) = inner.events.get(&(o, item.chain_seq)) {
                     ev.refs.fetch_add(1, Ordering::Relaxed);
                 }
             }
@@ -693,9 +778,13 @@ impl SessionView {
 
     /// [`SessionView::graft`] for any request (mode, states).
     pub fn graft_with(&self, req: &SearchRequest) -> Vec<GraftedItem> {
-        let hits = self.search_distinct(req);
-        self.bump_refs(hits.iter().map(|h| &h.chain_seq));
-        hits.iter().map(GraftedItem::from_hit).collect()
+        let items: Vec<GraftedItem> = self
+            .search_distinct(req)
+            .iter()
+            .map(GraftedItem::from_hit)
+            .collect();
+        self.bump_refs(items.iter());
+        items
     }
 
     /// Embed `query_text` on the query lane (`embed_query`) and graft the
@@ -761,9 +850,10 @@ impl SessionView {
     }
 
     /// Index a chunk whose embedding is already computed: check the width,
-    /// externalize a long text to `store`, insert (entering Frontier). The
-    /// view holds one blob reference per externalized chunk: re-indexing the
-    /// same text takes none, replacing it drops the old one.
+    /// externalize a long text to `store`, insert (entering Frontier, in the
+    /// view's own session). `Ok(false)` on a width mismatch; see
+    /// [`SessionView::insert_embedded_as`] for chunks of another session or
+    /// state, which reports it as [`ViewError::DimensionMismatch`].
     pub fn insert_embedded(
         &self,
         vector: &[f32],
@@ -771,18 +861,53 @@ impl SessionView {
         store: Option<&ArtifactStore>,
         inline_max: usize,
     ) -> Result<bool, ViewError> {
-        if vector.len() != self.dims || self.dims == 0 {
-            return Ok(false);
+        let own = self.session_id.clone();
+        match self.insert_embedded_as(vector, chunk, &own, NodeState::Frontier, store, inline_max) {
+            Ok(()) => Ok(true),
+            Err(ViewError::DimensionMismatch { .. }) => Ok(false),
+            Err(e) => Err(e),
         }
+    }
+
+    /// Index a chunk of record `(session, chunk.chain_seq)` whose embedding
+    /// is already computed. A record the view does not hold yet enters in
+    /// `state`; one it holds keeps its state. Texts longer than `inline_max`
+    /// bytes go to `store` when one is given; the view holds one blob
+    /// reference per externalized chunk: re-indexing the same text takes
+    /// none, replacing it drops the old one. A vector that is not
+    /// [`SessionView::dims`] wide is refused before anything is written.
+    pub fn insert_embedded_as(
+        &self,
+        vector: &[f32],
+        chunk: &Chunk,
+        session: &str,
+        state: NodeState,
+        store: Option<&ArtifactStore>,
+        inline_max: usize,
+    ) -> Result<(), ViewError> {
+        if vector.len() != self.dims || self.dims == 0 {
+            return Err(ViewError::DimensionMismatch {
+                expected: self.dims,
+                got: vector.len(),
+            });
+        }
+        let session = if session.is_empty() {
+            self.session_id.as_str()
+        } else {
+            session
+        };
         let hash = content_hash(&chunk.text);
-        let key = (chunk.chain_seq, chunk.part);
         let (inline, blob_hash, took_ref) = match store {
             Some(store) if chunk.text.len() > inline_max => {
-                let existing = self
-                    .read()
-                    .chunks
-                    .get(&key)
-                    .and_then(|e| e.meta.blob_hash.clone());
+                let existing = {
+                    let inner = self.read();
+                    inner.ordinal(session).and_then(|o| {
+                        inner
+                            .chunks
+                            .get(&(o, chunk.chain_seq, chunk.part))
+                            .and_then(|e| e.meta.blob_hash.clone())
+                    })
+                };
                 if existing.as_deref() == Some(hash.as_str()) && store.contains(&hash) {
                     (None, Some(hash.clone()), false)
                 } else {
@@ -792,16 +917,20 @@ impl SessionView {
             _ => (Some(chunk.text.clone()), None, false),
         };
         let meta = ChunkMeta {
+            session: session.to_string(),
             chain_seq: chunk.chain_seq,
             part: chunk.part,
             content_hash: hash,
-            state: NodeState::Frontier,
+            state,
             kind: chunk.kind.clone(),
             blob_hash: blob_hash.clone(),
             inline,
         };
         let Some(replaced) = self.insert_chunk_replacing(vector, meta, chunk.lexical_text()) else {
-            return Ok(false);
+            return Err(ViewError::DimensionMismatch {
+                expected: self.dims,
+                got: vector.len(),
+            });
         };
         if let (Some(store), Some(old)) = (store, replaced.and_then(|m| m.blob_hash)) {
             // The replaced chunk's reference goes; when it was the same blob
@@ -810,7 +939,7 @@ impl SessionView {
                 store.release(&old)?;
             }
         }
-        Ok(true)
+        Ok(())
     }
 
     /// Release the blob reference of every externalized chunk (call when the
@@ -829,90 +958,126 @@ impl SessionView {
     }
 
     // ---- lifecycle -------------------------------------------------------
+    //
+    // A record is named by a bare `seq` (the view's own session) or by
+    // `(session, seq)` (see [`RecordRef`]).
 
     /// Set a record's state unconditionally (an escape hatch for repair;
-    /// prefer [`SessionView::transition`]). False for an unknown record.
-    pub fn set_state(&self, chain_seq: u64, state: NodeState) -> bool {
+    /// prefer [`SessionView::transition`]).
+    pub fn set_state<'a>(
+        &self,
+        record: impl Into<RecordRef<'a>>,
+        state: NodeState,
+    ) -> Result<(), TransitionError> {
+        let r = record.into();
         let mut inner = self.write();
-        let Some(ev) = inner.events.get_mut(&chain_seq) else {
-            return false;
-        };
+        let rec = Self::rec_of(&inner, &self.session_id, r).ok_or_else(|| self.unknown(r))?;
+        let ev = inner.events.get_mut(&rec).ok_or_else(|| self.unknown(r))?;
         ev.moved = true;
-        inner.set_state(chain_seq, state);
-        true
+        inner.set_state(rec, state);
+        Ok(())
     }
 
     /// The state of a record, if known.
-    pub fn state(&self, chain_seq: u64) -> Option<NodeState> {
-        self.read().events.get(&chain_seq).map(|e| e.state)
+    pub fn state<'a>(&self, record: impl Into<RecordRef<'a>>) -> Option<NodeState> {
+        let inner = self.read();
+        let rec = Self::rec_of(&inner, &self.session_id, record.into())?;
+        inner.events.get(&rec).map(|e| e.state)
     }
 
     /// Mark a record Speculative: its entry state, above the wavefront.
     /// Works only on a record that has not moved through the lifecycle since
-    /// it was indexed (true if it already is Speculative); it cannot rewind a
-    /// Committed, Stale or Pruned record. False if unknown or refused.
-    pub fn set_speculative(&self, chain_seq: u64) -> bool {
+    /// it was indexed (Ok if it already is Speculative); it cannot rewind a
+    /// Committed, Stale or Pruned record.
+    pub fn set_speculative<'a>(
+        &self,
+        record: impl Into<RecordRef<'a>>,
+    ) -> Result<(), TransitionError> {
+        let r = record.into();
         let mut inner = self.write();
-        let Some(ev) = inner.events.get(&chain_seq) else {
-            return false;
-        };
+        let rec = Self::rec_of(&inner, &self.session_id, r).ok_or_else(|| self.unknown(r))?;
+        let ev = inner.events.get(&rec).ok_or_else(|| self.unknown(r))?;
         match (ev.state, ev.moved) {
-            (NodeState::Speculative, _) => true,
+            (NodeState::Speculative, _) => Ok(()),
             (NodeState::Frontier, false) => {
-                inner.set_state(chain_seq, NodeState::Speculative);
-                true
+                inner.set_state(rec, NodeState::Speculative);
+                Ok(())
             }
-            _ => false,
+            (from, _) => Err(TransitionError::Illegal {
+                from,
+                to: NodeState::Speculative,
+            }),
         }
     }
 
     /// Move a record along a legal lifecycle edge
-    /// ([`NodeState::can_transition_to`]). False, with the state unchanged,
-    /// if the record is unknown or the move is illegal.
-    pub fn transition(&self, chain_seq: u64, next: NodeState) -> bool {
+    /// ([`NodeState::can_transition_to`]); on error the state is unchanged.
+    pub fn transition<'a>(
+        &self,
+        record: impl Into<RecordRef<'a>>,
+        next: NodeState,
+    ) -> Result<(), TransitionError> {
+        let r = record.into();
         let mut inner = self.write();
-        let Some(ev) = inner.events.get_mut(&chain_seq) else {
-            return false;
-        };
+        let rec = Self::rec_of(&inner, &self.session_id, r).ok_or_else(|| self.unknown(r))?;
+        let ev = inner.events.get_mut(&rec).ok_or_else(|| self.unknown(r))?;
         if !ev.state.can_transition_to(next) {
-            return false;
+            return Err(TransitionError::Illegal {
+                from: ev.state,
+                to: next,
+            });
         }
         ev.moved = true;
-        inner.set_state(chain_seq, next);
-        true
+        inner.set_state(rec, next);
+        Ok(())
     }
 
     /// Commit a Frontier record to the durable trunk (validated).
-    pub fn commit(&self, chain_seq: u64) -> bool {
-        self.transition(chain_seq, NodeState::Committed)
+    pub fn commit<'a>(&self, record: impl Into<RecordRef<'a>>) -> Result<(), TransitionError> {
+        self.transition(record, NodeState::Committed)
     }
 
     /// Prune a record from the live window: → Stale, still indexed and
     /// re-graftable. Validated: works from Speculative, Frontier and
-    /// Committed; false for unknown, already Stale, or Pruned records.
-    pub fn prune(&self, chain_seq: u64) -> bool {
-        self.transition(chain_seq, NodeState::Stale)
+    /// Committed; refused for already Stale or Pruned records.
+    pub fn prune<'a>(&self, record: impl Into<RecordRef<'a>>) -> Result<(), TransitionError> {
+        self.transition(record, NodeState::Stale)
     }
 
     /// Re-graft a record into the live window: → Frontier. Validated: works
     /// from Speculative and Stale; a Pruned record stays pruned.
-    pub fn regraft(&self, chain_seq: u64) -> bool {
-        self.transition(chain_seq, NodeState::Frontier)
+    pub fn regraft<'a>(&self, record: impl Into<RecordRef<'a>>) -> Result<(), TransitionError> {
+        self.transition(record, NodeState::Frontier)
     }
 
-    /// Records live in the window (Frontier), ascending.
+    /// The view's own session's records live in the window (Frontier),
+    /// ascending by seq (see [`SessionView::live_records`] for every record).
     pub fn live_seqs(&self) -> Vec<u64> {
-        self.read()
+        self.live_records()
+            .into_iter()
+            .filter(|r| r.session == self.session_id)
+            .map(|r| r.seq)
+            .collect()
+    }
+
+    /// Every record live in the window (Frontier), in chain order.
+    pub fn live_records(&self) -> Vec<RecordKey> {
+        let inner = self.read();
+        inner
             .events
             .iter()
             .filter(|(_, e)| e.state == NodeState::Frontier)
-            .map(|(s, _)| *s)
+            .map(|(r, _)| inner.record_key(*r))
             .collect()
     }
 
     /// Mark a record important (an explicit promotion signal). False if unknown.
-    pub fn mark_important(&self, chain_seq: u64) -> bool {
-        match self.write().events.get_mut(&chain_seq) {
+    pub fn mark_important<'a>(&self, record: impl Into<RecordRef<'a>>) -> bool {
+        let mut inner = self.write();
+        let Some(rec) = Self::rec_of(&inner, &self.session_id, record.into()) else {
+            return false;
+        };
+        match inner.events.get_mut(&rec) {
             Some(ev) => {
                 ev.important = true;
                 true
@@ -922,18 +1087,18 @@ impl SessionView {
     }
 
     /// Whether a record was marked important (false if unknown).
-    pub fn is_important(&self, chain_seq: u64) -> bool {
-        self.read()
-            .events
-            .get(&chain_seq)
+    pub fn is_important<'a>(&self, record: impl Into<RecordRef<'a>>) -> bool {
+        let inner = self.read();
+        Self::rec_of(&inner, &self.session_id, record.into())
+            .and_then(|rec| inner.events.get(&rec))
             .is_some_and(|e| e.important)
     }
 
     /// How many grafts have returned this record (0 if unknown).
-    pub fn ref_count(&self, chain_seq: u64) -> u32 {
-        self.read()
-            .events
-            .get(&chain_seq)
+    pub fn ref_count<'a>(&self, record: impl Into<RecordRef<'a>>) -> u32 {
+        let inner = self.read();
+        Self::rec_of(&inner, &self.session_id, record.into())
+            .and_then(|rec| inner.events.get(&rec))
             .map_or(0, |e| e.refs.load(Ordering::Relaxed))
     }
 }

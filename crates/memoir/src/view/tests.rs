@@ -197,7 +197,7 @@ fn graft_fills_top_k_even_when_duplicates_dominate() {
 #[test]
 fn graft_skips_pruned_but_query_does_not() {
     let v = view_with(&[(1, 0, "a"), (2, 1, "b")]);
-    assert!(v.transition(1, NodeState::Pruned));
+    assert!(v.transition(1, NodeState::Pruned).is_ok());
     let items = v.graft(&axis(8, 0), 2);
     assert!(items.iter().all(|i| i.chain_seq != 1));
     assert_eq!(v.ref_count(1), 0);
@@ -318,8 +318,8 @@ fn every_lifecycle_move_through_transition() {
     for from in NodeState::ALL {
         for to in NodeState::ALL {
             let v = view_with(&[(1, 0, "a")]);
-            assert!(v.set_state(1, from));
-            let ok = v.transition(1, to);
+            assert!(v.set_state(1, from).is_ok());
+            let ok = v.transition(1, to).is_ok();
             assert_eq!(ok, from.can_transition_to(to), "{from} -> {to}");
             assert_eq!(v.state(1), Some(if ok { to } else { from }));
         }
@@ -329,7 +329,7 @@ fn every_lifecycle_move_through_transition() {
 #[test]
 fn prune_and_regraft_are_validated() {
     let v = view_with(&[(1, 0, "a"), (2, 1, "b")]);
-    assert!(v.prune(1));
+    assert!(v.prune(1).is_ok());
     assert_eq!(v.state(1), Some(NodeState::Stale));
     assert_eq!(v.live_seqs(), vec![2]);
     assert_eq!(
@@ -337,29 +337,29 @@ fn prune_and_regraft_are_validated() {
         NodeState::Stale,
         "stale stays graftable"
     );
-    assert!(!v.prune(1), "Stale -> Stale is not a move");
-    assert!(v.regraft(1));
+    assert!(v.prune(1).is_err(), "Stale -> Stale is not a move");
+    assert!(v.regraft(1).is_ok());
     assert_eq!(v.live_seqs(), vec![1, 2]);
-    assert!(v.commit(1));
-    assert!(!v.regraft(1), "Committed -> Frontier is illegal");
-    assert!(v.prune(1), "Committed -> Stale ages out");
-    assert!(v.transition(1, NodeState::Pruned));
-    assert!(!v.regraft(1), "Pruned is terminal");
-    assert!(!v.prune(1));
-    assert!(!v.commit(1));
-    assert!(!v.set_speculative(1));
+    assert!(v.commit(1).is_ok());
+    assert!(v.regraft(1).is_err(), "Committed -> Frontier is illegal");
+    assert!(v.prune(1).is_ok(), "Committed -> Stale ages out");
+    assert!(v.transition(1, NodeState::Pruned).is_ok());
+    assert!(v.regraft(1).is_err(), "Pruned is terminal");
+    assert!(v.prune(1).is_err());
+    assert!(v.commit(1).is_err());
+    assert!(v.set_speculative(1).is_err());
     assert_eq!(v.state(1), Some(NodeState::Pruned));
 }
 
 #[test]
 fn unknown_records_are_refused_everywhere() {
     let v = view_with(&[(1, 0, "a")]);
-    assert!(!v.prune(999));
-    assert!(!v.regraft(999));
-    assert!(!v.set_state(999, NodeState::Stale));
-    assert!(!v.set_speculative(999));
-    assert!(!v.transition(999, NodeState::Committed));
-    assert!(!v.commit(999));
+    assert!(v.prune(999).is_err());
+    assert!(v.regraft(999).is_err());
+    assert!(v.set_state(999, NodeState::Stale).is_err());
+    assert!(v.set_speculative(999).is_err());
+    assert!(v.transition(999, NodeState::Committed).is_err());
+    assert!(v.commit(999).is_err());
     assert!(!v.mark_important(999));
     assert!(!v.is_important(999));
     assert_eq!(v.ref_count(999), 0);
@@ -370,21 +370,27 @@ fn unknown_records_are_refused_everywhere() {
 #[test]
 fn speculative_walks() {
     let v = view_with(&[(1, 0, "a"), (2, 1, "b")]);
-    assert!(v.set_speculative(1));
-    assert!(v.set_speculative(1), "already speculative");
+    assert!(v.set_speculative(1).is_ok());
+    assert!(v.set_speculative(1).is_ok(), "already speculative");
     assert!(!v.live_seqs().contains(&1));
-    assert!(!v.commit(1), "no skip from Speculative to Committed");
+    assert!(
+        v.commit(1).is_err(),
+        "no skip from Speculative to Committed"
+    );
     assert_eq!(v.state(1), Some(NodeState::Speculative));
-    assert!(v.transition(1, NodeState::Frontier));
-    assert!(v.commit(1));
-    assert!(!v.set_speculative(1), "a committed record is not rewound");
-    assert!(v.set_speculative(2));
-    assert!(v.transition(2, NodeState::Pruned));
-    assert!(!v.transition(2, NodeState::Frontier));
+    assert!(v.transition(1, NodeState::Frontier).is_ok());
+    assert!(v.commit(1).is_ok());
+    assert!(
+        v.set_speculative(1).is_err(),
+        "a committed record is not rewound"
+    );
+    assert!(v.set_speculative(2).is_ok());
+    assert!(v.transition(2, NodeState::Pruned).is_ok());
+    assert!(v.transition(2, NodeState::Frontier).is_err());
     // A moved-on Frontier record cannot be rewound either.
     v.insert_vector(axis(8, 3), ChunkMeta::inline(3, "k", "c"));
-    assert!(v.prune(3) && v.regraft(3));
-    assert!(!v.set_speculative(3));
+    assert!(v.prune(3).is_ok() && v.regraft(3).is_ok());
+    assert!(v.set_speculative(3).is_err());
 }
 
 #[test]
@@ -414,7 +420,7 @@ fn importance_prune_to_recent_and_promotion() {
         vec![2, 3, 4]
     );
     assert!(c[2].reasons.contains(&PromotionReason::TaskScore(0.9)));
-    v.set_state(3, NodeState::Pruned);
+    v.set_state(3, NodeState::Pruned).unwrap();
     assert!(v
         .promotion_candidates(&success)
         .iter()
@@ -493,7 +499,10 @@ async fn budgeted_graft_resolves_blobs_and_respects_the_budget() {
     assert!(p3 < p7, "rendered in chain order");
     // Without the store the blob item is reported, not silently dropped.
     let block = v.graft_budget(&e, "deploy key", 1000, None).await.unwrap();
-    assert!(block.unresolved.contains(&7));
+    assert!(block
+        .unresolved
+        .iter()
+        .any(|r| r.seq == 7 && r.session == v.session_id()));
     // A tight budget truncates or skips, never overflows.
     for budget in [0, 10, 30, 60, 100] {
         let b = v

@@ -13,13 +13,62 @@ pub fn content_hash(text: &str) -> String {
     crate::blob::hash_bytes(text.as_bytes())
 }
 
+/// A record of some session's log: the provenance of a chunk, a hit or a
+/// graft line. Inside one view no two records share a key, even in a fork
+/// whose own `seq` 1 and its parent's `seq` 1 are both indexed.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct RecordKey {
+    /// The session whose log holds the record.
+    pub session: String,
+    /// The record's `seq` in that log.
+    pub seq: u64,
+}
+
+/// How a caller names a record of a view: a bare `seq` means the view's own
+/// session; `(session, seq)` names any session's record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordRef<'a> {
+    /// The session (`None`: the view's own).
+    pub session: Option<&'a str>,
+    /// The record's `seq` in that session's log.
+    pub seq: u64,
+}
+
+impl From<u64> for RecordRef<'_> {
+    fn from(seq: u64) -> Self {
+        RecordRef { session: None, seq }
+    }
+}
+
+impl<'a> From<(&'a str, u64)> for RecordRef<'a> {
+    fn from((session, seq): (&'a str, u64)) -> Self {
+        RecordRef {
+            session: Some(session),
+            seq,
+        }
+    }
+}
+
+impl<'a> From<&'a RecordKey> for RecordRef<'a> {
+    fn from(k: &'a RecordKey) -> Self {
+        RecordRef {
+            session: Some(&k.session),
+            seq: k.seq,
+        }
+    }
+}
+
 /// What the view knows about one indexed chunk.
 ///
-/// A chunk is keyed by `(chain_seq, part)`: `chain_seq` is the `seq` of the
-/// transcript record it came from, `part` numbers the chunks one record was
-/// split into (0 for the first or only one).
+/// A chunk is keyed by `(session, chain_seq, part)`: `session` and
+/// `chain_seq` name the transcript record it came from (a fork's inherited
+/// messages name the ancestor whose log holds them), `part` numbers the
+/// chunks one record was split into (0 for the first or only one).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ChunkMeta {
+    /// The session whose log holds the source record (empty in a chunk
+    /// handed to an insert: the view's own session; filled in by the view).
+    pub session: String,
     /// The source record's sequence number.
     pub chain_seq: u64,
     /// Which piece of that record (0-based).
@@ -42,6 +91,7 @@ impl ChunkMeta {
     pub fn inline(chain_seq: u64, kind: impl Into<String>, text: impl Into<String>) -> Self {
         let text = text.into();
         ChunkMeta {
+            session: String::new(),
             chain_seq,
             part: 0,
             content_hash: content_hash(&text),
@@ -56,6 +106,20 @@ impl ChunkMeta {
     pub fn with_part(mut self, part: u32) -> Self {
         self.part = part;
         self
+    }
+
+    /// Builder: set the session whose log holds the record.
+    pub fn with_session(mut self, session: impl Into<String>) -> Self {
+        self.session = session.into();
+        self
+    }
+
+    /// The record this chunk came from.
+    pub fn record(&self) -> RecordKey {
+        RecordKey {
+            session: self.session.clone(),
+            seq: self.chain_seq,
+        }
     }
 
     /// Builder: set the state.
@@ -80,6 +144,8 @@ impl ChunkMeta {
 /// One query result.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ScopedHit {
+    /// The session whose log holds the chunk's record.
+    pub session: String,
     /// The chunk's record.
     pub chain_seq: u64,
     /// Relevance, higher is better: cosine similarity for vector queries,
@@ -101,9 +167,11 @@ pub enum GraftContent {
 }
 
 /// A chunk pulled into the working set, with its provenance
-/// (`chain_seq`, `part`, `content_hash`).
+/// (`session`, `chain_seq`, `part`, `content_hash`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct GraftedItem {
+    /// The session whose log holds the source record.
+    pub session: String,
     /// The source record.
     pub chain_seq: u64,
     /// Which piece of it.
@@ -121,8 +189,17 @@ pub struct GraftedItem {
 }
 
 impl GraftedItem {
+    /// The record this item came from.
+    pub fn record(&self) -> RecordKey {
+        RecordKey {
+            session: self.session.clone(),
+            seq: self.chain_seq,
+        }
+    }
+
     pub(crate) fn from_hit(hit: &ScopedHit) -> Self {
         GraftedItem {
+            session: hit.session.clone(),
             chain_seq: hit.chain_seq,
             part: hit.meta.part,
             content_hash: hit.meta.content_hash.clone(),
@@ -132,6 +209,28 @@ impl GraftedItem {
             content: hit.meta.content(),
         }
     }
+}
+
+/// Why a lifecycle move was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TransitionError {
+    /// The view holds no chunk of this record.
+    #[error("record {session}#{seq} is not in the view")]
+    Unknown {
+        /// The session named (the view's own when the caller gave a bare seq).
+        session: String,
+        /// The seq named.
+        seq: u64,
+    },
+    /// Not one of the legal moves (see [`NodeState::can_transition_to`]).
+    #[error("illegal lifecycle move {from} -> {to}")]
+    Illegal {
+        /// The record's state.
+        from: NodeState,
+        /// The state asked for.
+        to: NodeState,
+    },
 }
 
 /// Errors of the session view.
