@@ -48,6 +48,9 @@ enum Command {
     Remote(cmd::serve::RemoteArgs),
     /// Import Claude Code, Codex, Gemini CLI or OpenCode sessions (incremental; --watch).
     Import(cmd::import::Args),
+    /// Check a whole store (chains, torn tails, special files, forks, temp
+    /// files, modes) and, with --repair, fix what is safe.
+    Doctor(cmd::doctor::Args),
     /// Token usage and cost over the store, grouped or as 5-hour billing blocks.
     Usage(cmd::usage::Args),
     /// The offline price table (`memoir prices update FILE` imports a LiteLLM JSON).
@@ -88,6 +91,7 @@ fn main() -> ExitCode {
         Command::Man => cmd::completions::man(Cli::command()),
         Command::Debug(c) => cmd::debug::run(c),
         Command::Import(args) => cmd::import::run(args),
+        Command::Doctor(args) => cmd::doctor::run(args),
         Command::Usage(args) => cmd::usage::run(args),
         Command::Prices(c) => cmd::usage::run_prices(c),
         Command::Search(args) => cmd::search::run(args),

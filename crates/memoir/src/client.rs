@@ -113,11 +113,12 @@ pub mod wire {
         /// The `seq` at which the chain breaks.
         pub seq: u64,
         /// `blank`, `corrupt`, `out_of_order`, `torn_tail`, `gap`,
-        /// `chain_break` or `extra_header`.
+        /// `chain_break`, `extra_header` or `partial_batch`.
         pub kind: String,
         /// The human-readable description.
         pub message: String,
-        /// Kind-specific number: `expected` seq, torn `bytes`, or `missing_from`.
+        /// Kind-specific number: `expected` seq, torn `bytes`, `missing_from`,
+        /// or a partial batch's `last_seq` (its held count is in `reason`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub value: Option<u64>,
         /// Why a corrupt line was skipped.
@@ -137,6 +138,9 @@ pub mod wire {
                 IssueKind::Gap { missing_from } => ("gap", Some(*missing_from), None),
                 IssueKind::ChainBreak => ("chain_break", None, None),
                 IssueKind::ExtraHeader => ("extra_header", None, None),
+                IssueKind::PartialBatch { last_seq, held } => {
+                    ("partial_batch", Some(*last_seq), Some(held.to_string()))
+                }
             };
             WireIssue {
                 line: i.line,
@@ -161,6 +165,14 @@ pub mod wire {
                 "gap" => IssueKind::Gap { missing_from: v },
                 "chain_break" => IssueKind::ChainBreak,
                 "extra_header" => IssueKind::ExtraHeader,
+                "partial_batch" => IssueKind::PartialBatch {
+                    last_seq: v,
+                    held: self
+                        .reason
+                        .as_deref()
+                        .and_then(|r| r.parse().ok())
+                        .unwrap_or_default(),
+                },
                 _ => IssueKind::SkippedCorrupt(
                     self.reason.clone().unwrap_or_else(|| self.message.clone()),
                 ),

@@ -92,6 +92,27 @@ pub enum Error {
     /// JSON (de)serialisation failed.
     #[error("json: {0}")]
     Json(#[from] serde_json::Error),
+
+    // File-store integrity (issue 9).
+    /// A transcript path that is not a regular file (a symlink, FIFO,
+    /// directory or device): refused before anything is read or written.
+    #[error("{} is a {kind}, not a regular file; refusing to use it as a transcript", path.display())]
+    NotRegularFile {
+        /// The path.
+        path: PathBuf,
+        /// What it is instead (`symlink`, `fifo`, `directory`, `device`, `socket`).
+        kind: &'static str,
+    },
+    /// A sync of this session's file failed earlier in this process: the page
+    /// cache can no longer be trusted, so writes are refused until the store
+    /// re-verifies the file ([`crate::store::file::FileStore::reverify`]) or is reopened.
+    #[error("session {id}: an earlier fsync of {} failed; writes are refused until the file is re-verified (reopen the store)", path.display())]
+    Poisoned {
+        /// The session id.
+        id: String,
+        /// Its file.
+        path: PathBuf,
+    },
     /// A storage backend's own failure (unreachable, unsupported operation,
     /// a fork parent that is not the session the fork was cut from...).
     #[error(transparent)]
@@ -185,6 +206,8 @@ impl Error {
             Error::Deleted(_) => ErrorKind::NotFound,
             Error::Busy { .. } => ErrorKind::Busy,
             Error::Conflict { .. } => ErrorKind::Conflict,
+            Error::NotRegularFile { .. } => ErrorKind::Invalid,
+            Error::Poisoned { .. } => ErrorKind::Io,
             Error::Store(e) => e.kind(),
         }
     }

@@ -83,6 +83,8 @@ impl Error {
             Error::Invalid(_) => ErrorClass::InvalidInput,
             Error::Corrupt { .. } => ErrorClass::Corrupt,
             Error::Json(_) => ErrorClass::InvalidInput,
+            Error::NotRegularFile { .. } => ErrorClass::InvalidInput,
+            Error::Poisoned { .. } => ErrorClass::Internal,
             Error::Store(e) => ErrorClass::of_kind(e.kind()),
         }
     }

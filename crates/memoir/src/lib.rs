@@ -16,7 +16,15 @@
 //! - [`blob`]: content-addressed storage for large payloads;
 //! - [`client`]: the HTTP API's wire types (`client::Client` and
 //!   `client::RemoteStore` with the `client` feature);
+//! - [`frame`]: the line framing (seq, batch marker, hash chain) on bytes,
+//!   below both [`store`] and [`transcript`];
+//! - [`doctor`]: the whole-store health check behind `memoir doctor`;
+//! - [`usage`]: exact token usage and offline cost across the store;
 //! - [`id`], [`paths`], [`error`]: session ids, store locations, errors.
+//!
+//! With the `search` feature, `search`: the persistent cross-session index;
+//! with `import`, `import`: the Claude Code, Codex, Gemini CLI and OpenCode
+//! importers.
 //!
 //! With the `view` feature:
 //! - `embed`: synchronous embedding providers (hash; `minilm` and `openai`
@@ -25,7 +33,8 @@
 //!   grafting); `view::eval` (feature `eval`) is the LoCoMo harness.
 //!
 //! Cargo features (default: `redact`): `redact`, `view`, `eval`, `minilm`,
-//! `openai`, `client`, `postgres`, and `full` for all of them. Without
+//! `openai`, `client`, `postgres`, `search`, `import` (`import-opencode`,
+//! `import-watch`), and `full` for all of them. Without
 //! default features the crate is the log, the manager and the file store.
 //!
 //! See `docs/FORMAT.md` for every on-disk format.
@@ -48,9 +57,11 @@
 
 pub mod blob;
 pub mod client;
+pub mod doctor;
 #[cfg(feature = "view")]
 pub mod embed;
 pub mod error;
+pub mod frame;
 pub mod error_class;
 pub mod id;
 #[cfg(feature = "import")]

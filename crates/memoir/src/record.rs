@@ -1,7 +1,7 @@
 //! Transcript records: what one line of a session log says.
 //!
 //! A transcript is a sequence of [`Record`]s. The line framing (the `seq`,
-//! `prev` and `h` integrity fields) lives in [`crate::transcript::codec`]; this
+//! `batch`, `prev` and `h` integrity fields) lives in [`crate::frame`]; this
 //! module only owns the payloads. Every payload type keeps the fields it does
 //! not know in an `extra` map, and record kinds this build does not know are
 //! kept as [`Record::Unknown`], so files written by newer builds survive a
@@ -327,7 +327,7 @@ impl Record {
     /// Serialise to compact JSON text: an object whose first key is the
     /// `"record"` tag (the line codec relies on that order).
     /// Fails when a payload uses a key the line framing reserves
-    /// (`seq`, `record`, `prev`, `h`), which would make the line ambiguous.
+    /// (`seq`, `record`, `batch`, `prev`, `h`), which would make the line ambiguous.
     pub fn to_json_string(&self) -> Result<String, serde_json::Error> {
         let extra = match self {
             Record::Meta(m) => Some(&m.extra),
@@ -338,7 +338,7 @@ impl Record {
         };
         let unknown = matches!(self, Record::Unknown { .. });
         if let Some(extra) = extra {
-            let clash = crate::transcript::codec::RESERVED_KEYS
+            let clash = crate::frame::RESERVED_KEYS
                 .iter()
                 .filter(|k| !(unknown && **k == "record"))
                 .find(|k| extra.contains_key(**k));

@@ -4,6 +4,7 @@ pub mod choices;
 pub mod completions;
 pub mod debug;
 pub mod demo;
+pub mod doctor;
 pub mod embed;
 pub mod eval;
 pub mod import;

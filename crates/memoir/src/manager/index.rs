@@ -33,7 +33,7 @@ use crate::paths;
 use crate::record::{ForkPoint, Record};
 use crate::store::file::EXT;
 use crate::store::{Appended, LogStore};
-use crate::transcript::{codec, read_in, Transcript};
+use crate::transcript::{read_in, Transcript};
 
 /// Name of the index directory inside a store directory.
 pub const INDEX_DIR: &str = "index";
@@ -474,5 +474,5 @@ fn last_seq_at(path: &Path, len: u64) -> Option<u64> {
         hi = lo;
     }
     let line = read(start, end - start)?;
-    codec::verify_frame(&line).ok().map(|(seq, _, _)| seq)
+    crate::frame::verify(&line).ok().map(|f| f.seq)
 }

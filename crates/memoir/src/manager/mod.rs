@@ -50,10 +50,9 @@ pub use export::{Export, ExportFormat, ExportOptions};
 pub use index::{IndexEntry, Listing, Status};
 pub use trash::{PurgeReport, Trashed};
 
-use crate::error::ErrorKind;
+use crate::error::{ErrorKind, IoContext};
 use crate::message::openai::to_openai_lossy;
 use crate::message::{Message, Role};
-use crate::paths;
 use crate::record::{ForkPoint, Record, SessionMeta};
 use crate::store::file::FileStore;
 use crate::store::{header_project, Appended, Durability, Lease, LogStore, PROJECT_KEY};
@@ -239,7 +238,21 @@ impl SessionManager {
     /// A manager over any session directory (a [`FileStore`] at
     /// [`ManagerOptions::durability`], with the self-healing index).
     pub fn open(dir: &Path, options: ManagerOptions) -> Result<Self> {
-        paths::create_private_dir(dir)?;
+        // No directory is created here: a read (list, show) must not create
+        // a store; the first write (create, fork, index update) does. A path
+        // that cannot become a directory is still refused at once.
+        match std::fs::metadata(dir) {
+            Ok(m) if !m.is_dir() => {
+                return Err(crate::Error::Invalid(format!(
+                    "{} is not a directory",
+                    dir.display()
+                ))
+                .into())
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => Err::<(), _>(e).ctx("open directory", dir)?,
+        }
         let dir = absolute(dir);
         let live = Arc::new(FileStore::new(&dir, options.durability));
         Ok(SessionManager::with_store(live, options))

@@ -1,35 +1,64 @@
 //! The embedded store: one append-only JSONL file per session.
 //!
 //! Layout: `<dir>/<id>.jsonl` (mode 0600, directory 0700). An append takes an
-//! exclusive `flock` on the file, cuts a torn tail left by a crash (saving the
-//! bytes to `<id>.jsonl.torn-<offset>`), finds the last verified record, writes
-//! every new record in one `write` call on an `O_APPEND` descriptor, syncs per
+//! exclusive `flock` on the file, settles its tail (see below), writes every
+//! new record in one `write` call on an `O_APPEND` descriptor, syncs per
 //! [`Durability`], and only then returns. A failed write is rolled back by
-//! truncating to the length before it, so a full disk never leaves half a record.
+//! truncating to the length before it, so a full disk never leaves half a
+//! record; a failed sync also poisons the session for this store
+//! ([`Error::Poisoned`]) until [`FileStore::reverify`].
+//!
+//! Settling the tail, when the store did not write the file's last bytes
+//! itself: every line is frame-checked (no payload parse) with the reader's
+//! own rules ([`scan::Scanner::frames_only`]), so the next `seq` follows the
+//! last record a reader applies, wherever it is in the file; a torn last line
+//! and a multi-record batch whose last record is missing are cut, after their
+//! bytes are saved to `<id>.jsonl.torn-<offset>` (written under a temp name,
+//! reused when an identical copy exists, so a repair interrupted at any step
+//! can simply run again).
+//!
+//! Transcripts are opened with `O_NOFOLLOW | O_NONBLOCK` and checked with
+//! `fstat`: symlinks, FIFOs, directories and devices are refused with
+//! [`Error::NotRegularFile`]. Reads never create the store directory.
 //!
 //! Unix only: it relies on `O_APPEND`, `flock`, `pread` and inode numbers.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::{self, File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
 
-use std::os::unix::fs::{FileExt, MetadataExt};
+use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt, OpenOptionsExt};
 
-use super::{scan, sort_newest_first, Appended, Durability, Listed, LogStore, RawLog, TornTail};
+use super::fault::{FaultPlan, Io};
+use super::{
+    line, scan, sort_newest_first, Appended, Durability, Listed, LogStore, RawLog, TornTail,
+};
 use crate::blob::{ExternalizePolicy, PayloadStore};
 use crate::error::{Error, IoContext, Result};
+use crate::frame::{self, Hash, ZERO_HASH};
 use crate::id;
 use crate::paths;
 use crate::record::{Record, SessionMeta};
-use crate::transcript::codec::{self, Hash, ZERO_HASH};
 
 #[path = "file_trash.rs"]
 mod file_trash;
 
 /// File extension of transcripts.
 pub const EXT: &str = "jsonl";
+
+/// A temp file younger than this is never swept (its writer may be on
+/// another host, where its pid means nothing).
+const TEMP_GRACE: Duration = Duration::from_secs(60);
+/// A temp file older than this is swept even when its pid is alive (pid reuse).
+const TEMP_MAX_AGE: Duration = Duration::from_secs(3600);
+
+/// A first line longer than this is not read as a header (a hostile file
+/// cannot make a listing allocate without bound).
+const MAX_HEADER_BYTES: u64 = 16 << 20;
 
 /// What we last knew about the end of a transcript, to skip re-reading it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,18 +75,39 @@ pub struct FileStore {
     dir: PathBuf,
     durability: Durability,
     tails: Mutex<HashMap<String, Tail>>,
+    /// Sessions whose file had a failed sync (or rollback) in this store.
+    poisoned: Mutex<HashSet<String>>,
+    /// Stale temp files were swept once by this store.
+    swept: AtomicBool,
+    io: Io,
     /// Which payloads go to `<dir>/blobs/` (see [`LogStore::blobs`]).
     blob_policy: ExternalizePolicy,
 }
 
 impl FileStore {
-    /// A store over `dir` (created on first write).
+    /// A store over `dir` (created on first write, never by a read).
     pub fn new(dir: impl Into<PathBuf>, durability: Durability) -> Self {
         FileStore {
             dir: dir.into(),
             durability,
             tails: Mutex::new(HashMap::new()),
             blob_policy: ExternalizePolicy::TRANSCRIPT,
+            poisoned: Mutex::new(HashSet::new()),
+            swept: AtomicBool::new(false),
+            io: Io::default(),
+        }
+    }
+
+    /// A store whose writes, syncs and truncates fail as `plan` says: the
+    /// fault-injection seam for tests of full disks and failing syncs.
+    pub fn with_faults(
+        dir: impl Into<PathBuf>,
+        durability: Durability,
+        plan: Arc<FaultPlan>,
+    ) -> Self {
+        FileStore {
+            io: Io::new(Some(plan)),
+            ..FileStore::new(dir, durability)
         }
     }
 
@@ -118,8 +168,59 @@ impl FileStore {
         }
     }
 
-    /// Establish the verified end of the file, repairing a torn tail.
-    /// Called with the append lock held.
+    fn forget_tail(&self, id: &str) {
+        if let Ok(mut tails) = self.tails.lock() {
+            tails.remove(id);
+        }
+    }
+
+    fn is_poisoned(&self, id: &str) -> bool {
+        self.poisoned.lock().map_or(true, |p| p.contains(id))
+    }
+
+    fn poison(&self, id: &str) {
+        self.forget_tail(id);
+        if let Ok(mut p) = self.poisoned.lock() {
+            p.insert(id.to_string());
+        }
+    }
+
+    /// Re-verify session `id` after a failed sync: forget what this store
+    /// believed about its tail, re-read the whole file under the append lock
+    /// (settling a torn tail or partial batch), and accept writes again.
+    /// Returns the `seq` the next append will get.
+    pub fn reverify(&self, id: &str) -> Result<u64> {
+        let path = self.path_of(id)?;
+        let mut file = open_transcript(&path, id, true)?;
+        file.lock().ctx("lock", &path)?;
+        self.forget_tail(id);
+        let settled = self.settle_tail(id, &mut file, &path);
+        let _ = file.unlock();
+        let (tail, _) = settled?;
+        if let Ok(mut p) = self.poisoned.lock() {
+            p.remove(id);
+        }
+        self.remember_tail(id, tail);
+        Ok(tail.seq + 1)
+    }
+
+    /// Cut a torn tail or an unfinished batch from session `id` now (what the
+    /// next append would do), saving the cut bytes aside. `None` when the
+    /// tail was already clean.
+    pub fn repair(&self, id: &str) -> Result<Option<TornTail>> {
+        let path = self.path_of(id)?;
+        let mut file = open_transcript(&path, id, true)?;
+        file.lock().ctx("lock", &path)?;
+        self.forget_tail(id);
+        let settled = self.settle_tail(id, &mut file, &path);
+        let _ = file.unlock();
+        let (tail, repaired) = settled?;
+        self.remember_tail(id, tail);
+        Ok(repaired)
+    }
+
+    /// Establish the end a reader will see, repairing a torn tail or a
+    /// partial batch. Called with the append lock held.
     fn settle_tail(
         &self,
         id: &str,
@@ -133,53 +234,120 @@ impl FileStore {
                 return Ok((t, None));
             }
         }
+        let reader = BufReader::with_capacity(1 << 20, ReadAt { file, pos: 0 });
+        let (scanner, unterminated) =
+            scan::scan_with(reader, scan::Scanner::frames_only()).ctx("read", path)?;
+        let mut cut_from = scanner.pending_batch_start();
+        let mut needs_newline = false;
+        if let Some(start) = unterminated {
+            let last = read_at(file, start, (len - start) as usize).ctx("read", path)?;
+            if frame::verify(&last).is_ok() {
+                needs_newline = cut_from.is_none();
+            } else {
+                cut_from = Some(cut_from.map_or(start, |c| c.min(start)));
+            }
+        }
+        let Some((seq, hash)) = scanner.last().filter(|_| scanner.has_header()) else {
+            return Err(Error::NoHeader(path.to_path_buf()));
+        };
         let mut repaired = None;
         let mut end = len;
-        if len > 0 && read_at(file, len - 1, 1).ctx("read", path)? != b"\n" {
-            let start = line_start_before(file, len).ctx("read", path)?;
-            let mut partial = read_at(file, start, (len - start) as usize).ctx("read", path)?;
-            if codec::decode(&mut partial).is_ok() {
-                // A complete record that only lacks its newline: keep it.
-                file.write_all(b"\n").ctx("write", path)?;
-                end = len + 1;
+        if let Some(start) = cut_from {
+            let bytes = read_at(file, start, (len - start) as usize).ctx("read", path)?;
+            let saved_to = self.save_aside(id, path, start, &bytes)?;
+            self.io.set_len(file, start).ctx("truncate", path)?;
+            if self.sync() {
+                self.io.sync(file, false).ctx("fsync", path)?;
+            }
+            end = start;
+            repaired = Some(TornTail {
+                offset: start,
+                bytes: len - start,
+                saved_to,
+            });
+        } else if needs_newline {
+            // A complete record that only lacks its newline: keep it.
+            self.io.write_all(file, b"\n").ctx("write", path)?;
+            end = len + 1;
+        }
+        Ok((
+            Tail {
+                ino,
+                len: end,
+                seq,
+                hash,
+            },
+            repaired,
+        ))
+    }
+
+    /// Save the bytes cut at `offset` to `<id>.jsonl.torn-<offset>`: written
+    /// under a temp name, synced, then linked into place; a side file already
+    /// holding the same bytes (a repair that crashed before its truncate) is
+    /// reused, and one holding other bytes gets a `.<n>` suffix next to it.
+    fn save_aside(&self, id: &str, path: &Path, offset: u64, bytes: &[u8]) -> Result<PathBuf> {
+        let base = format!("{id}.{EXT}.torn-{offset}");
+        for n in 0..1000u32 {
+            let name = if n == 0 {
+                base.clone()
             } else {
-                let saved_to = path.with_extension(format!("{EXT}.torn-{start}"));
-                let mut side = paths::private_new_file()
-                    .open(&saved_to)
-                    .ctx("create", &saved_to)?;
-                side.write_all(&partial).ctx("write", &saved_to)?;
-                if self.sync() {
-                    side.sync_all().ctx("fsync", &saved_to)?;
+                format!("{base}.{n}")
+            };
+            let candidate = self.dir.join(&name);
+            match fs::symlink_metadata(&candidate) {
+                Ok(m) if m.is_file() && m.len() == bytes.len() as u64 => {
+                    if fs::read(&candidate).ctx("read", &candidate)? == bytes {
+                        if self.sync() {
+                            paths::sync_dir(&self.dir)?;
+                        }
+                        return Ok(candidate);
+                    }
+                    continue;
                 }
-                file.set_len(start).ctx("truncate", path)?;
+                Ok(_) => continue,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e).ctx("stat", &candidate),
+            }
+            let tmp = temp_path(&self.dir, &name);
+            let written = (|| {
+                let mut f = paths::private_new_file().open(&tmp).ctx("create", &tmp)?;
+                self.io.write_all(&mut f, bytes).ctx("write", &tmp)?;
                 if self.sync() {
-                    file.sync_data().ctx("fsync", path)?;
+                    self.io.sync(&f, true).ctx("fsync", &tmp)?;
                 }
-                end = start;
-                repaired = Some(TornTail {
-                    offset: start,
-                    bytes: len - start,
-                    saved_to,
-                });
+                match fs::hard_link(&tmp, &candidate) {
+                    Ok(()) => Ok(true),
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+                    Err(e) => Err(e).ctx("link", &candidate),
+                }
+            })();
+            let _ = fs::remove_file(&tmp);
+            if written? {
+                if self.sync() {
+                    paths::sync_dir(&self.dir)?;
+                }
+                return Ok(candidate);
             }
         }
-        // Walk back to the last line that verifies.
-        let mut line_end = end;
-        while line_end > 0 {
-            let start = line_start_before(file, line_end - 1).ctx("read", path)?;
-            let line = read_at(file, start, (line_end - 1 - start) as usize).ctx("read", path)?;
-            if let Ok((seq, _, hash)) = codec::verify_frame(&line) {
-                let tail = Tail {
-                    ino,
-                    len: end,
-                    seq,
-                    hash,
-                };
-                return Ok((tail, repaired));
+        Err(Error::Corrupt {
+            path: path.to_path_buf(),
+            detail: format!("too many different torn side files at offset {offset}"),
+        })
+    }
+
+    /// Remove temp files (`.<name>.<pid>.<uuid>.tmp`) left in the store
+    /// directory by killed writers: older than a minute and either their pid
+    /// is gone or they are older than an hour. Returns what was removed.
+    pub fn sweep_stale_temps(&self) -> Result<Vec<PathBuf>> {
+        let mut removed = Vec::new();
+        for path in stale_temps(&self.dir)? {
+            match fs::remove_file(&path) {
+                Ok(()) => removed.push(path),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e).ctx("remove", &path),
             }
-            line_end = start;
         }
-        Err(Error::NoHeader(path.to_path_buf()))
+        Ok(removed)
     }
 }
 
@@ -191,21 +359,20 @@ impl LogStore for FileStore {
     fn create(&self, meta: &SessionMeta) -> Result<Appended> {
         let path = self.path_of(&meta.id)?;
         paths::create_private_dir(&self.dir)?;
+        if !self.swept.swap(true, Ordering::Relaxed) {
+            // Leftovers of killed creates, forks and repairs.
+            let _ = self.sweep_stale_temps();
+        }
         let mut line = Vec::new();
-        let hash = codec::encode_into(&mut line, 0, &ZERO_HASH, &Record::Meta(meta.clone()))?;
+        let hash = line::encode_into(&mut line, 0, &ZERO_HASH, &Record::Meta(meta.clone()))?;
         // Write the header to a temp file, then hard-link it into place: the
         // link fails if the id exists, and no reader ever sees a headerless file.
-        let tmp = self.dir.join(format!(
-            ".{}.{}.{}.tmp",
-            meta.id,
-            std::process::id(),
-            uuid::Uuid::new_v4().simple()
-        ));
+        let tmp = temp_path(&self.dir, &format!("{}.{EXT}", meta.id));
         let result = (|| {
             let mut f = paths::private_new_file().open(&tmp).ctx("create", &tmp)?;
-            f.write_all(&line).ctx("write", &tmp)?;
+            self.io.write_all(&mut f, &line).ctx("write", &tmp)?;
             if self.sync() {
-                f.sync_all().ctx("fsync", &tmp)?;
+                self.io.sync(&f, true).ctx("fsync", &tmp)?;
             }
             match fs::hard_link(&tmp, &path) {
                 Ok(()) => Ok(f),
@@ -239,13 +406,7 @@ impl LogStore for FileStore {
 
     fn append(&self, id: &str, records: &[Record], expected_next: Option<u64>) -> Result<Appended> {
         let path = self.path_of(id)?;
-        let mut file = match OpenOptions::new().read(true).append(true).open(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(Error::NotFound(id.to_string()))
-            }
-            Err(e) => return Err(e).ctx("open", &path),
-        };
+        let mut file = open_transcript(&path, id, true)?;
         file.lock().ctx("lock", &path)?;
         // Deleted (renamed into the trash) while we waited for the lock?
         let result = file_trash::ensure_still_live(&file, &path, id)
@@ -256,13 +417,13 @@ impl LogStore for FileStore {
 
     fn read(&self, id: &str) -> Result<RawLog> {
         let path = self.path_of(id)?;
-        let file = open_existing(&path, id)?;
+        let file = open_transcript(&path, id, false)?;
         scan::scan(BufReader::with_capacity(1 << 20, file)).ctx("read", &path)
     }
 
     fn read_header(&self, id: &str) -> Result<Option<SessionMeta>> {
         let path = self.path_of(id)?;
-        let file = open_existing(&path, id)?;
+        let file = open_transcript(&path, id, false)?;
         Ok(header_of(file))
     }
 
@@ -284,7 +445,12 @@ impl LogStore for FileStore {
                 unreadable += 1;
                 continue;
             };
-            let header = File::open(&path).ok().and_then(header_of);
+            // Symlinks, FIFOs and devices are never opened (`memoir doctor` names them).
+            if !entry.file_type().is_ok_and(|t| t.is_file()) {
+                unreadable += 1;
+                continue;
+            }
+            let header = open_transcript(&path, stem, false).ok().and_then(header_of);
             match header {
                 Some(meta) if meta.id == stem => out.push(Listed {
                     meta,
@@ -355,6 +521,12 @@ impl FileStore {
         records: &[Record],
         expected_next: Option<u64>,
     ) -> Result<Appended> {
+        if self.is_poisoned(id) {
+            return Err(Error::Poisoned {
+                id: id.to_string(),
+                path: path.to_path_buf(),
+            });
+        }
         let (tail, repaired) = self.settle_tail(id, file, path)?;
         let first_seq = tail.seq + 1;
         if let Some(expected) = expected_next {
@@ -366,6 +538,7 @@ impl FileStore {
                 });
             }
         }
+        self.remember_tail(id, tail);
         if records.is_empty() {
             return Ok(Appended {
                 first_seq,
@@ -379,20 +552,21 @@ impl FileStore {
             ));
         }
         let mut buf = Vec::new();
-        let mut hash = tail.hash;
-        let mut seq = tail.seq;
-        for record in records {
-            seq += 1;
-            hash = codec::encode_into(&mut buf, seq, &hash, record)?;
-        }
-        if let Err(e) = file.write_all(&buf) {
+        let (hash, seq) = line::encode_batch(&mut buf, first_seq, &tail.hash, records)?;
+        self.forget_tail(id);
+        if let Err(e) = self.io.write_all(file, &buf) {
             // Roll back a partial write (e.g. a full disk) so no torn record stays.
-            let _ = file.set_len(tail.len);
+            if self.io.set_len(file, tail.len).is_err() {
+                self.poison(id);
+            }
             return Err(e).ctx("write", path);
         }
         if self.durability == Durability::Fsync {
-            if let Err(e) = file.sync_data() {
-                let _ = file.set_len(tail.len);
+            if let Err(e) = self.io.sync(file, false) {
+                // The kernel may have dropped dirty pages: nothing in the page
+                // cache is trusted until the file is re-verified.
+                let _ = self.io.set_len(file, tail.len);
+                self.poison(id);
                 return Err(e).ctx("fsync", path);
             }
         }
@@ -413,26 +587,145 @@ impl FileStore {
     }
 }
 
-fn open_existing(path: &Path, id: &str) -> Result<File> {
-    match File::open(path) {
-        Ok(f) => Ok(f),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Error::NotFound(id.to_string())),
-        Err(e) => Err(e).ctx("open", path),
+/// Open a transcript without following a symlink or blocking on a FIFO, and
+/// refuse anything that is not a regular file.
+fn open_transcript(path: &Path, id: &str, append: bool) -> Result<File> {
+    let mut opts = OpenOptions::new();
+    opts.read(true)
+        .append(append)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    let file = match opts.open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(Error::NotFound(id.to_string()))
+        }
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(Error::NotRegularFile {
+                path: path.to_path_buf(),
+                kind: "symlink",
+            })
+        }
+        Err(e) => {
+            if let Ok(m) = fs::symlink_metadata(path) {
+                if !m.is_file() {
+                    return Err(Error::NotRegularFile {
+                        path: path.to_path_buf(),
+                        kind: file_kind(&m.file_type()),
+                    });
+                }
+            }
+            return Err(e).ctx("open", path);
+        }
+    };
+    let meta = file.metadata().ctx("stat", path)?;
+    if !meta.is_file() {
+        return Err(Error::NotRegularFile {
+            path: path.to_path_buf(),
+            kind: file_kind(&meta.file_type()),
+        });
+    }
+    Ok(file)
+}
+
+/// What a non-regular file is, for error messages.
+pub fn file_kind(t: &fs::FileType) -> &'static str {
+    if t.is_symlink() {
+        "symlink"
+    } else if t.is_dir() {
+        "directory"
+    } else if t.is_fifo() {
+        "fifo"
+    } else if t.is_socket() {
+        "socket"
+    } else if t.is_block_device() || t.is_char_device() {
+        "device"
+    } else if t.is_file() {
+        "regular file"
+    } else {
+        "special file"
     }
 }
 
+/// A temp name beside `name` in `dir`, owned by this process:
+/// `.<name>.<pid>.<uuid>.tmp` (the pattern [`stale_temps`] recognises).
+fn temp_path(dir: &Path, name: &str) -> PathBuf {
+    dir.join(format!(
+        ".{name}.{}.{}.tmp",
+        std::process::id(),
+        uuid::Uuid::new_v4().simple()
+    ))
+}
+
+/// The pid a temp file name `.<name>.<pid>.<uuid>.tmp` was written by.
+pub fn temp_owner(file_name: &str) -> Option<u32> {
+    let inner = file_name.strip_prefix('.')?.strip_suffix(".tmp")?;
+    let mut parts = inner.rsplitn(3, '.');
+    let uuid = parts.next()?;
+    let pid = parts.next()?;
+    parts.next()?;
+    (uuid.len() == 32 && uuid.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then(|| pid.parse().ok())
+        .flatten()
+}
+
+/// Temp files in `dir` whose writer is gone (see [`FileStore::sweep_stale_temps`]).
+pub fn stale_temps(dir: &Path) -> Result<Vec<PathBuf>> {
+    let entries = match fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).ctx("read directory", dir),
+    };
+    let now = SystemTime::now();
+    let proc_mounted = Path::new("/proc/self").exists();
+    let mut out = Vec::new();
+    for entry in entries {
+        let entry = entry.ctx("read directory", dir)?;
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(temp_owner) else {
+            continue;
+        };
+        let Ok(meta) = entry.metadata() else { continue };
+        if !meta.is_file() {
+            continue;
+        }
+        let age = meta
+            .modified()
+            .ok()
+            .and_then(|m| now.duration_since(m).ok())
+            .unwrap_or_default();
+        let owner_gone = proc_mounted && !Path::new(&format!("/proc/{pid}")).exists();
+        if age >= TEMP_GRACE && (owner_gone || age >= TEMP_MAX_AGE) {
+            out.push(entry.path());
+        }
+    }
+    Ok(out)
+}
+
+/// `Read` over a file by position (the append descriptor's cursor is never moved).
+struct ReadAt<'a> {
+    file: &'a File,
+    pos: u64,
+}
+
+impl Read for ReadAt<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.file.read_at(buf, self.pos)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
 /// The verified header of a transcript: its first line only.
 fn header_of(file: File) -> Option<SessionMeta> {
     // Headers are a few hundred bytes: a small first read keeps listing cost
     // independent of transcript size.
-    let mut reader = BufReader::with_capacity(1024, file);
-    let mut line = Vec::new();
-    reader.read_until(b'\n', &mut line).ok()?;
-    if line.last() == Some(&b'\n') {
-        line.pop();
+    let mut reader = BufReader::with_capacity(1024, file.take(MAX_HEADER_BYTES));
+    let mut first = Vec::new();
+    reader.read_until(b'\n', &mut first).ok()?;
+    if first.last() == Some(&b'\n') {
+        first.pop();
     }
-    match codec::decode(&mut line).ok()? {
-        codec::Decoded {
+    match line::decode(&mut first).ok()? {
+        line::Decoded {
             seq: 0,
             record: Record::Meta(meta),
             ..
@@ -451,24 +744,9 @@ fn read_at(file: &mut File, offset: u64, len: usize) -> std::io::Result<Vec<u8>>
     Ok(buf)
 }
 
-/// Offset just after the last `\n` strictly before `end` (0 if none).
-fn line_start_before(file: &mut File, end: u64) -> std::io::Result<u64> {
-    const BLOCK: u64 = 64 * 1024;
-    let mut hi = end;
-    while hi > 0 {
-        let lo = hi.saturating_sub(BLOCK);
-        let block = read_at(file, lo, (hi - lo) as usize)?;
-        if let Some(pos) = block.iter().rposition(|&b| b == b'\n') {
-            return Ok(lo + pos as u64 + 1);
-        }
-        hi = lo;
-    }
-    Ok(0)
-}
-
 /// Does the file end with the `h` suffix naming `hash`? (Cheap cache check.)
 fn suffix_names(file: &mut File, len: u64, hash: &Hash) -> bool {
-    let want = format!("\"h\":\"{}\"}}\n", codec::hex(hash));
+    let want = frame::line_suffix(hash);
     let n = want.len() as u64;
-    len >= n && read_at(file, len - n, n as usize).is_ok_and(|got| got == want.as_bytes())
+    len >= n && read_at(file, len - n, n as usize).is_ok_and(|got| got == want)
 }

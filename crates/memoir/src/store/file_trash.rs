@@ -22,7 +22,7 @@ use std::time::SystemTime;
 
 use chrono::{DateTime, Utc};
 
-use super::{header_of, open_existing, FileStore, EXT, TRASH_DIR};
+use super::{header_of, open_transcript, FileStore, EXT, TRASH_DIR};
 use crate::error::{Error, IoContext, Result};
 use crate::paths;
 use crate::store::lease::{current_holder, Lease};
@@ -75,7 +75,7 @@ impl FileStore {
         paths::create_private_dir(&self.trash_dir())?;
         // The append lock: no append is half-way through, and appends that
         // wait for it will find the path gone (`ensure_still_live`).
-        let file = open_existing(&path, id)?;
+        let file = open_transcript(&path, id, false)?;
         file.lock().ctx("lock", &path)?;
         let result = (|| {
             ensure_still_live(&file, &path, id)?;

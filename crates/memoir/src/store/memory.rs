@@ -21,7 +21,8 @@ use super::{
 };
 use crate::error::{Error, Result};
 use crate::record::{Record, SessionMeta};
-use crate::transcript::codec::{self, Hash, ZERO_HASH};
+use crate::frame::{Hash, ZERO_HASH};
+use crate::store::line as codec;
 
 /// One session's log in memory.
 #[derive(Debug, Clone)]

@@ -6,7 +6,9 @@
 //! embedded default is [`file::FileStore`] (one JSONL file per session); a
 //! shared backend (PostgreSQL) implements the same trait.
 
+pub mod fault;
 pub mod file;
+pub mod line;
 pub mod lease;
 pub mod lock;
 pub mod memory;
@@ -155,6 +157,14 @@ pub enum IssueKind {
     ChainBreak,
     /// A header record after `seq` 0 (skipped).
     ExtraHeader,
+    /// The first records of a multi-record batch whose last record is
+    /// missing (a crash mid-append): none of the batch is applied.
+    PartialBatch {
+        /// The `seq` the batch's last record would have had.
+        last_seq: u64,
+        /// How many of its records were present (and skipped).
+        held: u64,
+    },
 }
 
 impl std::fmt::Display for IssueKind {
@@ -171,6 +181,10 @@ impl std::fmt::Display for IssueKind {
             }
             IssueKind::ChainBreak => write!(f, "prev hash does not match the previous record"),
             IssueKind::ExtraHeader => write!(f, "skipped: header record after seq 0"),
+            IssueKind::PartialBatch { last_seq, held } => write!(
+                f,
+                "skipped: {held} record(s) of a batch ending at seq {last_seq} whose last record is missing"
+            ),
         }
     }
 }

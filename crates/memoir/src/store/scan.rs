@@ -1,25 +1,50 @@
 //! Verifying a stream of framed lines into a [`RawLog`].
 //!
 //! The reader's tolerance rules live here, once, for every backend that
-//! stores lines: blank, garbage, torn and checksum-failing lines are skipped
-//! and reported, never treated as the end of history; a verified record after
-//! a gap or a broken link is applied and the break reported; only a missing
-//! header leaves [`RawLog::header`] empty.
+//! stores lines (and for the file store's writer, which must agree with the
+//! reader on where a log ends): blank, garbage, torn and checksum-failing
+//! lines are skipped and reported, never treated as the end of history; a
+//! verified record after a gap or a broken link is applied and the break
+//! reported; the records of a multi-record batch are held back until the
+//! batch's last record verifies, and dropped (reported as a partial batch)
+//! when it never does; only a missing header leaves [`RawLog::header`] empty.
 
 use std::io::BufRead;
 
 use super::{Issue, IssueKind, LoadReport, RawLog, SeqRecord};
+use crate::frame::{self, Hash, LineError, ZERO_HASH};
 use crate::record::Record;
-use crate::transcript::codec::{self, Hash, LineError, ZERO_HASH};
+use crate::store::line;
+
+/// The records of a batch whose last record has not been seen yet.
+#[derive(Debug)]
+struct PendingBatch {
+    /// The `seq` of the batch's last record, as its records say.
+    last: u64,
+    /// `seq` of the first held record.
+    first_seq: u64,
+    /// Byte offset and line number of the first held record.
+    offset: u64,
+    line: u64,
+    /// The applied state before the batch, restored when it is dropped.
+    before: Option<(u64, Hash)>,
+    before_last_seq: u64,
+    records: Vec<SeqRecord>,
+}
 
 /// Incremental verifier: feed it lines in order.
 #[derive(Debug, Default)]
 pub struct Scanner {
     log: RawLog,
+    /// Only check framing and order; do not parse payloads.
+    frames_only: bool,
     /// Scratch copy of the current line (decoding parses in place).
     scratch: Vec<u8>,
-    /// `(seq, h)` of the last applied record.
+    /// `(seq, h)` of the last accepted record (applied or held in a batch).
     last: Option<(u64, Hash)>,
+    pending: Option<PendingBatch>,
+    /// A `meta` record was accepted at `seq` 0 (tracked in frames-only mode).
+    header_seen: bool,
     line_no: u64,
 }
 
@@ -27,6 +52,16 @@ impl Scanner {
     /// A scanner that has seen nothing.
     pub fn new() -> Self {
         Scanner::default()
+    }
+
+    /// A scanner that checks framing, hashes, order and batches but parses no
+    /// payload (records are not collected): what a writer needs to find the
+    /// end a reader will see.
+    pub fn frames_only() -> Self {
+        Scanner {
+            frames_only: true,
+            ..Scanner::default()
+        }
     }
 
     fn expected_seq(&self) -> u64 {
@@ -42,20 +77,58 @@ impl Scanner {
         });
     }
 
+    /// Forget a batch whose last record never came, restoring the state before it.
+    fn drop_pending(&mut self) {
+        if let Some(p) = self.pending.take() {
+            self.last = p.before;
+            self.log.last_seq = p.before_last_seq;
+            self.log.report.issues.push(Issue {
+                line: p.line,
+                offset: p.offset,
+                seq: p.first_seq,
+                kind: IssueKind::PartialBatch {
+                    last_seq: p.last,
+                    held: p.records.len().max(1) as u64,
+                },
+            });
+        }
+    }
+
+    /// True when a verified header was seen at `seq` 0.
+    pub fn has_header(&self) -> bool {
+        self.header_seen || self.log.header.is_some()
+    }
+
+    /// Byte offset where a batch still waiting for its last record starts.
+    pub fn pending_batch_start(&self) -> Option<u64> {
+        self.pending.as_ref().map(|p| p.offset)
+    }
+
     /// Feed one line (without its newline) that started at byte `offset`.
     /// `terminated` is false for a last line with no newline.
     pub fn push(&mut self, line: &[u8], offset: u64, terminated: bool) {
         self.line_no += 1;
-        let expected = self.expected_seq();
         if line.iter().all(u8::is_ascii_whitespace) {
             if !line.is_empty() || terminated {
+                let expected = self.expected_seq();
                 self.issue(offset, expected, IssueKind::SkippedBlank);
             }
             return;
         }
-        self.scratch.clear();
-        self.scratch.extend_from_slice(line);
-        let decoded = match codec::decode(&mut self.scratch) {
+        let decoded = if self.frames_only {
+            frame::verify(line).map(|f| {
+                let is_meta = f.kind(line) == Some("meta");
+                (f.seq, f.prev, f.hash, f.batch, None, is_meta)
+            })
+        } else {
+            self.scratch.clear();
+            self.scratch.extend_from_slice(line);
+            line::decode(&mut self.scratch).map(|d| {
+                let is_meta = matches!(d.record, Record::Meta(_));
+                (d.seq, d.prev, d.hash, d.batch, Some(d.record), is_meta)
+            })
+        };
+        let (seq, prev, hash, batch, record, is_meta) = match decoded {
             Ok(d) => d,
             Err(err) => {
                 let kind = if terminated {
@@ -65,67 +138,118 @@ impl Scanner {
                         bytes: line.len() as u64,
                     }
                 };
-                let seq = match (&err, codec::verify_frame(line)) {
-                    (LineError::BadRecord(_), Ok((seq, _, _))) => seq,
-                    _ => expected,
+                let seq = match (&err, frame::verify(line)) {
+                    (LineError::BadRecord(_), Ok(f)) => f.seq,
+                    _ => self.expected_seq(),
                 };
                 self.issue(offset, seq, kind);
                 return;
             }
         };
-        let prev_hash = self.last.map_or(ZERO_HASH, |(_, h)| h);
-        if self.last.is_some() && decoded.seq < expected {
-            self.issue(
-                offset,
-                decoded.seq,
-                IssueKind::SkippedOutOfOrder { expected },
-            );
+        // A record that does not continue the open batch ends it unfinished.
+        if let Some(p) = &self.pending {
+            if batch != Some(p.last) || seq > p.last {
+                self.drop_pending();
+            }
+        }
+        let expected = self.expected_seq();
+        if self.last.is_some() && seq < expected {
+            self.issue(offset, seq, IssueKind::SkippedOutOfOrder { expected });
             return;
         }
-        if let Record::Meta(meta) = &decoded.record {
-            if decoded.seq != 0 || self.log.header.is_some() {
-                self.issue(offset, decoded.seq, IssueKind::ExtraHeader);
+        if let Some(last) = batch {
+            if last < seq {
+                self.issue(
+                    offset,
+                    seq,
+                    IssueKind::SkippedCorrupt(format!("batch marker {last} is behind its seq")),
+                );
                 return;
             }
-            self.log.header = Some(meta.clone());
         }
-        if decoded.seq > expected {
+        if is_meta {
+            if seq != 0 || self.log.header.is_some() {
+                self.issue(offset, seq, IssueKind::ExtraHeader);
+                return;
+            }
+            if let Some(Record::Meta(meta)) = &record {
+                self.log.header = Some(meta.clone());
+            } else {
+                self.header_seen = true;
+            }
+        }
+        let prev_hash = self.last.map_or(ZERO_HASH, |(_, h)| h);
+        if seq > expected {
             self.issue(
                 offset,
-                decoded.seq,
+                seq,
                 IssueKind::Gap {
                     missing_from: expected,
                 },
             );
-        } else if decoded.prev != prev_hash {
-            self.issue(offset, decoded.seq, IssueKind::ChainBreak);
+        } else if prev != prev_hash {
+            self.issue(offset, seq, IssueKind::ChainBreak);
         }
-        self.last = Some((decoded.seq, decoded.hash));
-        self.log.last_seq = decoded.seq;
-        if decoded.seq != 0 || !matches!(decoded.record, Record::Meta(_)) {
-            self.log.records.push(SeqRecord {
-                seq: decoded.seq,
-                record: decoded.record,
-            });
+        let held = record
+            .filter(|r| seq != 0 || !matches!(r, Record::Meta(_)))
+            .map(|record| SeqRecord { seq, record });
+        match batch {
+            Some(last) if last > seq => {
+                let before = self.last;
+                let before_last_seq = self.log.last_seq;
+                let line_no = self.line_no;
+                let p = self.pending.get_or_insert_with(|| PendingBatch {
+                    last,
+                    first_seq: seq,
+                    offset,
+                    line: line_no,
+                    before,
+                    before_last_seq,
+                    records: Vec::new(),
+                });
+                p.records.extend(held);
+                self.last = Some((seq, hash));
+            }
+            _ => {
+                if let Some(p) = self.pending.take() {
+                    self.log.records.extend(p.records);
+                }
+                self.log.records.extend(held);
+                self.last = Some((seq, hash));
+                self.log.last_seq = seq;
+            }
         }
     }
 
-    /// `(seq, h)` of the last applied record.
+    /// `(seq, h)` of the last applied record (a batch still open does not count).
     pub fn last(&self) -> Option<(u64, Hash)> {
-        self.last
+        match &self.pending {
+            Some(p) => p.before,
+            None => self.last,
+        }
     }
 
-    /// The verified log.
-    pub fn finish(self) -> RawLog {
+    /// The verified log; a batch still open at the end is dropped and reported.
+    pub fn finish(mut self) -> RawLog {
+        self.drop_pending();
         self.log
     }
 }
 
 /// Verify every line of `reader`. I/O errors are returned; bad lines are reported.
-pub fn scan<R: BufRead>(mut reader: R) -> std::io::Result<RawLog> {
-    let mut scanner = Scanner::new();
+pub fn scan<R: BufRead>(reader: R) -> std::io::Result<RawLog> {
+    Ok(scan_with(reader, Scanner::new())?.0.finish())
+}
+
+/// Feed every line of `reader` to `scanner`; also returns the byte offset of
+/// the last line when it has no newline (a tail a writer must settle).
+pub fn scan_with<R: BufRead>(
+    mut reader: R,
+    mut scanner: Scanner,
+) -> std::io::Result<(Scanner, Option<u64>)> {
     let mut buf = Vec::with_capacity(64 * 1024);
     let mut offset = 0u64;
+    let mut unterminated = None;
     loop {
         buf.clear();
         let n = reader.read_until(b'\n', &mut buf)?;
@@ -134,10 +258,13 @@ pub fn scan<R: BufRead>(mut reader: R) -> std::io::Result<RawLog> {
         }
         let terminated = buf.last() == Some(&b'\n');
         let line = if terminated { &buf[..n - 1] } else { &buf[..] };
+        if !terminated {
+            unterminated = Some(offset);
+        }
         scanner.push(line, offset, terminated);
         offset += n as u64;
     }
-    Ok(scanner.finish())
+    Ok((scanner, unterminated))
 }
 
 /// The report's summary line for humans, e.g. for `memoir sessions verify`.
@@ -150,5 +277,73 @@ pub fn describe(report: &LoadReport) -> String {
             first.seq,
             first
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::Message;
+
+    fn batch_file(records: usize, keep_lines: usize) -> Vec<u8> {
+        let mut out = Vec::new();
+        let header = Record::Meta(crate::record::SessionMeta::new("s"));
+        let h0 = line::encode_into(&mut out, 0, &ZERO_HASH, &header).unwrap();
+        let one = Record::Message(Message::user("single"));
+        let h1 = line::encode_into(&mut out, 1, &h0, &one).unwrap();
+        let batch: Vec<Record> = (0..records)
+            .map(|i| Record::Message(Message::user(format!("b{i}"))))
+            .collect();
+        let mut tail = Vec::new();
+        line::encode_batch(&mut tail, 2, &h1, &batch).unwrap();
+        let kept: Vec<&[u8]> = tail
+            .split_inclusive(|&b| b == b'\n')
+            .take(keep_lines)
+            .collect();
+        out.extend(kept.concat());
+        out
+    }
+
+    #[test]
+    fn a_complete_batch_is_applied() {
+        let log = scan(&batch_file(3, 3)[..]).unwrap();
+        assert!(log.report.is_clean(), "{:?}", log.report);
+        assert_eq!(log.records.len(), 4);
+        assert_eq!(log.last_seq, 4);
+    }
+
+    #[test]
+    fn a_batch_without_its_last_record_is_dropped_whole() {
+        for keep in 1..3 {
+            let log = scan(&batch_file(3, keep)[..]).unwrap();
+            assert_eq!(log.records.len(), 1, "keep {keep}: only the single record");
+            assert_eq!(log.last_seq, 1);
+            assert!(
+                matches!(
+                    log.report.issues.as_slice(),
+                    [Issue { seq: 2, kind: IssueKind::PartialBatch { last_seq: 4, held }, .. }] if *held == keep as u64
+                ),
+                "{:?}",
+                log.report
+            );
+            // The writer's view agrees.
+            let (s, _) = scan_with(&batch_file(3, keep)[..], Scanner::frames_only()).unwrap();
+            assert_eq!(s.last().map(|l| l.0), Some(1));
+            assert!(s.pending_batch_start().is_some());
+        }
+    }
+
+    #[test]
+    fn a_record_after_a_partial_batch_continues_from_before_it() {
+        let mut file = batch_file(3, 2);
+        // What a writer that ignored the partial batch would do: chain after seq 1.
+        let (before, _) = scan_with(&file[..], Scanner::frames_only()).unwrap();
+        let (seq, h1) = before.last().unwrap();
+        assert_eq!(seq, 1);
+        line::encode_into(&mut file, 2, &h1, &Record::Message(Message::user("next"))).unwrap();
+        let log = scan(&file[..]).unwrap();
+        assert_eq!(log.records.len(), 2);
+        assert_eq!(log.last_seq, 2);
+        assert_eq!(log.report.issues.len(), 1, "{:?}", log.report);
     }
 }
