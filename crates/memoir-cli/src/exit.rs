@@ -118,6 +118,7 @@ pub fn class(err: &anyhow::Error) -> ErrorClass {
         if let Some(e) = cause.downcast_ref::<CliError>() {
             return e.class();
         }
+        #[cfg(feature = "server")]
         if let Some(e) = cause.downcast_ref::<memoir_server::ServeError>() {
             return e.class();
         }

@@ -4,6 +4,8 @@
 //! through [`output`] so a closed pipe is not a panic.
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+// Helpers used only by the `server`/`client` commands are dead in the lean build.
+#![cfg_attr(not(all(feature = "server", feature = "client")), allow(dead_code))]
 
 mod cmd;
 mod exit;

@@ -10,6 +10,7 @@
 
 use std::io::ErrorKind as IoKind;
 
+#[cfg(feature = "view")]
 use crate::embed::EmbeddingError;
 use crate::error::{Error, ErrorKind};
 use crate::manager::ManagerError;
@@ -121,6 +122,7 @@ impl ManagerError {
     }
 }
 
+#[cfg(feature = "view")]
 impl EmbeddingError {
     /// The class of this error (see the module docs).
     pub fn class(&self) -> ErrorClass {
@@ -147,6 +149,7 @@ pub fn class_of(err: &(dyn std::error::Error + 'static)) -> Option<ErrorClass> {
         if let Some(e) = e.downcast_ref::<ManagerError>() {
             return Some(e.class());
         }
+        #[cfg(feature = "view")]
         if let Some(e) = e.downcast_ref::<EmbeddingError>() {
             return Some(e.class());
         }

@@ -19,10 +19,10 @@
 //! - [`frame`]: the line framing (seq, batch marker, hash chain) on bytes,
 //!   below both [`store`] and [`transcript`];
 //! - [`doctor`]: the whole-store health check behind `memoir doctor`;
-//! - [`usage`]: exact token usage and offline cost across the store;
 //! - [`id`], [`paths`], [`error`]: session ids, store locations, errors.
 //!
-//! With the `search` feature, `search`: the persistent cross-session index;
+//! With the `usage` feature, `usage`: exact token usage and offline cost
+//! across the store; with `search`, `search`: the persistent cross-session index;
 //! with `import`, `import`: the Claude Code, Codex, Gemini CLI and OpenCode
 //! importers.
 //!
@@ -33,7 +33,7 @@
 //!   grafting); `view::eval` (feature `eval`) is the LoCoMo harness.
 //!
 //! Cargo features (default: `redact`): `redact`, `view`, `eval`, `minilm`,
-//! `openai`, `client`, `postgres`, `search`, `import` (`import-opencode`,
+//! `openai`, `client`, `postgres`, `usage`, `search`, `import` (`import-opencode`,
 //! `import-watch`), and `full` for all of them. Without
 //! default features the crate is the log, the manager and the file store.
 //!
@@ -74,6 +74,7 @@ pub mod record;
 pub mod search;
 pub mod store;
 pub mod transcript;
+#[cfg(feature = "usage")]
 pub mod usage;
 #[cfg(feature = "view")]
 pub mod view;

@@ -46,6 +46,7 @@
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::Arc;
+#[cfg(feature = "openai")]
 use std::time::Duration;
 
 use serde::Deserialize;

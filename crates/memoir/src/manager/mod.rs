@@ -33,8 +33,8 @@ pub mod error;
 pub mod export;
 pub mod fork;
 pub mod index;
-#[cfg(feature = "redact")]
 pub mod ingest;
+#[cfg(feature = "redact")]
 pub mod redact;
 mod resolve;
 pub mod trash;
@@ -615,6 +615,7 @@ impl SessionManager {
     /// included, each with its `(session, seq)` (a fork's inherited turns
     /// name the ancestor, even a trashed one): the input of the view
     /// ([`crate::view::SessionView::rebuild_history`]).
+    #[cfg(feature = "view")]
     pub fn read_history(&self, id: &str) -> Result<crate::view::history::History> {
         crate::id::validate(id)?;
         self.require_live(id)?;

@@ -507,6 +507,61 @@ fn normalise(text: &str, ids: &[(&str, &str)]) -> String {
     for (id, placeholder) in ids {
         out = out.replace(id, placeholder);
     }
-    let re = regex::Regex::new(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)").unwrap();
-    re.replace_all(&out, "<time>").into_owned()
+    blank_timestamps(&out)
+}
+
+/// `text` with every RFC 3339 timestamp (`YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM)`)
+/// replaced by `<time>`.
+fn blank_timestamps(text: &str) -> String {
+    let b = text.as_bytes();
+    let digits = |from: usize, n: usize| {
+        b.get(from..from + n)
+            .is_some_and(|s| s.iter().all(u8::is_ascii_digit))
+    };
+    let at = |i: usize, c: u8| b.get(i) == Some(&c);
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    let mut copied = 0;
+    while i < b.len() {
+        let head = digits(i, 4)
+            && at(i + 4, b'-')
+            && digits(i + 5, 2)
+            && at(i + 7, b'-')
+            && digits(i + 8, 2)
+            && at(i + 10, b'T')
+            && digits(i + 11, 2)
+            && at(i + 13, b':')
+            && digits(i + 14, 2)
+            && at(i + 16, b':')
+            && digits(i + 17, 2);
+        if !head {
+            i += 1;
+            continue;
+        }
+        let mut j = i + 19;
+        if at(j, b'.') && digits(j + 1, 1) {
+            j += 1;
+            while digits(j, 1) {
+                j += 1;
+            }
+        }
+        let end = if at(j, b'Z') {
+            Some(j + 1)
+        } else if (at(j, b'+') || at(j, b'-')) && digits(j + 1, 2) && at(j + 3, b':') && digits(j + 4, 2) {
+            Some(j + 6)
+        } else {
+            None
+        };
+        match end {
+            Some(end) => {
+                out.push_str(&text[copied..i]);
+                out.push_str("<time>");
+                copied = end;
+                i = end;
+            }
+            None => i += 1,
+        }
+    }
+    out.push_str(&text[copied..]);
+    out
 }
