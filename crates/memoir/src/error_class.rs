@@ -173,10 +173,7 @@ mod tests {
             io(IoKind::ConnectionRefused).class(),
             ErrorClass::Unavailable
         );
-        assert_eq!(
-            io(IoKind::PermissionDenied).class(),
-            ErrorClass::Internal
-        );
+        assert_eq!(io(IoKind::PermissionDenied).class(), ErrorClass::Internal);
     }
 
     #[test]

@@ -61,8 +61,8 @@ pub mod doctor;
 #[cfg(feature = "view")]
 pub mod embed;
 pub mod error;
-pub mod frame;
 pub mod error_class;
+pub mod frame;
 pub mod id;
 #[cfg(feature = "import")]
 pub mod import;

@@ -1,7 +1,10 @@
-//! `memoir demo`: record a small, realistic coding-agent conversation (with
-//! tool calls, a tool error and usage) into the default store and show it.
-//! This is the README's first command: it exercises create, config, append,
-//! summary, taint and a verified read-back on the embedded store.
+//! `memoir demo`: memoir's main job on the embedded store, end to end. It
+//! records a small, realistic coding-agent conversation (with tool calls, a
+//! tool error and usage) and shows it; then it imports the user's own agent
+//! history (every Claude Code, Codex, Gemini CLI or OpenCode home found) or,
+//! on a machine without any, the example sessions shipped in the repository,
+//! and answers a search across all of it. This is the README's first
+//! command. It is glue only: `memoir import` and `memoir search` do the work.
 
 use std::process::ExitCode;
 
@@ -18,6 +21,66 @@ pub struct Args {
     /// Print JSON (the session's id, path and integrity) instead of the conversation.
     #[arg(long)]
     json: bool,
+    /// What to search for across every session once the import is done.
+    #[arg(long, default_value = "files")]
+    query: String,
+    /// Only record the demo conversation (no import, no search).
+    #[arg(long)]
+    no_import: bool,
+}
+
+/// The example sessions shipped in the repository (real public Claude Code
+/// and Codex files, see `testdata/transcripts/README.md`).
+const EXAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/transcripts");
+
+/// Parse `argv` as the arguments of another subcommand, so the demo runs
+/// exactly what a user typing that command would.
+fn subcommand_args<A: clap::Args>(argv: &[&str]) -> anyhow::Result<A> {
+    #[derive(clap::Parser)]
+    struct Wrap<A: clap::Args> {
+        #[command(flatten)]
+        inner: A,
+    }
+    Ok(<Wrap<A> as clap::Parser>::try_parse_from(argv)?.inner)
+}
+
+/// Import the user's agent history (or the shipped examples) into `dir` and
+/// search it for `query`.
+fn import_and_search(dir: &std::path::Path, query: &str) -> anyhow::Result<()> {
+    let dir = dir.display().to_string();
+    let found: Vec<&str> = memoir::import::Agent::ALL
+        .iter()
+        .filter(|a| matches!(memoir::import::default_home(**a), Ok(Some(_))))
+        .map(|a| a.as_str())
+        .collect();
+    let examples = std::path::Path::new(EXAMPLES);
+    let argv: Vec<&str> = if !found.is_empty() {
+        crate::outln!(
+            "\n== importing your agents' history ({}) ==",
+            found.join(", ")
+        );
+        vec!["import", "--all", "--dir", &dir]
+    } else if examples.is_dir() {
+        crate::outln!(
+            "\n== no agent history on this machine: importing the example sessions in {} ==",
+            examples.display()
+        );
+        vec!["import", EXAMPLES, "--dir", &dir]
+    } else {
+        crate::outln!("\n(no agent history found and no example sessions beside this binary: skipping the import)");
+        vec![]
+    };
+    if !argv.is_empty() {
+        super::import::run(subcommand_args(&argv)?)?;
+    }
+    crate::outln!("\n== memoir search {query:?} (every session, hybrid ranking) ==");
+    super::search::run(subcommand_args(&[
+        "search", query, "-k", "5", "--dir", &dir,
+    ])?)?;
+    crate::outln!(
+        "\ntry: memoir search \"<words>\" | memoir usage --by day,model | memoir sessions list | memoir resume <id>"
+    );
+    Ok(())
 }
 
 fn usage(input: u64, output: u64, cache_read: u64) -> Usage {
@@ -138,5 +201,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         "\ntry: memoir sessions list | memoir sessions usage {id} | memoir sessions verify {id}",
         id = session.meta.id
     );
+    if !args.no_import && code == ExitCode::SUCCESS {
+        import_and_search(&dir, &args.query)?;
+    }
     Ok(code)
 }

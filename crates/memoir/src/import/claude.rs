@@ -725,11 +725,9 @@ fn sidechain_groups(entries: &[Line], tree: &Tree, calls: &[AgentCall]) -> Vec<S
             .and_then(|a| calls.iter().find(|c| c.agent_id.as_ref() == Some(a)))
             .or_else(|| {
                 let t = when?;
-                calls
-                    .iter()
-                    .rfind(|c| {
-                        c.called.is_some_and(|c| c <= t) && c.answered.is_none_or(|a| t <= a)
-                    })
+                calls.iter().rfind(|c| {
+                    c.called.is_some_and(|c| c <= t) && c.answered.is_none_or(|a| t <= a)
+                })
             })
             .cloned();
         let key: String = call

@@ -243,11 +243,9 @@ impl SessionManager {
         // that cannot become a directory is still refused at once.
         match std::fs::metadata(dir) {
             Ok(m) if !m.is_dir() => {
-                return Err(crate::Error::Invalid(format!(
-                    "{} is not a directory",
-                    dir.display()
-                ))
-                .into())
+                return Err(
+                    crate::Error::Invalid(format!("{} is not a directory", dir.display())).into(),
+                )
             }
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}

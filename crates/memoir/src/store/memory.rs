@@ -20,8 +20,8 @@ use super::{
     sort_newest_first, Appended, DeletedListed, Durability, Lease, Listed, LogStore, RawLog,
 };
 use crate::error::{Error, Result};
-use crate::record::{Record, SessionMeta};
 use crate::frame::{Hash, ZERO_HASH};
+use crate::record::{Record, SessionMeta};
 use crate::store::line as codec;
 
 /// One session's log in memory.
@@ -164,10 +164,12 @@ impl LogStore for MemStore {
         }
         let mut lines = Vec::with_capacity(records.len());
         let (mut seq, mut hash) = (log.last_seq, log.last_hash);
+        // The same framing as the file store: a multi-record batch names its last seq.
+        let batch = (records.len() > 1).then_some(seq + records.len() as u64);
         for record in records {
             seq += 1;
             let mut line = Vec::new();
-            hash = codec::encode_into(&mut line, seq, &hash, record)?;
+            hash = crate::store::line::encode_in_batch(&mut line, seq, &hash, batch, record)?;
             lines.push(line);
         }
         log.lines.extend(lines);

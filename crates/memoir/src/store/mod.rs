@@ -8,8 +8,8 @@
 
 pub mod fault;
 pub mod file;
-pub mod line;
 pub mod lease;
+pub mod line;
 pub mod lock;
 pub mod memory;
 #[cfg(feature = "postgres")]

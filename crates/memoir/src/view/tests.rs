@@ -1,7 +1,6 @@
 //! Unit tests of [`SessionView`]: every seed method, the lifecycle table,
 //! and the fixed seed bugs.
 
-
 use super::*;
 use crate::embed::EmbeddingError;
 
@@ -236,9 +235,7 @@ fn index_chunk_then_graft_text_retrieves_it() {
     assert!(v
         .index_chunk(&e, None, 2, "agent.chat.turn", "lunch was pasta", 4096)
         .unwrap());
-    let items = v
-        .graft_text(&e, "where is the deploy key", 1)
-        .unwrap();
+    let items = v.graft_text(&e, "where is the deploy key", 1).unwrap();
     assert_eq!(items[0].chain_seq, 1);
     assert_eq!(
         items[0].content,

@@ -21,10 +21,12 @@ pub(super) fn encode_batch(mut seq: u64, mut hash: Hash, records: &[Record]) -> 
     let mut seqs = Vec::with_capacity(records.len());
     let mut lines = Vec::with_capacity(records.len());
     let mut buf = Vec::new();
+    // The same framing as the file store: a multi-record batch names its last seq.
+    let batch = (records.len() > 1).then_some(seq + records.len() as u64);
     for record in records {
         seq += 1;
         buf.clear();
-        hash = codec::encode_into(&mut buf, seq, &hash, record)?;
+        hash = crate::store::line::encode_in_batch(&mut buf, seq, &hash, batch, record)?;
         buf.pop(); // the newline: rows hold the line without it
         seqs.push(seq_i64(seq)?);
         lines.push(

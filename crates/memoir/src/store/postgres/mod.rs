@@ -52,8 +52,8 @@ mod pool;
 mod schema;
 mod vectors;
 
-use crate::record::{Record, SessionMeta};
 use crate::frame::{Hash, HASH_LEN, ZERO_HASH};
+use crate::record::{Record, SessionMeta};
 use crate::store::line as codec;
 use pool::{drop_conns, is_unique_violation, pg_unavailable, Conn, PoolState};
 pub use schema::{MIGRATIONS, SCHEMA_VERSION};

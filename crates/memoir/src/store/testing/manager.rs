@@ -547,7 +547,11 @@ fn blank_timestamps(text: &str) -> String {
         }
         let end = if at(j, b'Z') {
             Some(j + 1)
-        } else if (at(j, b'+') || at(j, b'-')) && digits(j + 1, 2) && at(j + 3, b':') && digits(j + 4, 2) {
+        } else if (at(j, b'+') || at(j, b'-'))
+            && digits(j + 1, 2)
+            && at(j + 3, b':')
+            && digits(j + 4, 2)
+        {
             Some(j + 6)
         } else {
             None
