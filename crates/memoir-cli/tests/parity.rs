@@ -105,8 +105,8 @@ fn library_recall(t: &memoir::transcript::Transcript, query: &str) -> Vec<u64> {
     view.query_text_mode(&embedder, query, 3, RetrievalMode::Lexical)
         .unwrap()
         .into_iter()
-    .map(|h| h.chain_seq)
-    .collect()
+        .map(|h| h.chain_seq)
+        .collect()
 }
 
 impl Front for Library {

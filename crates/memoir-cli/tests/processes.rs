@@ -202,10 +202,16 @@ fn a_dead_owners_lock_is_recovered_and_a_live_one_is_named() {
 #[test]
 fn cli_verify_show_and_errors() {
     let home = tempfile::tempdir().unwrap();
+    // The README's first command: a demo session, then (no agent homes here)
+    // the shipped example sessions imported, then a search across all of it.
     let out = memoir()
         .arg("demo")
         .env("MEMOIR_HOME", home.path())
+        .env("HOME", home.path())
         .env_remove("MEMOIR_SESSION_DIR")
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .env_remove("CODEX_HOME")
+        .env_remove("GEMINI_CLI_HOME")
         .output()
         .unwrap();
     assert!(
@@ -218,10 +224,24 @@ fn cli_verify_show_and_errors() {
         stdout.contains("toolu_01") && stdout.contains("chain verifies"),
         "{stdout}"
     );
+    assert!(
+        stdout.contains("importing the example sessions") && stdout.contains("7 new"),
+        "{stdout}"
+    );
+    // The default query finds imported Codex and Claude Code messages.
+    assert!(
+        stdout.contains("cx-11111111-1111-4111-8111-111111111111 seq"),
+        "{stdout}"
+    );
     let dir = home.path().join("sessions");
     let listed = Session::list(&dir).unwrap();
-    assert_eq!(listed.len(), 1);
-    let (meta, path) = &listed[0];
+    assert_eq!(listed.len(), 8, "the demo session and 7 imported ones");
+    let demo: Vec<_> = listed
+        .iter()
+        .filter(|(m, _)| m.kind.as_deref() == Some("demo"))
+        .collect();
+    assert_eq!(demo.len(), 1);
+    let (meta, path) = demo[0];
 
     let run = |args: &[&str]| {
         memoir()
@@ -233,7 +253,14 @@ fn cli_verify_show_and_errors() {
     };
     let list = run(&["sessions", "list", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();
-    assert_eq!(v["sessions"][0]["id"], meta.id.as_str());
+    let ids: Vec<&str> = v["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["id"].as_str())
+        .collect();
+    assert_eq!(ids.len(), 8);
+    assert!(ids.contains(&meta.id.as_str()), "{ids:?}");
     let show = run(&["sessions", "show", &meta.id[..20], "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&show.stdout).unwrap();
     assert_eq!(v["messages"].as_array().unwrap().len(), 10);

@@ -36,7 +36,6 @@ pub use config::{check_listen, open_store, parse_tokens, ServeError, ServerConfi
 pub use error::ApiError;
 use handlers::{fork, read, search, write, AppState};
 
-
 /// The OpenAPI 3.1 description of the API (served at `/openapi.json`).
 pub const OPENAPI_JSON: &str = include_str!("openapi.json");
 

@@ -301,6 +301,19 @@ fn check_transcript(
         }
     }
     if let Ok(t) = crate::transcript::read_in(store, id) {
+        for issue in &t.report.blobs {
+            finding(
+                "blob_unresolved",
+                Severity::NeedsHuman,
+                path,
+                Some(id),
+                format!(
+                    "seq {}: payload blob {} does not resolve ({:?})",
+                    issue.seq, issue.hash, issue.problem
+                ),
+            );
+        }
+        check_index(store, &t, path, id, repair, finding);
         let own = &t.messages[t.inherited.min(t.messages.len())..];
         let results: HashSet<&str> = own.iter().flat_map(|m| m.tool_result_ids()).collect();
         let open: Vec<&str> = own
@@ -321,6 +334,54 @@ fn check_transcript(
                 ),
             );
         }
+    }
+}
+
+/// Index drift: a listing-index entry that no longer describes the
+/// transcript (derived data, so the fix is a rebuild from the log).
+fn check_index(
+    store: &FileStore,
+    t: &crate::transcript::Transcript,
+    path: &Path,
+    id: &str,
+    repair: bool,
+    finding: &mut Sink<'_>,
+) {
+    let index = crate::manager::index::Index::new(store.dir());
+    if index.load(id).is_none() {
+        return; // no entry yet: the next listing builds it
+    }
+    let fresh = index
+        .load_fresh(id)
+        .is_some_and(|e| e.last_seq == t.last_seq);
+    if fresh {
+        return;
+    }
+    if repair {
+        match index.refresh(t) {
+            Ok(_) => finding(
+                "index_drift",
+                Severity::Fixed,
+                path,
+                Some(id),
+                "stale index entry rebuilt from the transcript".into(),
+            ),
+            Err(e) => finding(
+                "index_drift",
+                Severity::NeedsHuman,
+                path,
+                Some(id),
+                format!("stale index entry could not be rebuilt: {e}"),
+            ),
+        }
+    } else {
+        finding(
+            "index_drift",
+            Severity::Fixable,
+            path,
+            Some(id),
+            "the index entry does not match the transcript (rebuilt on --repair or the next listing)".into(),
+        );
     }
 }
 

@@ -96,14 +96,8 @@ fn a_turn_a_compaction_dropped_is_recalled_with_its_provenance() {
     assert!(summary.current);
 
     let e = HashEmbedder::new(64);
-    let (view, report, read) = SessionView::rebuild_session(
-        store.as_ref(),
-        "compacted",
-        &e,
-        None,
-        &lexical(),
-    )
-    .unwrap();
+    let (view, report, read) =
+        SessionView::rebuild_session(store.as_ref(), "compacted", &e, None, &lexical()).unwrap();
     assert!(read.is_clean());
     assert_eq!(report.dropped, 4);
     let hits = view.query_text(&e, "launch code probe", 3).unwrap();
@@ -120,7 +114,9 @@ fn a_turn_a_compaction_dropped_is_recalled_with_its_provenance() {
     );
     assert!(top.meta.inline.as_deref().unwrap().contains("PELICAN-42"));
     // Grafting finds it too, and a dropped turn can be re-grafted into the window.
-    let block = view.graft_budget(&e, "launch code probe", 200, None).unwrap();
+    let block = view
+        .graft_budget(&e, "launch code probe", 200, None)
+        .unwrap();
     assert!(
         block.text.contains("[chain_seq 1] The launch code"),
         "{}",
@@ -137,14 +133,8 @@ fn a_turn_a_compaction_dropped_is_recalled_with_its_provenance() {
         dropped: None,
         ..lexical()
     };
-    let (view, _, _) = SessionView::rebuild_session(
-        store.as_ref(),
-        "compacted",
-        &e,
-        None,
-        &only_current,
-    )
-    .unwrap();
+    let (view, _, _) =
+        SessionView::rebuild_session(store.as_ref(), "compacted", &e, None, &only_current).unwrap();
     let hits = view.query_text(&e, "launch code probe", 3).unwrap();
     assert!(hits.iter().all(|h| h.chain_seq != 1), "{hits:?}");
 }
@@ -180,14 +170,8 @@ fn a_fork_keeps_its_parents_seqs_and_its_own_apart() {
     let _ = appended;
 
     let e = HashEmbedder::new(64);
-    let (view, _, _) = SessionView::rebuild_session(
-        store.as_ref(),
-        "child",
-        &e,
-        None,
-        &lexical(),
-    )
-    .unwrap();
+    let (view, _, _) =
+        SessionView::rebuild_session(store.as_ref(), "child", &e, None, &lexical()).unwrap();
     let keys: Vec<(String, u64)> = view
         .records()
         .into_iter()

@@ -8,12 +8,12 @@ pub mod doctor;
 pub mod embed;
 pub mod eval;
 pub mod import;
+pub mod index;
 pub mod recall;
+pub mod resume;
+pub mod search;
 #[cfg(any(feature = "server", feature = "client"))]
 pub mod serve;
 pub mod sessions;
-pub mod usage;
 pub mod store;
-pub mod index;
-pub mod resume;
-pub mod search;
+pub mod usage;

@@ -67,12 +67,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         ..RebuildOptions::default()
     };
     let progress = Progress::spinner(&format!("indexing {} message(s)", history.turns.len()));
-    let rebuilt = SessionView::rebuild_history(
-        &history,
-        embedder.as_ref(),
-        store.as_ref(),
-        &options,
-    );
+    let rebuilt =
+        SessionView::rebuild_history(&history, embedder.as_ref(), store.as_ref(), &options);
     progress.finish();
     let (view, report) = rebuilt?;
     if let Some(budget) = args.budget {
