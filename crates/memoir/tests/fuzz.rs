@@ -365,3 +365,23 @@ fn fuzz_http_request_bodies() {
         }
     });
 }
+
+/// The importers read files written by other programs: Claude Code, Codex and
+/// Gemini CLI sources of any bytes parse to a report, never a panic.
+#[cfg(feature = "import")]
+#[test]
+fn fuzz_importers() {
+    use memoir::import::{parse_source, Agent, ParseContext, Source};
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("source.jsonl");
+    fuzz("import", |bytes| {
+        std::fs::write(&path, bytes).expect("write the fuzz input");
+        for agent in [Agent::ClaudeCode, Agent::Codex, Agent::GeminiCli] {
+            let source = Source {
+                agent,
+                path: path.clone(),
+            };
+            let _ = parse_source(&source, &ParseContext::default());
+        }
+    });
+}
