@@ -5,6 +5,8 @@
 //! results must be identical on all of them.
 
 mod postgres_common;
+#[macro_use]
+mod backends;
 
 use std::sync::Arc;
 
@@ -17,49 +19,8 @@ use memoir::store::Durability;
 
 use postgres_common::{pg_store, PGVECTOR_URL, POSTGRES_URL};
 
-fn with_file(check: fn(&Store)) {
-    let dir = tempfile::tempdir().unwrap();
-    let store: Store = Arc::new(FileStore::new(dir.path().join("s"), Durability::None));
-    check(&store);
-}
-
-fn with_memory(check: fn(&Store)) {
-    let store: Store = Arc::new(MemStore::new());
-    check(&store);
-}
-
-fn with_pg(var: &str, check: fn(&Store)) {
-    let Some((pg, _schema)) = pg_store(var, VectorMode::Auto) else {
-        return;
-    };
-    let store: Store = pg;
-    check(&store);
-}
-
-macro_rules! conformance {
-    ($($name:ident),* $(,)?) => {
-        mod file {
-            $(#[test] fn $name() { super::with_file(super::suite::$name); })*
-        }
-        mod memory {
-            $(#[test] fn $name() { super::with_memory(super::suite::$name); })*
-        }
-        mod postgres {
-            $(#[test] fn $name() { super::with_pg(super::POSTGRES_URL, super::suite::$name); })*
-        }
-        mod pgvector {
-            $(#[test] fn $name() { super::with_pg(super::PGVECTOR_URL, super::suite::$name); })*
-        }
-        #[test]
-        fn every_exported_check_runs() {
-            let here = [$(stringify!($name)),*];
-            let exported: Vec<&str> = suite::CHECKS.iter().map(|(n, _)| *n).collect();
-            assert_eq!(here.to_vec(), exported);
-        }
-    };
-}
-
 conformance!(
+    memoir::store::Durability::None;
     create_append_and_reload,
     fork_inside_a_tool_group_moves_back,
     rewrite_and_checkpoint_persist,

@@ -7,12 +7,13 @@
 //! skipped with a notice elsewhere (`source .ci/postgres.sh` starts both servers).
 
 mod postgres_common;
+#[macro_use]
+mod backends;
 
 use std::sync::Arc;
 
 use memoir::record::Record;
 use memoir::store::file::FileStore;
-use memoir::store::memory::MemStore;
 use memoir::store::postgres::VectorMode;
 use memoir::store::testing::store as suite;
 use memoir::store::testing::store::{meta, msg, two_handles_race, Store};
@@ -20,50 +21,8 @@ use memoir::store::{Durability, LogStore};
 
 use postgres_common::{pg_store, PGVECTOR_URL, POSTGRES_URL};
 
-fn with_file(check: fn(&Store)) {
-    let dir = tempfile::tempdir().unwrap();
-    let store: Store = Arc::new(FileStore::new(dir.path().join("s"), Durability::Flush));
-    check(&store);
-}
-
-fn with_memory(check: fn(&Store)) {
-    let store: Store = Arc::new(MemStore::new());
-    check(&store);
-}
-
-fn with_pg(var: &str, check: fn(&Store)) {
-    let Some((pg, _schema)) = pg_store(var, VectorMode::Auto) else {
-        return;
-    };
-    let store: Store = pg;
-    check(&store);
-}
-
-macro_rules! conformance {
-    ($($name:ident),* $(,)?) => {
-        mod file {
-            $(#[test] fn $name() { super::with_file(super::suite::$name); })*
-        }
-        mod memory {
-            $(#[test] fn $name() { super::with_memory(super::suite::$name); })*
-        }
-        mod postgres {
-            $(#[test] fn $name() { super::with_pg(super::POSTGRES_URL, super::suite::$name); })*
-        }
-        mod pgvector {
-            $(#[test] fn $name() { super::with_pg(super::PGVECTOR_URL, super::suite::$name); })*
-        }
-        /// The macro's list is the exported suite's list, nothing left out.
-        #[test]
-        fn every_exported_check_runs() {
-            let here = [$(stringify!($name)),*];
-            let exported: Vec<&str> = suite::CHECKS.iter().map(|(n, _)| *n).collect();
-            assert_eq!(here.to_vec(), exported);
-        }
-    };
-}
-
 conformance!(
+    memoir::store::Durability::Flush;
     create_then_read_header,
     create_refuses_taken_and_bad_ids,
     append_and_read_back,
