@@ -5,7 +5,7 @@
 //! PostgreSQL comes from `.ci/postgres.sh` (see `postgres_common`); without
 //! it those tests fail under CI and are skipped elsewhere.
 
-#[path = "../../memoir/tests/postgres_common/mod.rs"]
+#[path = "../../memoir/tests/suite/postgres_common/mod.rs"]
 mod postgres_common;
 
 use std::collections::HashMap;

@@ -7,7 +7,7 @@
 //! messages; the size is `--sessions 10000`). Each engine indexes in
 //! its own child process, so its peak RSS (VmHWM) is its own.
 
-#[path = "../tests/support/corpus.rs"]
+#[path = "../tests/suite/support/corpus.rs"]
 mod corpus;
 
 use std::path::{Path, PathBuf};

@@ -139,7 +139,7 @@ pub fn parse_rules(json: &str) -> Result<Vec<Rule>, RuleError> {
 }
 
 /// The shipped rules, compiled once, or why the shipped data is unusable
-/// (a build defect, caught by `tests/manager_redact.rs`).
+/// (a build defect, caught by `tests/suite/manager_redact.rs`).
 pub fn rules() -> Result<&'static [Rule], &'static RuleError> {
     static RULES: LazyLock<Result<Vec<Rule>, RuleError>> =
         LazyLock::new(|| parse_rules(RULES_JSON));

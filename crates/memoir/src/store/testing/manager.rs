@@ -2,7 +2,7 @@
 //! check builds [`SessionManager::with_store`] on a fresh, empty store and
 //! drives it through the public API (create, append with tool calls, fork
 //! inside a tool-call group, rewrite, checkpoint, rename, delete, restore,
-//! purge, export, lease, project isolation). `tests/manager_conformance.rs`
+//! purge, export, lease, project isolation). `tests/suite/manager_conformance.rs`
 //! runs them on the file store, the in-memory store and PostgreSQL; a new
 //! backend calls [`run_all`]. [`scenario_digest`] renders one scenario's
 //! observable results so backends can be compared for equality.

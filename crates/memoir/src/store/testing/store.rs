@@ -1,5 +1,5 @@
 //! The [`LogStore`] contract as checks: every backend must pass each one on
-//! a fresh, empty store. `crates/memoir/tests/store_conformance.rs` runs them
+//! a fresh, empty store. `crates/memoir/tests/suite/store_conformance.rs` runs them
 //! on the file store, the in-memory store and PostgreSQL (with and without
 //! pgvector); a new backend calls [`run_all`] (or [`CHECKS`] one by one).
 

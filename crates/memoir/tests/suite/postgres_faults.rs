@@ -6,7 +6,7 @@
 //! (`MEMOIR_TEST_FAULT_POSTGRES_URL`) and restarts it with the script named by
 //! `MEMOIR_TEST_FAULT_POSTGRES_RESTART` (`pg_ctl restart -m fast`).
 
-mod postgres_common;
+use crate::postgres_common;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

@@ -10,7 +10,7 @@ use memoir::manager::{ManagerOptions, SessionManager};
 use memoir::message::Message;
 use serde_json::Value;
 
-mod common;
+use crate::common;
 
 fn memoir(home: &Path) -> Command {
     common::memoir_in(home)

@@ -1,7 +1,7 @@
 //! Integration tests of `memoir::transcript::Session` on real files.
 //!
 //! Each test builds its own store in a temp dir. Multi-process tests (8
-//! writers, SIGKILL) live in `crates/memoir-cli/tests/processes.rs`, where the
+//! writers, SIGKILL) live in `crates/memoir-cli/tests/cli/processes.rs`, where the
 //! real binary is available to spawn.
 
 use std::fs;

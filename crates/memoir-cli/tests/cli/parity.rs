@@ -11,8 +11,7 @@
 //! do that through the library); for those steps its front writes through
 //! the library into the same store, and every other step runs the binary.
 
-#[path = "../../memoir/tests/postgres_common/mod.rs"]
-mod postgres_common;
+use crate::postgres_common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

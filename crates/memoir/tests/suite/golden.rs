@@ -5,7 +5,7 @@
 //! re-writes the same bytes from the same fixed inputs.
 //!
 //! Regenerate after a deliberate format change with
-//! `MEMOIR_REGEN_GOLDEN=1 cargo test -p memoir --test golden`, but only into a
+//! `MEMOIR_REGEN_GOLDEN=1 cargo test -p memoir --test suite golden::`, but only into a
 //! new `v2/`: files in `v1/` are a promise that today's readers keep reading.
 
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 //! column types (plain `real[]` on the pg15 server, pgvector on pg18).
 //! Servers come from `.ci/postgres.sh` (see `postgres_common`).
 
-mod postgres_common;
+use crate::postgres_common;
 
 use memoir::message::Message;
 use memoir::record::{Record, SessionMeta};

@@ -12,7 +12,7 @@ use memoir::record::SessionMeta;
 use memoir::transcript::Session;
 use memoir::Error;
 
-mod common;
+use crate::common;
 
 use common::memoir;
 

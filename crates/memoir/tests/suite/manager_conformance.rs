@@ -4,9 +4,7 @@
 //! `.ci/postgres.sh`'s variables are set), and one scenario's observable
 //! results must be identical on all of them.
 
-mod postgres_common;
-#[macro_use]
-mod backends;
+use crate::postgres_common;
 
 use std::sync::Arc;
 

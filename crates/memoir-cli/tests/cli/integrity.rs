@@ -4,7 +4,7 @@
 //!
 //! `crash_loop_smoke` runs 40 kills in the default test run; the full loop
 //! (see docs/RELIABILITY.md) is
-//! `MEMOIR_CRASH_ROUNDS=1000 cargo test -p memoir-cli --test integrity -- --ignored crash_loop --nocapture`.
+//! `MEMOIR_CRASH_ROUNDS=1000 cargo test -p memoir-cli --test cli integrity::crash_loop -- --ignored --nocapture`.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};

@@ -6,9 +6,7 @@
 //! schema. Without those variables the PostgreSQL tests fail under CI and are
 //! skipped with a notice elsewhere (`source .ci/postgres.sh` starts both servers).
 
-mod postgres_common;
-#[macro_use]
-mod backends;
+use crate::postgres_common;
 
 use std::sync::Arc;
 

@@ -4,7 +4,7 @@
 //! refused with a typed error (`StoreError::BrokenTail`, kind `Corrupt`: not a
 //! retryable conflict), through a cached tail and a fresh handle alike.
 
-mod postgres_common;
+use crate::postgres_common;
 
 use memoir::error::{ErrorKind, StoreError};
 use memoir::message::Message;

@@ -2,7 +2,7 @@
 //! generated 1,000-session store, crash safety under SIGKILL, compaction,
 //! rewritten files, trash and restore, forks, stale indexes.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -437,7 +437,7 @@ fn the_index_survives_sigkill_mid_update_and_catches_up() {
     };
     let answers = corpus::generate(tmp.path(), &spec);
     let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_index_until_killed", "--nocapture"])
+        .args(["--exact", "search::child_index_until_killed", "--nocapture"])
         .env("MEMOIR_SEARCH_KILL_DIR", tmp.path())
         .stdout(std::process::Stdio::null())
         .spawn()

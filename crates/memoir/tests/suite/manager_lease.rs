@@ -47,7 +47,7 @@ fn a_live_holder_is_refused_and_a_killed_one_is_taken_over() {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "lease_holder_process",
+            "manager_lease::lease_holder_process",
             "--nocapture",
             "--test-threads=1",
         ])

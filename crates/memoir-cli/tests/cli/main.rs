@@ -1,0 +1,18 @@
+//! The CLI's integration tests, one binary (one link instead of one per file):
+//! each module is a former `tests/<name>.rs`. Run one module with
+//! `cargo test -p memoir-cli --test cli <module>::`.
+
+#[allow(dead_code)]
+mod common;
+#[allow(dead_code)]
+#[path = "../../../memoir/tests/suite/postgres_common/mod.rs"]
+mod postgres_common;
+
+mod conventions;
+mod import_cli;
+mod integrity;
+mod parity;
+mod processes;
+mod search_cli;
+mod sessions_cli;
+mod usage_cli;

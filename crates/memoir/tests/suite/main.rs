@@ -1,0 +1,63 @@
+//! memoir's integration tests, one binary (ripgrep's `tests/tests.rs` pattern:
+//! one link instead of one per file). Each module is a former `tests/<name>.rs`;
+//! the ones that need an optional part of the crate are gated on its feature
+//! (`cargo test --workspace` turns them on through the CLI's features; alone:
+//! `cargo test -p memoir --features full --test suite`). Run one module with
+//! `cargo test -p memoir --test suite <module>::`.
+//! Tests that change the process environment (`default_dir`, `embed_select`)
+//! stay separate binaries: a shared process would let them race the others.
+
+// Shared helpers: not every feature combination uses all of them.
+#[macro_use]
+#[allow(dead_code, unused_macros)]
+mod backends;
+#[allow(dead_code)]
+mod postgres_common;
+#[allow(dead_code)]
+mod support;
+
+#[cfg(feature = "view")]
+mod blob_store;
+mod blob_transcript;
+mod doctor;
+#[cfg(feature = "view")]
+mod embed_cache;
+#[cfg(feature = "minilm")]
+mod embed_minilm;
+#[cfg(feature = "openai")]
+mod embed_openai;
+mod full_disk;
+mod golden;
+#[cfg(all(feature = "import-opencode", feature = "import-watch"))]
+mod import;
+mod manager;
+mod manager_conformance;
+mod manager_env;
+mod manager_fork;
+mod manager_lease;
+#[cfg(feature = "redact")]
+mod manager_redact;
+#[cfg(feature = "postgres")]
+mod postgres_faults;
+#[cfg(feature = "postgres")]
+mod postgres_store;
+mod postgres_tail;
+#[cfg(feature = "search")]
+mod search;
+#[cfg(feature = "postgres")]
+mod store_conformance;
+mod store_integrity;
+mod store_trash;
+mod transcript;
+#[cfg(feature = "usage")]
+mod usage;
+#[cfg(feature = "view")]
+mod view_concurrency;
+#[cfg(feature = "view")]
+mod view_history;
+#[cfg(feature = "view")]
+mod view_index;
+#[cfg(feature = "view")]
+mod view_lifecycle;
+#[cfg(feature = "view")]
+mod view_rebuild;
