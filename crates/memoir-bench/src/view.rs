@@ -182,9 +182,9 @@ fn ann(args: &Args) {
     let queries: Vec<Vec<f32>> = (0..args.queries).map(|_| mix.sample()).collect();
     let kernel = memoir::view::index::simd::Kernel::detect();
     println!(
-        "## ann: {DIMS}-d mixture data, {} queries, k={K}, one thread, AVX2+FMA kernel: {}",
+        "## ann: {DIMS}-d mixture data, {} queries, k={K}, one thread, kernel: {}",
         queries.len(),
-        kernel.is_avx2()
+        kernel.name()
     );
     println!("engine | n | ef | build s | recall@10 | p50 ms | p99 ms | QPS");
     let meta = serde_json::json!({"dims": DIMS, "k": K, "sizes": args.sizes});

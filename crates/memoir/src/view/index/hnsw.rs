@@ -35,11 +35,17 @@ pub struct Rows<'a> {
 }
 
 impl<'a> Rows<'a> {
-    /// Start loading row `i` into cache (the first 256 bytes; the hardware
-    /// prefetcher follows the rest of a sequential scan).
+    /// Start loading all of row `i` into cache (the next row to score).
     #[inline]
     fn prefetch(&self, i: u32) {
-        super::simd::prefetch(self.data.as_ptr().wrapping_add(i as usize * self.dims), 4);
+        let lines = (self.dims * 4).div_ceil(64);
+        super::simd::prefetch(self.data.as_ptr().wrapping_add(i as usize * self.dims), lines);
+    }
+
+    /// Start loading the first cache lines of row `i` (a row scored soon).
+    #[inline]
+    fn prefetch_head(&self, i: u32) {
+        super::simd::prefetch(self.data.as_ptr().wrapping_add(i as usize * self.dims), 2);
     }
 
     #[inline]
@@ -96,6 +102,8 @@ impl Ord for Dist {
 struct Visited {
     marks: Vec<u16>,
     epoch: u16,
+    /// Scratch list of a node's unvisited neighbours (reused across searches).
+    fresh: Vec<u32>,
 }
 
 impl Visited {
@@ -288,20 +296,24 @@ impl Hnsw {
         } else {
             f32::INFINITY
         };
+        // Neighbours not seen yet, gathered before any distance is computed
+        // so that all their rows are being fetched from memory at once
+        // (hnswlib's pattern: the graph walk is bound by memory latency).
+        let mut fresh: Vec<u32> = std::mem::take(&mut visited.fresh);
         while let Some(Reverse((Dist(d), c))) = cand.pop() {
             if d > bound {
                 break;
             }
-            let links = self.links(c, level);
-            if let Some(&first) = links.first() {
-                rows.prefetch(first);
-            }
-            for (j, &n) in links.iter().enumerate() {
-                if let Some(&next) = links.get(j + 1) {
-                    rows.prefetch(next);
+            fresh.clear();
+            for &n in self.links(c, level) {
+                if visited.insert(n) {
+                    rows.prefetch_head(n);
+                    fresh.push(n);
                 }
-                if !visited.insert(n) {
-                    continue;
+            }
+            for (j, &n) in fresh.iter().enumerate() {
+                if let Some(&next) = fresh.get(j + 1) {
+                    rows.prefetch(next);
                 }
                 let dn = rows.dist(q, n);
                 if top.len() < ef || dn < bound {
@@ -318,6 +330,7 @@ impl Hnsw {
                 }
             }
         }
+        visited.fresh = fresh;
         let mut out: Vec<(f32, u32)> = top.into_iter().map(|(d, i)| (d.0, i)).collect();
         out.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
         out

@@ -2,38 +2,85 @@
 //!
 //! A portable kernel with 16 independent accumulators (LLVM turns it into
 //! packed SSE/NEON code) and, on x86-64 CPUs that have them, an AVX2 + FMA
-//! kernel selected once at run time. [`Kernel`] is the handle the indexes
-//! hold: it can only be obtained through [`Kernel::detect`] (or
-//! [`Kernel::portable`]), which is what makes calling the AVX2 code sound.
+//! kernel and an AVX-512F kernel, the widest selected once at run time.
+//! [`Kernel`] is the handle the indexes hold: it can only be obtained through
+//! [`Kernel::detect`] (or the narrower constructors, which also check the
+//! CPU), which is what makes calling the vector code sound.
+
+/// The instruction sets a [`Kernel`] can use, narrowest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum KernelLevel {
+    /// Plain Rust (auto-vectorised by the compiler).
+    Portable,
+    /// AVX2 + FMA, 8 lanes.
+    Avx2,
+    /// AVX-512F, 16 lanes.
+    Avx512,
+}
 
 /// A selected dot-product implementation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Kernel {
-    avx2: bool,
+    level: KernelLevel,
+}
+
+#[cfg(target_arch = "x86_64")]
+fn cpu_has(level: KernelLevel) -> bool {
+    match level {
+        KernelLevel::Portable => true,
+        KernelLevel::Avx2 => {
+            std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        }
+        KernelLevel::Avx512 => std::arch::is_x86_feature_detected!("avx512f"),
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn cpu_has(level: KernelLevel) -> bool {
+    level == KernelLevel::Portable
 }
 
 impl Kernel {
     /// The fastest kernel this CPU supports.
     pub fn detect() -> Self {
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::arch::is_x86_feature_detected!("avx2")
-                && std::arch::is_x86_feature_detected!("fma")
-            {
-                return Kernel { avx2: true };
+        for level in [KernelLevel::Avx512, KernelLevel::Avx2] {
+            if cpu_has(level) {
+                return Kernel { level };
             }
         }
-        Kernel { avx2: false }
+        Kernel::portable()
     }
 
     /// The portable kernel (for tests and comparison).
     pub fn portable() -> Self {
-        Kernel { avx2: false }
+        Kernel {
+            level: KernelLevel::Portable,
+        }
     }
 
-    /// Whether the AVX2 + FMA kernel is in use.
+    /// The kernel of exactly `level`, when this CPU supports it (for tests
+    /// and benchmarks that compare kernels).
+    pub fn with_level(level: KernelLevel) -> Option<Self> {
+        cpu_has(level).then_some(Kernel { level })
+    }
+
+    /// The instruction set in use.
+    pub fn level(&self) -> KernelLevel {
+        self.level
+    }
+
+    /// Whether a vector kernel (AVX2 + FMA or wider) is in use.
     pub fn is_avx2(&self) -> bool {
-        self.avx2
+        self.level >= KernelLevel::Avx2
+    }
+
+    /// A short name of the kernel in use (`avx512`, `avx2+fma`, `portable`).
+    pub fn name(&self) -> &'static str {
+        match self.level {
+            KernelLevel::Portable => "portable",
+            KernelLevel::Avx2 => "avx2+fma",
+            KernelLevel::Avx512 => "avx512",
+        }
     }
 
     /// Dot product of two slices of equal length (extra elements of the
@@ -44,11 +91,15 @@ impl Kernel {
         let (a, b) = (&a[..n], &b[..n]);
         #[cfg(target_arch = "x86_64")]
         {
-            if self.avx2 {
-                // SAFETY: `avx2` is true only when `Kernel::detect` saw the CPU
-                // report both AVX2 and FMA, the features `dot_avx2` enables;
+            match self.level {
+                // SAFETY: a `Kernel` holds `Avx512` only when `cpu_has` saw
+                // the CPU report AVX-512F, the feature `dot_avx512` enables;
                 // `a` and `b` have the same length.
-                return unsafe { dot_avx2(a, b) };
+                KernelLevel::Avx512 => return unsafe { dot_avx512(a, b) },
+                // SAFETY: `Avx2` only when the CPU reported AVX2 and FMA, the
+                // features `dot_avx2` enables; equal lengths as above.
+                KernelLevel::Avx2 => return unsafe { dot_avx2(a, b) },
+                KernelLevel::Portable => {}
             }
         }
         dot_portable(a, b)
@@ -60,12 +111,21 @@ impl Kernel {
         if dims == 0 || query.len() != dims {
             return;
         }
+        out.reserve(matrix.len() / dims);
         #[cfg(target_arch = "x86_64")]
         {
-            if self.avx2 {
-                // SAFETY: as in `dot`: the features were detected at run time.
-                unsafe { scores_avx2(query, matrix, dims, out) };
-                return;
+            match self.level {
+                KernelLevel::Avx512 => {
+                    // SAFETY: as in `dot`: AVX-512F was detected at run time.
+                    unsafe { scores_avx512(query, matrix, dims, out) };
+                    return;
+                }
+                KernelLevel::Avx2 => {
+                    // SAFETY: as in `dot`: AVX2 and FMA were detected at run time.
+                    unsafe { scores_avx2(query, matrix, dims, out) };
+                    return;
+                }
+                KernelLevel::Portable => {}
             }
         }
         out.extend(
@@ -188,10 +248,88 @@ unsafe fn dot_avx2(a: &[f32], b: &[f32]) -> f32 {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn scores_avx2(query: &[f32], matrix: &[f32], dims: usize, out: &mut Vec<f32>) {
-    out.reserve(matrix.len() / dims);
     for row in matrix.chunks_exact(dims) {
         // SAFETY: same features; `row.len() == dims == query.len()`.
         out.push(unsafe { dot_avx2(query, row) });
+    }
+}
+
+/// AVX-512F dot product: four 16-lane accumulators (64 floats per step),
+/// then a masked load for the last `n % 16` elements (no scalar tail).
+///
+/// # Safety
+/// The CPU must support AVX-512F, and `a.len() == b.len()`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn dot_avx512(a: &[f32], b: &[f32]) -> f32 {
+    use std::arch::x86_64::*;
+    let n = a.len();
+    let pa = a.as_ptr();
+    let pb = b.as_ptr();
+    let mut acc0 = _mm512_setzero_ps();
+    let mut acc1 = _mm512_setzero_ps();
+    let mut acc2 = _mm512_setzero_ps();
+    let mut acc3 = _mm512_setzero_ps();
+    let mut i = 0;
+    // SAFETY (all loads below): every full load reads offsets i..i+16 with
+    // i + 16 <= n, inside both slices (of length n); unaligned loads have no
+    // alignment requirement.
+    while i + 64 <= n {
+        unsafe {
+            acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(pa.add(i)), _mm512_loadu_ps(pb.add(i)), acc0);
+            acc1 = _mm512_fmadd_ps(
+                _mm512_loadu_ps(pa.add(i + 16)),
+                _mm512_loadu_ps(pb.add(i + 16)),
+                acc1,
+            );
+            acc2 = _mm512_fmadd_ps(
+                _mm512_loadu_ps(pa.add(i + 32)),
+                _mm512_loadu_ps(pb.add(i + 32)),
+                acc2,
+            );
+            acc3 = _mm512_fmadd_ps(
+                _mm512_loadu_ps(pa.add(i + 48)),
+                _mm512_loadu_ps(pb.add(i + 48)),
+                acc3,
+            );
+        }
+        i += 64;
+    }
+    while i + 16 <= n {
+        unsafe {
+            acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(pa.add(i)), _mm512_loadu_ps(pb.add(i)), acc0);
+        }
+        i += 16;
+    }
+    let rest = n - i;
+    if rest > 0 {
+        // The low `rest` (< 16) lanes: masked-off lanes are neither read nor
+        // able to fault, so only offsets i..n (inside both slices) are touched.
+        let mask: __mmask16 = (1u16 << rest) - 1;
+        // SAFETY: see the comment above; `pa.add(i)` is at most one past the
+        // end of the slice, a valid pointer to form.
+        unsafe {
+            acc1 = _mm512_fmadd_ps(
+                _mm512_maskz_loadu_ps(mask, pa.add(i)),
+                _mm512_maskz_loadu_ps(mask, pb.add(i)),
+                acc1,
+            );
+        }
+    }
+    let sum = _mm512_add_ps(_mm512_add_ps(acc0, acc1), _mm512_add_ps(acc2, acc3));
+    _mm512_reduce_add_ps(sum)
+}
+
+/// AVX-512F scoring of every row of a matrix (the exact-scan inner loop).
+///
+/// # Safety
+/// The CPU must support AVX-512F; `query.len() == dims`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn scores_avx512(query: &[f32], matrix: &[f32], dims: usize, out: &mut Vec<f32>) {
+    for row in matrix.chunks_exact(dims) {
+        // SAFETY: same feature; `row.len() == dims == query.len()`.
+        out.push(unsafe { dot_avx512(query, row) });
     }
 }
 
@@ -206,6 +344,44 @@ mod tests {
         ((*seed >> 40) as f32 / (1u64 << 24) as f32) - 0.5
     }
 
+    /// Every kernel this CPU can run (the vector ones are skipped, with a
+    /// notice, on CPUs without them).
+    fn every_kernel() -> Vec<Kernel> {
+        let all = [KernelLevel::Portable, KernelLevel::Avx2, KernelLevel::Avx512];
+        let ks: Vec<Kernel> = all.iter().filter_map(|&l| Kernel::with_level(l)).collect();
+        if ks.len() < all.len() {
+            eprintln!("note: this CPU runs only {:?}", ks.iter().map(|k| k.name()).collect::<Vec<_>>());
+        }
+        ks
+    }
+
+    #[test]
+    fn detect_picks_the_widest_supported_level() {
+        let widest = every_kernel().iter().map(|k| k.level()).max();
+        assert_eq!(Some(Kernel::detect().level()), widest);
+        assert_eq!(Kernel::portable().level(), KernelLevel::Portable);
+        assert!(!Kernel::portable().is_avx2());
+    }
+
+    #[test]
+    fn kernels_read_only_their_slices() {
+        // Slices cut from the middle of a buffer of huge values: any read
+        // past either end would swamp the sum.
+        let buf = vec![1.0e30f32; 256];
+        let mut a = buf.clone();
+        let mut b = buf.clone();
+        for n in 0..100 {
+            for i in 0..n {
+                a[64 + i] = 1.0;
+                b[64 + i] = 0.5;
+            }
+            for k in every_kernel() {
+                let got = k.dot(&a[64..64 + n], &b[64..64 + n]);
+                assert_eq!(got, n as f32 * 0.5, "n={n} {}", k.name());
+            }
+        }
+    }
+
     fn naive(a: &[f32], b: &[f32]) -> f64 {
         a.iter().zip(b).map(|(x, y)| *x as f64 * *y as f64).sum()
     }
@@ -213,18 +389,21 @@ mod tests {
     #[test]
     fn kernels_agree_with_a_naive_sum_for_every_length() {
         let mut seed = 7;
-        let detected = Kernel::detect();
         for n in 0..200 {
             let a: Vec<f32> = (0..n).map(|_| lcg(&mut seed)).collect();
             let b: Vec<f32> = (0..n).map(|_| lcg(&mut seed)).collect();
             let want = naive(&a, &b);
-            for k in [Kernel::portable(), detected] {
+            for k in every_kernel() {
                 let got = k.dot(&a, &b) as f64;
                 assert!(
                     (got - want).abs() < 1e-4,
-                    "n={n} avx2={} {got} vs {want}",
-                    k.is_avx2()
+                    "n={n} {} {got} vs {want}",
+                    k.name()
                 );
+                // Against the scalar kernel too (the reference the vector
+                // kernels must reproduce up to summation order).
+                let scalar = dot_portable(&a, &b) as f64;
+                assert!((got - scalar).abs() < 1e-4, "n={n} {}", k.name());
             }
         }
     }
@@ -235,7 +414,7 @@ mod tests {
         let dims = 37;
         let m: Vec<f32> = (0..dims * 9).map(|_| lcg(&mut seed)).collect();
         let q: Vec<f32> = (0..dims).map(|_| lcg(&mut seed)).collect();
-        for k in [Kernel::portable(), Kernel::detect()] {
+        for k in every_kernel() {
             let mut out = Vec::new();
             k.scores(&q, &m, dims, &mut out);
             assert_eq!(out.len(), 9);
