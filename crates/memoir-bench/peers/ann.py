@@ -65,6 +65,17 @@ def timed_single(search, queries, k):
     return out, p(0.5), p(0.99), len(queries) / total
 
 
+def rss_mb():
+    """Resident memory of this process (VmRSS), MB; 0 where /proc is missing."""
+    try:
+        for line in open("/proc/self/status"):
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
 def call_overhead(hnswlib, dims, queries, k):
     """Microseconds of one single-query call on a k-row index (nearly no search work)."""
     tiny = hnswlib.Index(space="ip", dim=dims)
@@ -127,12 +138,14 @@ def main():
         if "hnswlib" in engines:
             import hnswlib
 
+            before = rss_mb()
             idx = hnswlib.Index(space="ip", dim=dims)
             idx.init_index(max_elements=n, ef_construction=args.efc, M=args.m, random_seed=100)
             idx.set_num_threads(1)
             t = time.perf_counter()
             idx.add_items(base, np.arange(n))
             build = time.perf_counter() - t
+            index_mb = rss_mb() - before
             overhead_us = call_overhead(hnswlib, dims, queries, k)
             for ef in efs:
                 if ef < k:
@@ -144,7 +157,7 @@ def main():
                 emit(engine="hnswlib", n=n, m=args.m, efc=args.efc, ef=ef, build_s=round(build, 3),
                      recall=round(recall(found, gt), 4), p50_ms=round(p50, 4), p99_ms=round(p99, 4),
                      qps=round(qps, 1), qps_batch=round(qps_batch, 1),
-                     call_overhead_us=round(overhead_us, 2))
+                     call_overhead_us=round(overhead_us, 2), index_mb=round(index_mb, 1))
         if "faiss-hnsw" in engines:
             import faiss
 

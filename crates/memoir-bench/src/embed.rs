@@ -185,6 +185,26 @@ fn matmul_gflops(budget: Duration, workers: usize) -> f64 {
     best
 }
 
+/// The CPU's measured FMA peak (GFLOP/s) with each vector instruction set
+/// it has, `threads` threads running the register-only loop at once
+/// (`memoir::view::index::simd::fma_peak_gflops`).
+fn fma_peaks(threads: usize) -> Vec<(&'static str, f64)> {
+    use memoir::view::index::simd::{fma_peak_gflops, KernelLevel};
+    let mut out = Vec::new();
+    for (name, level) in [("AVX-512", KernelLevel::Avx512), ("AVX2", KernelLevel::Avx2)] {
+        let total: Option<f64> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..threads.max(1))
+                .map(|_| s.spawn(move || fma_peak_gflops(level, 1_000_000)))
+                .collect();
+            hs.into_iter().map(|h| h.join().ok().flatten()).sum()
+        });
+        if let Some(g) = total {
+            out.push((name, g));
+        }
+    }
+    out
+}
+
 fn bench_minilm_child(quick: bool) {
     let n_threads = std::env::var("RAYON_NUM_THREADS").unwrap_or_else(|_| "default".into());
     let data_parallel = std::env::var("MEMOIR_BENCH_DATA_PARALLEL").as_deref() == Ok("1");
@@ -219,6 +239,15 @@ fn bench_minilm_child(quick: bool) {
     };
     let gflops = matmul_gflops(budget, workers);
     println!("minilm threads={threads}: candle f32 matmul bound {gflops:.1} GFLOP/s");
+    let cores: usize = n_threads.parse().unwrap_or(1);
+    let peaks = fma_peaks(cores);
+    for (name, g) in &peaks {
+        println!(
+            "minilm threads={threads}: {name} FMA peak, {cores} thread(s) at once: {g:.1} GFLOP/s \
+             (candle matmul reaches {:.0}% of it)",
+            100.0 * gflops / g
+        );
+    }
     let mut ms_per_text_32 = 0.0;
     for tokens in [32usize, 128] {
         let batch = 64;
@@ -250,6 +279,12 @@ fn bench_minilm_child(quick: bool) {
             tps * flops / 1e9,
             100.0 * tps / bound
         );
+        for (name, g) in &peaks {
+            println!(
+                "minilm threads={threads} tokens={tokens}: {:.0}% of the {name} FMA peak ({g:.1} GFLOP/s)",
+                100.0 * tps * flops / 1e9 / g
+            );
+        }
         println!("@result {threads} {tokens} {tps:.3}");
     }
 

@@ -10,7 +10,9 @@
 //! - [`embed`]: embedder throughput and the embedding cache;
 //! - [`view`]: the vector index against exact search and the ANN peers,
 //!   grafting and rebuilds;
-//! - [`load`]: `memoir serve` under concurrent clients, file and PostgreSQL.
+//! - [`load`]: `memoir serve` under concurrent clients, file and PostgreSQL;
+//! - [`locomo`]: LoCoMo retrieval recall, with a held-out part;
+//! - [`search`]: the library's cross-session search bench, run through cargo.
 //!
 //! [`quick`] lists the small-size arguments of each, for
 //! `memoir-bench all --quick`.
@@ -19,7 +21,9 @@
 
 pub mod embed;
 pub mod load;
+pub mod locomo;
 pub mod manager;
+pub mod search;
 pub mod transcript;
 pub mod view;
 
@@ -49,6 +53,8 @@ pub const BENCHES: &[Bench] = &[
     ("embed", embed::main),
     ("view", view::main),
     ("load", load::main),
+    ("locomo", locomo::main),
+    ("search", search::main),
 ];
 
 /// The small-size arguments and environment of each benchmark for
@@ -71,7 +77,22 @@ pub fn quick(name: &str) -> (Vec<&'static str>, Vec<(&'static str, &'static str)
         ),
         "embed" => (vec!["--quick"], vec![]),
         "view" => (
-            vec!["--sizes", "1000", "--queries", "50", "--messages", "300"],
+            vec![
+                "--sizes",
+                "1000,10000",
+                "--queries",
+                "200",
+                "--messages",
+                "300",
+                "--peers",
+            ],
+            vec![],
+        ),
+        // Hash and lexical only (MiniLM indexing of the dev split takes
+        // minutes); the file comes from `$MEMOIR_LOCOMO`.
+        "locomo" => (vec!["--embedders", "hash"], vec![]),
+        "search" => (
+            vec!["--sessions", "200", "--messages", "50", "--queries", "50"],
             vec![],
         ),
         "load" => (

@@ -1,13 +1,15 @@
 //! `memoir-bench`: run one of memoir's benchmarks, or all of them.
 //!
 //! ```text
-//! cargo run --release -p memoir-bench -- transcript|manager|embed|view|load [ARGS]
+//! cargo run --release -p memoir-bench -- transcript|manager|embed|view|load|locomo|search [ARGS]
 //! cargo run --release -p memoir-bench -- all [--quick]
 //! ```
 //!
 //! `all` runs each benchmark in its own child process (so one that fails or
 //! needs a missing peer does not stop the others) and ends non-zero when any
-//! failed; `--quick` passes small sizes.
+//! failed; `--quick` passes small sizes. It prints each benchmark's wall
+//! time and the total at the end (the `--quick` run is meant to stay under
+//! ten minutes).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -31,7 +33,10 @@ fn run_all(quick: bool) -> ExitCode {
         }
     };
     let mut failed = Vec::new();
+    let mut times = Vec::new();
+    let started = std::time::Instant::now();
     for (name, _) in memoir_bench::BENCHES {
+        let t = std::time::Instant::now();
         println!(
             "\n# memoir-bench {name}{}\n",
             if quick { " (quick)" } else { "" }
@@ -47,7 +52,14 @@ fn run_all(quick: bool) -> ExitCode {
             Ok(s) => failed.push(format!("{name} ({s})")),
             Err(e) => failed.push(format!("{name} ({e})")),
         }
+        times.push(format!("{name} {:.0} s", t.elapsed().as_secs_f64()));
     }
+    println!(
+        "\n# memoir-bench all{}: {:.0} s in total ({})",
+        if quick { " --quick" } else { "" },
+        started.elapsed().as_secs_f64(),
+        times.join(", ")
+    );
     if failed.is_empty() {
         ExitCode::SUCCESS
     } else {

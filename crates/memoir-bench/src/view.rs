@@ -11,7 +11,10 @@
 //!   build time, recall@10 against the exact answer, per-query p50/p99 and
 //!   single-thread QPS for a sweep of `ef`. The vectors, queries and exact
 //!   answers are written to `DIR` (default `target/bench-view`); `--peers`
-//!   then runs `bench/peers/ann.py` (hnswlib, faiss) on the same files.
+//!   then runs `peers/ann.py` (hnswlib, faiss) on the same files right after
+//!   memoir's sweep at each size, every engine with one call per query, and
+//!   prints a summary: the smallest `ef` reaching recall 0.95 and 0.99 for
+//!   memoir and hnswlib and their QPS ratio, plus build time and memory.
 //! - `graft`: graft latency (embedding excluded) on a 5,000-chunk session:
 //!   vector, hybrid, and a 1,000-token budgeted block.
 //! - `rebuild`: rebuild of a synthetic agent session of `--messages`
@@ -189,6 +192,7 @@ fn ann(args: &Args) {
     println!("engine | n | ef | build s | recall@10 | p50 ms | p99 ms | QPS");
     let meta = serde_json::json!({"dims": DIMS, "k": K, "sizes": args.sizes});
     std::fs::write(args.out.join("meta.json"), meta.to_string()).expect("write meta");
+    let mut summaries = Vec::new();
     for &n in &args.sizes {
         let rows = &base[..n];
         // Exact.
@@ -221,12 +225,15 @@ fn ann(args: &Args) {
         };
         cfg.hnsw.ef_construction = args.efc;
         let mut graph = VectorIndex::new(DIMS, cfg);
+        let rss_before = rss_mb();
         let t0 = Instant::now();
         for r in rows {
             graph.insert(r);
         }
         let build = t0.elapsed().as_secs_f64();
-        for ef in [10, 16, 24, 32, 48, 64, 96, 128, 192, 256] {
+        let index_mb = rss_mb() - rss_before;
+        let mut points = Vec::new();
+        for ef in EFS {
             graph.set_ef_search(ef);
             let (found, t) = time_queries(&queries, |q| graph.search(q, K, &|_| true));
             let mut hits = 0;
@@ -238,26 +245,118 @@ fn ann(args: &Args) {
                 "memoir hnsw M=16 efc={} | {n} | {ef} | {build:.2} | {recall:.4} | {:.4} | {:.4} | {:.0}",
                 args.efc, t.p50_ms, t.p99_ms, t.qps
             );
+            points.push(Point { ef, recall, qps: t.qps });
+        }
+        println!("memoir build {n}: {build:.2} s, index memory (RSS growth) {index_mb:.0} MB");
+        drop(graph);
+        // The peers right after, on the same files (back to back: the
+        // machine's load changes less between the two).
+        let peer = if args.peers { run_peers(args, n) } else { Vec::new() };
+        summaries.push((n, points, peer));
+    }
+    if !summaries.is_empty() && args.peers {
+        println!("\n## ann summary: smallest ef reaching the recall, QPS from one single-query loop each\n");
+        println!("| n | target recall@10 | memoir ef | memoir recall | memoir QPS | hnswlib ef | hnswlib recall | hnswlib QPS | memoir / hnswlib |");
+        println!("|---|---|---|---|---|---|---|---|---|");
+        for (n, ours, theirs) in &summaries {
+            for target in [0.95, 0.99] {
+                let pick = |v: &[Point]| v.iter().find(|p| p.recall >= target).copied();
+                match (pick(ours), pick(theirs)) {
+                    (Some(a), Some(b)) => println!(
+                        "| {n} | {target} | {} | {:.4} | {:.0} | {} | {:.4} | {:.0} | **{:.2}x** |",
+                        a.ef, a.recall, a.qps, b.ef, b.recall, b.qps, a.qps / b.qps
+                    ),
+                    _ => println!("| {n} | {target} | not reached by both | | | | | | |"),
+                }
+            }
         }
     }
-    if args.peers {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("peers/ann.py");
-        println!(
-            "## peers: python3 {} --dir {} --m 16 --efc {}",
-            script.display(),
-            args.out.display(),
-            args.efc
-        );
-        let status = std::process::Command::new("python3")
-            .arg(&script)
-            .arg("--dir")
-            .arg(&args.out)
-            .args(["--m", "16", "--efc", &args.efc.to_string()])
-            .status();
-        if let Err(e) = status {
+}
+
+const EFS: [usize; 10] = [10, 16, 24, 32, 48, 64, 96, 128, 192, 256];
+
+/// One point of an `ef` sweep.
+#[derive(Clone, Copy)]
+struct Point {
+    ef: usize,
+    recall: f64,
+    qps: f64,
+}
+
+/// Resident memory of this process (VmRSS), MB.
+fn rss_mb() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|kb| kb.parse::<f64>().ok())
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+/// Run `peers/ann.py` on size `n` (hnswlib; faiss when installed): prints
+/// its rows and returns hnswlib's sweep.
+fn run_peers(args: &Args, n: usize) -> Vec<Point> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("peers/ann.py");
+    let efc = args.efc.to_string();
+    let size = n.to_string();
+    println!(
+        "## peers: python3 {} --dir {} --m 16 --efc {efc} --sizes {n}",
+        script.display(),
+        args.out.display(),
+    );
+    let out = std::process::Command::new("python3")
+        .arg(&script)
+        .arg("--dir")
+        .arg(&args.out)
+        .args(["--m", "16", "--efc", &efc, "--sizes", &size])
+        .output();
+    let out = match out {
+        Ok(o) => o,
+        Err(e) => {
             println!("peers not run: {e}");
+            return Vec::new();
+        }
+    };
+    eprint!("{}", String::from_utf8_lossy(&out.stderr));
+    let mut points = Vec::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+            println!("{line}");
+            continue;
+        };
+        let engine = v["engine"].as_str().unwrap_or("?");
+        if engine == "versions" {
+            println!("peer versions: {v}");
+            continue;
+        }
+        let f = |k: &str| v[k].as_f64().unwrap_or(f64::NAN);
+        println!(
+            "{engine} | {n} | {} | {:.2} | {:.4} | {:.4} | {:.4} | {:.0} (batched {:.0}; per-call overhead {:.1} µs; index {:.0} MB)",
+            v["ef"].as_u64().map_or("-".into(), |e| e.to_string()),
+            f("build_s"),
+            f("recall"),
+            f("p50_ms"),
+            f("p99_ms"),
+            f("qps"),
+            f("qps_batch"),
+            f("call_overhead_us"),
+            f("index_mb"),
+        );
+        if engine == "hnswlib" {
+            if let Some(ef) = v["ef"].as_u64() {
+                points.push(Point {
+                    ef: ef as usize,
+                    recall: f("recall"),
+                    qps: f("qps"),
+                });
+            }
         }
     }
+    if !out.status.success() {
+        println!("peers failed: {}", out.status);
+    }
+    points
 }
 
 // ---- graft ----------------------------------------------------------------

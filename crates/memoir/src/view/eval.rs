@@ -276,6 +276,9 @@ pub struct EvalReport {
     pub recall: Vec<(usize, f64)>,
     /// Recall@10 per category (category, questions, recall).
     pub recall10_by_category: Vec<(u32, usize, f64)>,
+    /// Recall at each of [`RECALL_KS`] per category: (category, questions,
+    /// `[(k, recall)]`).
+    pub recall_by_category: Vec<(u32, usize, Vec<(usize, f64)>)>,
     /// Query latency (embedding + search), median, milliseconds.
     pub query_p50_ms: f64,
     /// Query latency (embedding + search), 99th percentile, milliseconds.
@@ -311,7 +314,8 @@ pub fn evaluate(
 ) -> Result<EvalReport, ViewError> {
     let max_k = RECALL_KS[RECALL_KS.len() - 1];
     let mut sums = [0.0f64; RECALL_KS.len()];
-    let mut by_cat: std::collections::BTreeMap<u32, (usize, f64)> = Default::default();
+    let mut by_cat: std::collections::BTreeMap<u32, (usize, [f64; RECALL_KS.len()])> =
+        Default::default();
     let (mut query_lat, mut search_lat) = (Vec::new(), Vec::new());
     let mut questions = 0usize;
     let mut turns = 0usize;
@@ -375,11 +379,10 @@ pub fn evaluate(
                     .count();
                 let r = found as f64 / q.evidence.len() as f64;
                 sums[i] += r;
-                if k == 10 {
-                    let e = by_cat.entry(q.category).or_insert((0, 0.0));
-                    e.0 += 1;
-                    e.1 += r;
-                }
+                by_cat.entry(q.category).or_insert((0, [0.0; RECALL_KS.len()])).1[i] += r;
+            }
+            if let Some(e) = by_cat.get_mut(&q.category) {
+                e.0 += 1;
             }
             questions += 1;
         }
@@ -395,8 +398,22 @@ pub fn evaluate(
             .map(|(&k, s)| (k, s / n))
             .collect(),
         recall10_by_category: by_cat
-            .into_iter()
-            .map(|(c, (q, s))| (c, q, s / q.max(1) as f64))
+            .iter()
+            .map(|(&c, &(q, s))| {
+                let at10 = RECALL_KS.iter().position(|&k| k == 10).map_or(0.0, |i| s[i]);
+                (c, q, at10 / q.max(1) as f64)
+            })
+            .collect(),
+        recall_by_category: by_cat
+            .iter()
+            .map(|(&c, &(q, s))| {
+                let per_k = RECALL_KS
+                    .iter()
+                    .zip(s)
+                    .map(|(&k, v)| (k, v / q.max(1) as f64))
+                    .collect();
+                (c, q, per_k)
+            })
             .collect(),
         query_p50_ms: quantile(&query_lat, 0.5),
         query_p99_ms: quantile(&query_lat, 0.99),
@@ -470,5 +487,41 @@ mod tests {
         );
         assert_eq!(ctx[2].embed_input, "A: later");
         assert_eq!(ctx[1].text, "B: look [image: a red kite]");
+    }
+
+    #[test]
+    fn per_category_recall_adds_up_to_the_overall_figures() {
+        let convs = parse_locomo(include_str!("../../../../testdata/locomo-synthetic.json")).unwrap();
+        let embedder = crate::embed::HashEmbedder::new(64);
+        for mode in [RetrievalMode::Lexical, RetrievalMode::Hybrid] {
+            let opts = EvalOptions {
+                mode,
+                ..EvalOptions::default()
+            };
+            let r = evaluate(&convs, &embedder, &opts).unwrap();
+            assert!(r.questions > 0);
+            assert!(r.recall_by_category.len() > 1, "several categories");
+            let counted: usize = r.recall_by_category.iter().map(|c| c.1).sum();
+            assert_eq!(counted, r.questions);
+            for (i, &(k, overall)) in r.recall.iter().enumerate() {
+                let weighted: f64 = r
+                    .recall_by_category
+                    .iter()
+                    .map(|(_, n, per_k)| {
+                        assert_eq!(per_k[i].0, k);
+                        per_k[i].1 * *n as f64
+                    })
+                    .sum::<f64>()
+                    / r.questions as f64;
+                assert!((weighted - overall).abs() < 1e-9, "k={k}: {weighted} vs {overall}");
+            }
+            for ((c, n, per_k), (c10, n10, r10)) in
+                r.recall_by_category.iter().zip(&r.recall10_by_category)
+            {
+                assert_eq!((c, n), (c10, n10));
+                assert_eq!(per_k.iter().find(|p| p.0 == 10).map(|p| p.1), Some(*r10));
+                assert!(per_k.windows(2).all(|w| w[0].1 <= w[1].1), "recall grows with k");
+            }
+        }
     }
 }

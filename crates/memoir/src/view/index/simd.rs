@@ -136,6 +136,90 @@ impl Kernel {
     }
 }
 
+/// Measured peak f32 multiply-add rate of one thread with `level`'s
+/// instructions, in GFLOP/s (2 FLOPs per lane per FMA): `rounds` × 1,024
+/// dependent-free FMAs over 16 registers, no memory traffic. The FLOP bound
+/// the embedding benchmark compares MiniLM with. `None` when the CPU lacks
+/// the level; the portable level measures plain (auto-vectorised) code.
+pub fn fma_peak_gflops(level: KernelLevel, rounds: u32) -> Option<f64> {
+    let kernel = Kernel::with_level(level)?;
+    let start = std::time::Instant::now();
+    let (sum, flops) = match kernel.level {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `with_level` returned a kernel only because the CPU has
+        // AVX-512F, the feature `fma_loop_avx512` enables.
+        KernelLevel::Avx512 => (unsafe { fma_loop_avx512(rounds) }, 16.0),
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above, for AVX2 + FMA and `fma_loop_avx2`.
+        KernelLevel::Avx2 => (unsafe { fma_loop_avx2(rounds) }, 8.0),
+        _ => (fma_loop_portable(rounds), 1.0),
+    };
+    let secs = start.elapsed().as_secs_f64();
+    std::hint::black_box(sum);
+    // 16 accumulators × 64 steps per 1,024-FMA block, `flops` lanes, 2 FLOPs.
+    let total = rounds as f64 * 1024.0 * flops * 2.0;
+    Some(total / secs.max(1e-9) / 1e9)
+}
+
+fn fma_loop_portable(rounds: u32) -> f32 {
+    let mut acc = [1.0f32; 16];
+    let (x, y) = (std::hint::black_box(0.999_999f32), std::hint::black_box(1e-7f32));
+    for _ in 0..rounds {
+        for _ in 0..64 {
+            for a in acc.iter_mut() {
+                *a = a.mul_add(x, y);
+            }
+        }
+    }
+    acc.iter().sum()
+}
+
+/// # Safety
+/// The CPU must support AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn fma_loop_avx2(rounds: u32) -> f32 {
+    use std::arch::x86_64::*;
+    let x = _mm256_set1_ps(std::hint::black_box(0.999_999));
+    let y = _mm256_set1_ps(std::hint::black_box(1e-7));
+    let mut acc = [_mm256_set1_ps(1.0); 16];
+    for _ in 0..rounds {
+        for _ in 0..64 {
+            for a in acc.iter_mut() {
+                *a = _mm256_fmadd_ps(*a, x, y);
+            }
+        }
+    }
+    let mut s = _mm256_setzero_ps();
+    for a in acc {
+        s = _mm256_add_ps(s, a);
+    }
+    _mm256_cvtss_f32(s)
+}
+
+/// # Safety
+/// The CPU must support AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn fma_loop_avx512(rounds: u32) -> f32 {
+    use std::arch::x86_64::*;
+    let x = _mm512_set1_ps(std::hint::black_box(0.999_999));
+    let y = _mm512_set1_ps(std::hint::black_box(1e-7));
+    let mut acc = [_mm512_set1_ps(1.0); 16];
+    for _ in 0..rounds {
+        for _ in 0..64 {
+            for a in acc.iter_mut() {
+                *a = _mm512_fmadd_ps(*a, x, y);
+            }
+        }
+    }
+    let mut s = _mm512_setzero_ps();
+    for a in acc {
+        s = _mm512_add_ps(s, a);
+    }
+    _mm512_reduce_add_ps(s)
+}
+
 /// Hint the CPU to start loading the cache lines at `ptr` (the first
 /// `lines` × 64 bytes). Never faults, whatever the address.
 #[inline(always)]
@@ -425,6 +509,17 @@ mod tests {
         let mut out = vec![1.0];
         Kernel::detect().scores(&q[..3], &m, dims, &mut out);
         assert!(out.is_empty(), "a wrong-width query scores nothing");
+    }
+
+    #[test]
+    fn fma_peak_is_measured_for_every_supported_level() {
+        for k in every_kernel() {
+            let g = fma_peak_gflops(k.level(), 200).unwrap();
+            assert!(g.is_finite() && g > 0.0, "{}: {g}", k.name());
+        }
+        if Kernel::with_level(KernelLevel::Avx512).is_none() {
+            assert_eq!(fma_peak_gflops(KernelLevel::Avx512, 1), None);
+        }
     }
 
     #[test]
