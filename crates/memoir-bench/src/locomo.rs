@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! cargo run --release -p memoir-bench -- locomo [--file PATH] [--embedders hash,minilm]
-//!     [--modes hybrid,vector,lexical] [--holdout N]
+//!     [--modes hybrid,vector,lexical] [--holdout N] [--vector-weight W] [--vector-neighbors N]
 //! ```
 //!
 //! LoCoMo is non-commercial and never copied into the repository: the file
@@ -18,7 +18,9 @@
 use std::path::{Path, PathBuf};
 
 use memoir::embed::{EmbeddingProvider, HashEmbedder, MiniLm, MiniLmOptions};
-use memoir::view::eval::{evaluate, load_locomo, Conversation, EvalOptions, EvalReport};
+use memoir::view::eval::{
+    evaluate, load_locomo, CategoryRecall, Conversation, EvalOptions, EvalReport,
+};
 use memoir::view::{RetrievalMode, ViewConfig};
 
 struct Args {
@@ -26,6 +28,8 @@ struct Args {
     embedders: Vec<String>,
     modes: Vec<RetrievalMode>,
     holdout: Option<usize>,
+    vector_weight: Option<f32>,
+    vector_neighbors: Option<usize>,
 }
 
 fn parse_args() -> Args {
@@ -35,6 +39,8 @@ fn parse_args() -> Args {
         embedders: vec!["hash".into(), "minilm".into()],
         modes: vec![RetrievalMode::Hybrid, RetrievalMode::Vector, RetrievalMode::Lexical],
         holdout: None,
+        vector_weight: None,
+        vector_neighbors: None,
     };
     let mut it = crate::args().skip(1);
     while let Some(arg) = it.next() {
@@ -46,6 +52,8 @@ fn parse_args() -> Args {
                 a.modes = val().split(',').filter_map(|m| m.parse().ok()).collect();
             }
             "--holdout" => a.holdout = val().parse().ok(),
+            "--vector-weight" => a.vector_weight = val().parse().ok(),
+            "--vector-neighbors" => a.vector_neighbors = val().parse().ok(),
             _ => {}
         }
     }
@@ -65,7 +73,7 @@ fn embedder(name: &str) -> Result<Box<dyn EmbeddingProvider>, String> {
 fn row(label: &str, r: &EvalReport) {
     let at = |k: usize| r.recall.iter().find(|x| x.0 == k).map_or(0.0, |x| x.1);
     println!(
-        "{label} | {} | {:.3} | {:.3} | **{:.3}** | {:.3} | {:.2} | {:.2}",
+        "| {label} | {} | {:.3} | {:.3} | **{:.3}** | {:.3} | {:.2} | {:.2} |",
         r.questions,
         at(1),
         at(5),
@@ -86,7 +94,7 @@ fn categories(label: &str, r: &EvalReport) {
             _ => "other",
         };
         let cells: Vec<String> = per_k.iter().map(|(_, v)| format!("{v:.3}")).collect();
-        println!("{label} | {cat} {name} | {n} | {}", cells.join(" | "));
+        println!("| {label} | {cat} {name} | {n} | {} |", cells.join(" | "));
     }
 }
 
@@ -112,7 +120,7 @@ fn combine(parts: &[EvalReport]) -> Option<EvalReport> {
     cats.sort_unstable();
     cats.dedup();
     let cat_of = |r: &EvalReport, c: u32| r.recall_by_category.iter().find(|x| x.0 == c).cloned();
-    let recall_by_category: Vec<(u32, usize, Vec<(usize, f64)>)> = cats
+    let recall_by_category: Vec<CategoryRecall> = cats
         .iter()
         .map(|&c| {
             let n = |r: &EvalReport| cat_of(r, c).map_or(0, |x| x.1);
@@ -169,7 +177,7 @@ pub fn main() {
         "reference (shared/data/README.md, rank-bm25, all 5 dev conversations): R@1 0.248, R@5 0.446, \
          R@10 0.526, R@20 0.603; target R@10 >= 0.80 held out"
     );
-    println!("embedder / mode / part | questions | R@1 | R@5 | R@10 | R@20 | query p50 ms | search p50 ms");
+    println!("| embedder / mode / part | questions | R@1 | R@5 | R@10 | R@20 | query p50 ms | search p50 ms |");
     println!("|---|---|---|---|---|---|---|---|");
     let mut by_cat = Vec::new();
     for name in &args.embedders {
@@ -184,7 +192,7 @@ pub fn main() {
             if mode == RetrievalMode::Lexical && name != &args.embedders[0] {
                 continue; // the lexical side does not depend on the embedder
             }
-            let opts = EvalOptions {
+            let mut opts = EvalOptions {
                 mode,
                 view: ViewConfig {
                     mode,
@@ -192,6 +200,12 @@ pub fn main() {
                 },
                 ..EvalOptions::default()
             };
+            if let Some(w) = args.vector_weight {
+                opts.view.hybrid.vector_weight = w;
+            }
+            if let Some(n) = args.vector_neighbors {
+                opts.style.vector_neighbors = n;
+            }
             let label = if mode == RetrievalMode::Lexical {
                 "bm25 (memoir lexical)".to_string()
             } else {
@@ -221,7 +235,7 @@ pub fn main() {
         }
     }
     println!("\nby category (all conversations):\n");
-    println!("embedder / mode | category | questions | R@1 | R@5 | R@10 | R@20");
+    println!("| embedder / mode | category | questions | R@1 | R@5 | R@10 | R@20 |");
     println!("|---|---|---|---|---|---|---|");
     for (label, r) in &by_cat {
         categories(label, r);

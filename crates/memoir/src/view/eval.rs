@@ -263,6 +263,10 @@ impl Default for EvalOptions {
 /// The cut-offs recall is reported at.
 pub const RECALL_KS: [usize; 4] = [1, 5, 10, 20];
 
+/// Recall of one question category: (category, questions, `[(k, recall)]`
+/// for each of [`RECALL_KS`]).
+pub type CategoryRecall = (u32, usize, Vec<(usize, f64)>);
+
 /// Results of an evaluation.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct EvalReport {
@@ -278,7 +282,7 @@ pub struct EvalReport {
     pub recall10_by_category: Vec<(u32, usize, f64)>,
     /// Recall at each of [`RECALL_KS`] per category: (category, questions,
     /// `[(k, recall)]`).
-    pub recall_by_category: Vec<(u32, usize, Vec<(usize, f64)>)>,
+    pub recall_by_category: Vec<CategoryRecall>,
     /// Query latency (embedding + search), median, milliseconds.
     pub query_p50_ms: f64,
     /// Query latency (embedding + search), 99th percentile, milliseconds.
