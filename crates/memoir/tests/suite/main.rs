@@ -34,6 +34,8 @@ mod full_disk;
 mod golden;
 #[cfg(feature = "view")]
 mod golden_payloads;
+#[cfg(feature = "postgres")]
+mod golden_postgres;
 #[cfg(all(feature = "import-opencode", feature = "import-watch"))]
 mod import;
 mod manager;
