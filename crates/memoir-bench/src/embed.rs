@@ -191,7 +191,10 @@ fn matmul_gflops(budget: Duration, workers: usize) -> f64 {
 fn fma_peaks(threads: usize) -> Vec<(&'static str, f64)> {
     use memoir::view::index::simd::{fma_peak_gflops, KernelLevel};
     let mut out = Vec::new();
-    for (name, level) in [("AVX-512", KernelLevel::Avx512), ("AVX2", KernelLevel::Avx2)] {
+    for (name, level) in [
+        ("AVX-512", KernelLevel::Avx512),
+        ("AVX2", KernelLevel::Avx2),
+    ] {
         let total: Option<f64> = std::thread::scope(|s| {
             let hs: Vec<_> = (0..threads.max(1))
                 .map(|_| s.spawn(move || fma_peak_gflops(level, 1_000_000)))

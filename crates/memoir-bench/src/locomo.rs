@@ -33,11 +33,16 @@ struct Args {
 }
 
 fn parse_args() -> Args {
-    let synthetic = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/locomo-synthetic.json");
+    let synthetic =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/locomo-synthetic.json");
     let mut a = Args {
         file: std::env::var_os("MEMOIR_LOCOMO").map_or(synthetic, PathBuf::from),
         embedders: vec!["hash".into(), "minilm".into()],
-        modes: vec![RetrievalMode::Hybrid, RetrievalMode::Vector, RetrievalMode::Lexical],
+        modes: vec![
+            RetrievalMode::Hybrid,
+            RetrievalMode::Vector,
+            RetrievalMode::Lexical,
+        ],
         holdout: None,
         vector_weight: None,
         vector_neighbors: None,
@@ -128,9 +133,7 @@ fn combine(parts: &[EvalReport]) -> Option<EvalReport> {
                 .recall
                 .iter()
                 .enumerate()
-                .map(|(i, &(k, _))| {
-                    (k, weighted(&|r| cat_of(r, c).map_or(0.0, |x| x.2[i].1), &n))
-                })
+                .map(|(i, &(k, _))| (k, weighted(&|r| cat_of(r, c).map_or(0.0, |x| x.2[i].1), &n)))
                 .collect();
             (c, parts.iter().map(n).sum(), per_k)
         })
@@ -142,7 +145,13 @@ fn combine(parts: &[EvalReport]) -> Option<EvalReport> {
         recall,
         recall10_by_category: recall_by_category
             .iter()
-            .map(|(c, n, per_k)| (*c, *n, per_k.iter().find(|x| x.0 == 10).map_or(0.0, |x| x.1)))
+            .map(|(c, n, per_k)| {
+                (
+                    *c,
+                    *n,
+                    per_k.iter().find(|x| x.0 == 10).map_or(0.0, |x| x.1),
+                )
+            })
             .collect(),
         recall_by_category,
         index_secs: parts.iter().map(|r| r.index_secs).sum(),
@@ -165,7 +174,12 @@ pub fn main() {
         .unwrap_or(if convs.len() >= 4 { 2 } else { 0 })
         .min(convs.len());
     let (tune, held) = convs.split_at(convs.len() - holdout);
-    let ids = |c: &[Conversation]| c.iter().map(|c| c.sample_id.as_str()).collect::<Vec<_>>().join(",");
+    let ids = |c: &[Conversation]| {
+        c.iter()
+            .map(|c| c.sample_id.as_str())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
     println!(
         "## locomo: {} ({} conversations: tuning part [{}], held-out part [{}])",
         args.file.display(),

@@ -245,13 +245,21 @@ fn ann(args: &Args) {
                 "memoir hnsw M=16 efc={} | {n} | {ef} | {build:.2} | {recall:.4} | {:.4} | {:.4} | {:.0}",
                 args.efc, t.p50_ms, t.p99_ms, t.qps
             );
-            points.push(Point { ef, recall, qps: t.qps });
+            points.push(Point {
+                ef,
+                recall,
+                qps: t.qps,
+            });
         }
         println!("memoir build {n}: {build:.2} s, index memory (RSS growth) {index_mb:.0} MB");
         drop(graph);
         // The peers right after, on the same files (back to back: the
         // machine's load changes less between the two).
-        let peer = if args.peers { run_peers(args, n) } else { Vec::new() };
+        let peer = if args.peers {
+            run_peers(args, n)
+        } else {
+            Vec::new()
+        };
         summaries.push((n, points, peer));
     }
     if !summaries.is_empty() && args.peers {
@@ -262,10 +270,12 @@ fn ann(args: &Args) {
             for target in [0.95, 0.99] {
                 let pick = |v: &[Point]| v.iter().find(|p| p.recall >= target).copied();
                 match (pick(ours), pick(theirs)) {
-                    (Some(a), Some(b)) => println!(
+                    (Some(a), Some(b)) => {
+                        println!(
                         "| {n} | {target} | {} | {:.4} | {:.0} | {} | {:.4} | {:.0} | **{:.2}x** |",
                         a.ef, a.recall, a.qps, b.ef, b.recall, b.qps, a.qps / b.qps
-                    ),
+                    )
+                    }
                     _ => println!("| {n} | {target} | not reached by both | | | | | | |"),
                 }
             }

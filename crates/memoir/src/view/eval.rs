@@ -383,7 +383,10 @@ pub fn evaluate(
                     .count();
                 let r = found as f64 / q.evidence.len() as f64;
                 sums[i] += r;
-                by_cat.entry(q.category).or_insert((0, [0.0; RECALL_KS.len()])).1[i] += r;
+                by_cat
+                    .entry(q.category)
+                    .or_insert((0, [0.0; RECALL_KS.len()]))
+                    .1[i] += r;
             }
             if let Some(e) = by_cat.get_mut(&q.category) {
                 e.0 += 1;
@@ -404,7 +407,10 @@ pub fn evaluate(
         recall10_by_category: by_cat
             .iter()
             .map(|(&c, &(q, s))| {
-                let at10 = RECALL_KS.iter().position(|&k| k == 10).map_or(0.0, |i| s[i]);
+                let at10 = RECALL_KS
+                    .iter()
+                    .position(|&k| k == 10)
+                    .map_or(0.0, |i| s[i]);
                 (c, q, at10 / q.max(1) as f64)
             })
             .collect(),
@@ -495,7 +501,8 @@ mod tests {
 
     #[test]
     fn per_category_recall_adds_up_to_the_overall_figures() {
-        let convs = parse_locomo(include_str!("../../../../testdata/locomo-synthetic.json")).unwrap();
+        let convs =
+            parse_locomo(include_str!("../../../../testdata/locomo-synthetic.json")).unwrap();
         let embedder = crate::embed::HashEmbedder::new(64);
         for mode in [RetrievalMode::Lexical, RetrievalMode::Hybrid] {
             let opts = EvalOptions {
@@ -517,14 +524,20 @@ mod tests {
                     })
                     .sum::<f64>()
                     / r.questions as f64;
-                assert!((weighted - overall).abs() < 1e-9, "k={k}: {weighted} vs {overall}");
+                assert!(
+                    (weighted - overall).abs() < 1e-9,
+                    "k={k}: {weighted} vs {overall}"
+                );
             }
             for ((c, n, per_k), (c10, n10, r10)) in
                 r.recall_by_category.iter().zip(&r.recall10_by_category)
             {
                 assert_eq!((c, n), (c10, n10));
                 assert_eq!(per_k.iter().find(|p| p.0 == 10).map(|p| p.1), Some(*r10));
-                assert!(per_k.windows(2).all(|w| w[0].1 <= w[1].1), "recall grows with k");
+                assert!(
+                    per_k.windows(2).all(|w| w[0].1 <= w[1].1),
+                    "recall grows with k"
+                );
             }
         }
     }

@@ -39,7 +39,10 @@ impl<'a> Rows<'a> {
     #[inline]
     fn prefetch(&self, i: u32) {
         let lines = (self.dims * 4).div_ceil(64);
-        super::simd::prefetch(self.data.as_ptr().wrapping_add(i as usize * self.dims), lines);
+        super::simd::prefetch(
+            self.data.as_ptr().wrapping_add(i as usize * self.dims),
+            lines,
+        );
     }
 
     /// Start loading the first cache lines of row `i` (a row scored soon).

@@ -29,7 +29,8 @@ fn cpu_has(level: KernelLevel) -> bool {
     match level {
         KernelLevel::Portable => true,
         KernelLevel::Avx2 => {
-            std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+            std::arch::is_x86_feature_detected!("avx2")
+                && std::arch::is_x86_feature_detected!("fma")
         }
         KernelLevel::Avx512 => std::arch::is_x86_feature_detected!("avx512f"),
     }
@@ -163,7 +164,10 @@ pub fn fma_peak_gflops(level: KernelLevel, rounds: u32) -> Option<f64> {
 
 fn fma_loop_portable(rounds: u32) -> f32 {
     let mut acc = [1.0f32; 16];
-    let (x, y) = (std::hint::black_box(0.999_999f32), std::hint::black_box(1e-7f32));
+    let (x, y) = (
+        std::hint::black_box(0.999_999f32),
+        std::hint::black_box(1e-7f32),
+    );
     for _ in 0..rounds {
         for _ in 0..64 {
             for a in acc.iter_mut() {
@@ -431,10 +435,17 @@ mod tests {
     /// Every kernel this CPU can run (the vector ones are skipped, with a
     /// notice, on CPUs without them).
     fn every_kernel() -> Vec<Kernel> {
-        let all = [KernelLevel::Portable, KernelLevel::Avx2, KernelLevel::Avx512];
+        let all = [
+            KernelLevel::Portable,
+            KernelLevel::Avx2,
+            KernelLevel::Avx512,
+        ];
         let ks: Vec<Kernel> = all.iter().filter_map(|&l| Kernel::with_level(l)).collect();
         if ks.len() < all.len() {
-            eprintln!("note: this CPU runs only {:?}", ks.iter().map(|k| k.name()).collect::<Vec<_>>());
+            eprintln!(
+                "note: this CPU runs only {:?}",
+                ks.iter().map(|k| k.name()).collect::<Vec<_>>()
+            );
         }
         ks
     }
