@@ -30,6 +30,7 @@ mod full_disk;
 mod golden;
 #[cfg(all(feature = "import-opencode", feature = "import-watch"))]
 mod import;
+mod listing;
 mod manager;
 mod manager_conformance;
 mod manager_env;
@@ -46,6 +47,7 @@ mod postgres_tail;
 mod search;
 #[cfg(feature = "postgres")]
 mod store_conformance;
+mod store_group;
 mod store_integrity;
 mod store_trash;
 mod transcript;
