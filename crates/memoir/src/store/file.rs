@@ -17,6 +17,12 @@
 //! reused when an identical copy exists, so a repair interrupted at any step
 //! can simply run again).
 //!
+//! Concurrent appends to one session through one store share one `write`
+//! and one sync (group commit, `file_group.rs`); every change to a
+//! transcript is first noted in the change journal (`file_changes.rs`) for
+//! listing caches; whole reads verify lines on several threads
+//! (`file_read.rs`).
+//!
 //! Transcripts are opened with `O_NOFOLLOW | O_NONBLOCK` and checked with
 //! `fstat`: symlinks, FIFOs, directories and devices are refused with
 //! [`Error::NotRegularFile`]. Reads never create the store directory.
