@@ -154,10 +154,8 @@ impl Journal {
             .open_started(true)?
             .ok_or_else(|| io::Error::from(ErrorKind::NotFound))?;
         let out = read_header(&file).and_then(|epoch| {
-            Ok(Position {
-                epoch,
-                offset: file.metadata()?.len(),
-            })
+            let offset = file.metadata()?.len();
+            Ok(Position { epoch, offset })
         });
         let _ = file.unlock();
         out
