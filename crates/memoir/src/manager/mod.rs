@@ -37,6 +37,7 @@ pub mod ingest;
 #[cfg(feature = "redact")]
 pub mod redact;
 mod resolve;
+mod revisions;
 pub mod trash;
 
 use std::path::{Path, PathBuf};
@@ -48,6 +49,7 @@ use serde_json::Value;
 pub use error::{ManagerError, Result};
 pub use export::{Export, ExportFormat, ExportOptions};
 pub use index::{IndexEntry, Listing, Status};
+pub use revisions::Revision;
 pub use trash::{PurgeReport, Trashed};
 
 use crate::error::{ErrorKind, IoContext};
@@ -146,6 +148,18 @@ pub struct Forked {
     /// True when the source's rewrites forced the prefix to be written into
     /// the child (a `rewrite` record) instead of referenced alone.
     pub materialized: bool,
+}
+
+/// What a fork's child is called: its id (else a new one), title (else
+/// `Fork: <first user text>`) and header `source` (else none).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ForkTarget {
+    /// The child's id.
+    pub id: Option<String>,
+    /// The child's title.
+    pub title: Option<String>,
+    /// The child's header `source` (an SDK adapter's own id for it).
+    pub source: Option<crate::record::SourceRef>,
 }
 
 /// The session being driven: its handle, how many of
@@ -697,6 +711,34 @@ impl SessionManager {
             });
         }
         let plan = fork::fork_point(self.reader.as_ref(), source_id, &t, effective)?;
+        let target = ForkTarget {
+            id,
+            title,
+            source: None,
+        };
+        let (child, plan) =
+            self.create_fork(source_id, &t, &t.messages[..effective], plan, target)?;
+        Ok(Forked {
+            id: child.meta.id,
+            requested,
+            effective,
+            parent: plan.point,
+            materialized: plan.rewrite.is_some(),
+        })
+    }
+
+    /// Create the child of a fork of `source_id` (read as `t`) whose header
+    /// references `plan.point` and whose state is `prefix` (for its default
+    /// title): the one way every fork is written.
+    fn create_fork(
+        &self,
+        source_id: &str,
+        t: &Transcript,
+        prefix: &[Message],
+        plan: fork::ForkPlan,
+        target: ForkTarget,
+    ) -> Result<(Session, fork::ForkPlan)> {
+        let ForkTarget { id, title, source } = target;
         let mut plan = plan;
         // The parent's creation stamp: a later session that reuses its id is
         // never stitched in its place (see `transcript::read_in`).
@@ -708,7 +750,7 @@ impl SessionManager {
                 .and_then(|raw| raw.header)
                 .map(|h| h.created_at);
         }
-        let title = title.unwrap_or_else(|| match user_title(&t.messages[..effective]) {
+        let title = title.unwrap_or_else(|| match user_title(prefix) {
             Some(text) => format!("Fork: {text}"),
             None => format!("Fork of {source_id}"),
         });
@@ -722,6 +764,7 @@ impl SessionManager {
                 .insert(PROJECT_KEY.into(), Value::String(project.to_string()));
         }
         meta.title = Some(title);
+        meta.source = source;
         meta.parent = Some(plan.point.clone());
         if plan.point.session != source_id {
             // The data comes from an ancestor; keep the lineage the caller asked for.
@@ -737,13 +780,7 @@ impl SessionManager {
         if let Some(index) = &self.index {
             let _ = index.rebuild(self.reader.as_ref(), &child.meta.id);
         }
-        Ok(Forked {
-            id: child.meta.id,
-            requested,
-            effective,
-            parent: plan.point,
-            materialized: plan.rewrite.is_some(),
-        })
+        Ok((child, plan))
     }
 
     // ----- listing, trash ---------------------------------------------------

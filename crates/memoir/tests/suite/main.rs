@@ -37,6 +37,7 @@ mod manager_fork;
 mod manager_lease;
 #[cfg(feature = "redact")]
 mod manager_redact;
+mod manager_revisions;
 #[cfg(feature = "postgres")]
 mod postgres_faults;
 #[cfg(feature = "postgres")]
