@@ -22,12 +22,30 @@ impl SessionManager {
     /// Append `records` to session `id` as one atomic batch (nothing else is
     /// added: no title is derived). A no-op for an empty batch.
     pub fn append_records_to(&self, id: &str, records: &[Record]) -> Result<Option<Appended>> {
+        self.append_records_expecting(id, records, None)
+    }
+
+    /// Like [`SessionManager::append_records_to`], with optimistic
+    /// concurrency: given `expected_next`, the batch is written only if its
+    /// first record gets exactly that seq, else [`crate::Error::Conflict`]
+    /// (another writer won; re-read and retry). Records of kinds this build
+    /// does not know ([`Record::Unknown`], e.g. an adapter's own kinds) are
+    /// stored verbatim and come back from [`SessionManager::read_raw`].
+    pub fn append_records_expecting(
+        &self,
+        id: &str,
+        records: &[Record],
+        expected_next: Option<u64>,
+    ) -> Result<Option<Appended>> {
         crate::id::validate(id)?;
         if records.is_empty() {
             return Ok(None);
         }
         let session = Session::open_in(self.store(), id)?;
-        Ok(Some(session.append_records(records)?))
+        Ok(Some(match expected_next {
+            Some(next) => session.append_expecting(records, next)?,
+            None => session.append_records(records)?,
+        }))
     }
 
     /// Read session `id` (forks stitched) from the manager's store.
