@@ -402,6 +402,41 @@ impl Store {
         Ok(forked.id)
     }
 
+    /// Fork the session *as it was* at record `at_seq` (its current end
+    /// when `None`): later records, rewrites included, are ignored, so this
+    /// reaches a state a pop, clear or compaction replaced (`revisions`).
+    /// By reference (nothing copied); `id`, `title` and `source` (the
+    /// header's `{agent, session, ...}`) name the child. Returns its id.
+    #[pyo3(signature = (session, at_seq=None, id=None, title=None, source=None))]
+    fn fork_state(
+        &self,
+        py: Python<'_>,
+        session: &str,
+        at_seq: Option<u64>,
+        id: Option<String>,
+        title: Option<String>,
+        source: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<String> {
+        let source = source.map(|s| from_py(s, "source")).transpose()?;
+        let target = memoir::manager::ForkTarget { id, title, source };
+        let mut m = self.manager();
+        let forked = py
+            .detach(|| m.fork_session_at_seq(session, at_seq, target))
+            .map_err(from_manager)?;
+        Ok(forked.id)
+    }
+
+    /// The states the session's own rewrites replaced, oldest first: dicts
+    /// `{rewrite_seq, seq, messages, after}` (`fork_state(session, seq)`
+    /// brings one back).
+    fn revisions<'py>(&self, py: Python<'py>, session: &str) -> PyResult<Bound<'py, PyAny>> {
+        let mut m = self.manager();
+        let revisions = py
+            .detach(|| m.revisions(session))
+            .map_err(from_manager)?;
+        to_py(py, &revisions)
+    }
+
     /// Replace the session's current messages with `messages` (a `rewrite`
     /// record: history is kept in the log, forks of earlier states stay
     /// valid). Returns `(first_seq, last_seq)`.
