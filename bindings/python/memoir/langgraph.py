@@ -20,8 +20,9 @@ holds one of:
 The extended operations are memoir operations, so nothing is destroyed
 without a trace: `copy_thread` is a fork by reference (no record copied),
 `prune` and `delete_for_runs` are rewrites (the states they replaced stay in
-the log: `revisions(thread_id)`, `restore_revision`), and `delete_thread`
-moves the session to memoir's trash (`memoir.Store.restore` brings it back).
+the log: `revisions(thread_id)`, `restore_revision`), and so is
+`delete_thread` (a rewrite to nothing: the thread id is free again at once,
+the deleted checkpoints stay restorable; memoir's own delete + purge erase).
 
 `prune(strategy="keep_latest")` keeps the latest checkpoint of each
 namespace with every channel value it references and its pending writes;
@@ -348,10 +349,14 @@ class MemoirSaver(BaseCheckpointSaver[str]):
     # ----- extended operations ----------------------------------------------
 
     def delete_thread(self, thread_id: str) -> None:
-        """Move the thread's session to memoir's trash (restorable; a missing thread is a no-op)."""
-        sid = self.session_of(thread_id)
-        with _adapter.lock_for(self.store, sid):
-            _adapter.delete(self.store, sid)
+        """Remove every checkpoint and write of the thread: a rewrite to nothing.
+
+        The log keeps them (`revisions`, `restore_revision`), and the thread id
+        can be used again at once, on every store. To erase a thread for good,
+        delete its memoir session and purge it (`store.delete(saver.session_of(t))`,
+        `store.purge(...)`).
+        """
+        self._rewrite(thread_id, lambda _thread: set())
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Make `target_thread_id` a fork by reference of `source_thread_id` (every checkpoint and write)."""
@@ -406,7 +411,7 @@ class MemoirSaver(BaseCheckpointSaver[str]):
             thread = self._replay(messages)
             keep = keep_of(thread)
             everything = {(ns, i) for ns, cps in thread.checkpoints.items() for i in cps}
-            if keep == everything:
+            if keep == everything and (keep or not messages):
                 return
             self.store.rewrite(sid, thread.records(keep, self.serde))
 

@@ -7,7 +7,7 @@
   side on `SqliteSaver` and on memoir with the same observable results;
 - what only memoir does: threads survive a reopen, `copy_thread` is a fork by
   reference, `prune`/`delete_for_runs` are rewrites that keep the log, and
-  `delete_thread` moves the thread to the trash (restorable).
+  `delete_thread` is one too (the id is free again at once, the state restorable).
 """
 
 from __future__ import annotations
@@ -228,20 +228,28 @@ def test_prune_and_delete_for_runs_keep_the_log(tmp_path):
     assert sorted(_ids(saver, "recovered")) == sorted(everything)
 
 
-def test_delete_thread_goes_to_the_trash(tmp_path):
-    store = memoir.Store.open(str(tmp_path / "store"))
+@pytest.mark.parametrize("kind", ["directory", "memory"])
+def test_delete_thread_keeps_the_log_and_frees_the_id(tmp_path, kind):
+    store = memoir.Store.open(str(tmp_path / "store")) if kind == "directory" else memoir.Store.memory()
     saver = MemoirSaver(store)
     tid = str(uuid4())
     _put_chain(saver, tid, 2)
+    saver.put_writes(saver.get_tuple(generate_config(tid)).config, [("ch", 1)], "task")
     before = _ids(saver, tid)
-    session = saver.session_of(tid)
     saver.delete_thread(tid)
     assert _ids(saver, tid) == []
     assert saver.get_tuple(generate_config(tid)) is None
+    assert [t.config["configurable"]["thread_id"] for t in saver.list(None)] == []
 
-    store.restore(session)
-    fresh = MemoirSaver(store)
-    assert _ids(fresh, tid) == before
+    # The id is usable again at once (a chat UI resetting its thread)...
+    _put_chain(saver, tid, 1)
+    assert len(_ids(saver, tid)) == 1
+    # ...and the deleted state can still be brought back.
+    (deleted,) = saver.revisions(tid)
+    assert deleted.messages == 3
+    saver.restore_revision(tid, deleted, target_thread_id="undeleted")
+    assert _ids(saver, "undeleted") == before
+    assert saver.get_tuple(generate_config("undeleted")).pending_writes == [("task", "ch", 1)]
 
 
 def test_list_across_threads_and_filters(tmp_path):
