@@ -119,7 +119,7 @@ def _mtime_of(entry: dict[str, Any]) -> int:
     """A listing entry's last activity in epoch ms (the store's write time)."""
     stamp = entry.get("stamp")
     if isinstance(stamp, dict) and isinstance(stamp.get("mtime_ns"), int) and stamp["mtime_ns"] > 0:
-        return stamp["mtime_ns"] // 1_000_000
+        return int(stamp["mtime_ns"]) // 1_000_000
     return _epoch_ms(entry.get("last_activity") or entry["created_at"])
 
 
@@ -268,7 +268,7 @@ class MemoirSessionStore(SessionStore):
                     summary = fold_session_summary(state.summary, key, fresh)
                     records.append({"record": SUMMARY_KIND, "summary": summary})
                 try:
-                    _, last = self.store.append_records(
+                    written = self.store.append_records(
                         sid, records, expected_seq=state.next_seq
                     )
                 except ConflictError:
@@ -279,7 +279,9 @@ class MemoirSessionStore(SessionStore):
                     # Deleted behind our back: start over (recreates it).
                     self._states.pop(sid, None)
                     continue
-                state.next_seq = last + 1
+                if written is None:  # unreachable: `records` is never empty
+                    raise ConflictError(f"session {sid}: the batch was not written")
+                state.next_seq = written[1] + 1
                 state.uuids = seen
                 if summary is not None:
                     state.summary = summary

@@ -116,3 +116,15 @@ async def test_summary_is_written_with_its_batch(store_dir):
     [summary] = await MemoirSessionStore(str(store_dir)).list_session_summaries("proj")
     assert summary["session_id"] == "5f2c-uuid"
     assert summary["data"] == records[1]["summary"]["data"]
+
+
+async def test_a_retry_through_another_writer_is_deduplicated(store_dir):
+    # Two adapters (two processes, say), both with the session cached. A
+    # batch lands through one; its retry arrives through the other, whose
+    # cache has not seen it: the expected-seq check makes it re-read.
+    a, b = MemoirSessionStore(str(store_dir)), MemoirSessionStore(str(store_dir))
+    await a.append(KEY, [entry("first", 0)])
+    await b.append(KEY, [entry("first", 0)])  # b now caches the session too
+    await a.append(KEY, [entry("x", 1)])
+    await b.append(KEY, [entry("x", 1), entry("y", 2)])
+    assert [e["uuid"] for e in await a.load(KEY)] == ["first", "x", "y"]
