@@ -6,6 +6,8 @@
   the original id is kept in the session header's `source.session`.
 - `lock_for`: one lock per (store, session) in this process, so a
   read-modify-write (pop, rewrite, dedup) never interleaves with another.
+- `rewrite_from`: a read-modify-write of a session's messages that is
+  written only if nothing landed in between (`expected_seq`), retried otherwise.
 - `Revision` / `revisions`: the states a session had just before each
   `rewrite` record (pop, clear, compaction, prune): history is never
   destroyed, and each of them can be forked back (`fork_revision`).
@@ -19,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,6 +91,36 @@ def load(store: Store, session: str) -> list[dict[str, Any]] | None:
     except NotFoundError:
         return None
     return messages
+
+
+def rewrite_from(
+    store: Store,
+    session: str,
+    change: Callable[[list[dict[str, Any]]], list[dict[str, Any]] | None],
+    *,
+    attempts: int = 16,
+) -> list[dict[str, Any]] | None:
+    """Rewrite `session` to `change(current messages)` (None: leave it) unless another writer got in between.
+
+    The rewrite is written only if no record landed since the read (`expected_seq`);
+    a lost race re-reads and retries, so a read-modify-write (pop, prune) is safe
+    across processes, not only across this process's threads (`lock_for`).
+    Returns the messages `change` saw (None for a missing session).
+    """
+    for _ in range(attempts):
+        try:
+            messages, report = store.load(session)
+        except NotFoundError:
+            return None
+        new = change(messages)
+        if new is None:
+            return messages
+        try:
+            store.rewrite(session, new, expected_seq=report["last_seq"] + 1)
+            return messages
+        except ConflictError:
+            continue
+    raise ConflictError(f"session {session} kept changing under a rewrite ({attempts} attempts)")
 
 
 def fork_state(store: Store, session: str, at_seq: int | None, target: str, *, title: str, agent: str, sdk_id: str) -> None:

@@ -40,7 +40,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -402,18 +402,20 @@ class MemoirSaver(BaseCheckpointSaver[str]):
 
             self._rewrite(thread_id, keep)
 
-    def _rewrite(self, thread_id: str, keep_of: Any) -> None:
-        sid = self.session_of(thread_id)
-        with _adapter.lock_for(self.store, sid):
-            messages = _adapter.load(self.store, sid)
-            if messages is None:
-                return
+    def _rewrite(self, thread_id: str, keep_of: Callable[[_Thread], set[tuple[str, str]]]) -> None:
+        """Rewrite the thread to the checkpoints `keep_of(thread)` names (no record when nothing changes)."""
+
+        def change(messages: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
             thread = self._replay(messages)
             keep = keep_of(thread)
             everything = {(ns, i) for ns, cps in thread.checkpoints.items() for i in cps}
             if keep == everything and (keep or not messages):
-                return
-            self.store.rewrite(sid, thread.records(keep, self.serde))
+                return None
+            return thread.records(keep, self.serde)
+
+        sid = self.session_of(thread_id)
+        with _adapter.lock_for(self.store, sid):
+            _adapter.rewrite_from(self.store, sid, change)
 
     def revisions(self, thread_id: str) -> list[Revision]:
         """The states of a thread that prunes and run deletions replaced, oldest first.

@@ -170,7 +170,7 @@ class MemoirSession:
     async def clear_session(self, *, wrapper: Any = None) -> None:
         """Empty the session (a rewrite to no items: the log keeps them)."""
         self._check_open()
-        await _settle(asyncio.to_thread(self._replace, self.memoir_session(wrapper), None))
+        await _settle(asyncio.to_thread(self._replace, self.memoir_session(wrapper), self._sdk_key(wrapper), None))
 
     # ----- what memoir adds ---------------------------------------------------
 
@@ -207,7 +207,7 @@ class MemoirSession:
         """The SDK compaction wrapper's hook: replace the whole history in one rewrite."""
         self._check_open()
         normalised = _normalise(list(items))
-        await _settle(asyncio.to_thread(self._replace, self.memoir_session(), normalised))
+        await _settle(asyncio.to_thread(self._replace, self.memoir_session(), self._sdk_key(None), normalised))
         return True
 
     # ----- blocking parts (run in a worker thread) -------------------------
@@ -222,22 +222,16 @@ class MemoirSession:
 
     def _pop(self, sid: str) -> Item | None:
         with _adapter.lock_for(self.store, sid):
-            messages = _adapter.load(self.store, sid)
-            if not messages:
-                return None
-            self.store.rewrite(sid, messages[:-1])
-            return message_to_item(messages[-1])
+            seen = _adapter.rewrite_from(self.store, sid, lambda messages: messages[:-1] if messages else None)
+            return message_to_item(seen[-1]) if seen else None
 
-    def _replace(self, sid: str, items: list[Item] | None) -> None:
+    def _replace(self, sid: str, key: str, items: list[Item] | None) -> None:
+        new = [item_to_message(i) for i in items or []]
         with _adapter.lock_for(self.store, sid):
-            messages = _adapter.load(self.store, sid)
-            new = [item_to_message(i) for i in items or []]
-            if messages is None or new == messages:
-                # Nothing stored yet: the replacement is plain appends.
-                if messages is None and new:
-                    _adapter.append(self.store, sid, new, agent=AGENT, sdk_id=self.session_id, title=self.session_id)
-                return
-            self.store.rewrite(sid, new)
+            seen = _adapter.rewrite_from(self.store, sid, lambda messages: None if messages == new else new)
+            if seen is None and new:
+                # Nothing stored yet: the replacement is a plain append.
+                _adapter.append(self.store, sid, new, agent=AGENT, sdk_id=key, title=self.session_id)
 
 
 class MemoirCompactionSession(MemoirSession):
@@ -275,7 +269,7 @@ class MemoirCompactionSession(MemoirSession):
         compacted = self._compactor(items, args)
         if inspect.isawaitable(compacted):
             compacted = await compacted
-        await _settle(asyncio.to_thread(self._replace, sid, _normalise(list(compacted))))
+        await _settle(asyncio.to_thread(self._replace, sid, self._sdk_key(wrapper), _normalise(list(compacted))))
 
 
 async def _settle(awaitable: Awaitable[Any]) -> Any:

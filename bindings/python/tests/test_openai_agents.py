@@ -805,3 +805,33 @@ async def test_sdk_compaction_session_over_memoir_replaces_atomically(tmp_path):
     assert len(after) == 1 and after[0]["content"][0]["text"] == "compacted"
     # One rewrite (not a clear to zero then an add): the only revision is the 3-item state.
     assert [r.messages for r in await underlying.revisions()] == [3]
+
+
+def _pop_in_another_process(store_dir: str, n: int) -> list[str]:
+    async def pops() -> list[str]:
+        session = MemoirSession("shared-across-processes", memoir.Store.open(store_dir))
+        got = []
+        for _ in range(n):
+            item = await session.pop_item()
+            if item is not None:
+                got.append(item["content"])
+        return got
+
+    return asyncio.run(pops())
+
+
+@pytest.mark.asyncio
+async def test_pops_from_several_processes_hand_out_each_item_once(tmp_path):
+    """pop_item is a read-then-rewrite: across processes only the log's expected-seq check keeps it exact."""
+    import multiprocessing
+
+    store_dir = str(tmp_path / "s")
+    session = MemoirSession("shared-across-processes", memoir.Store.open(store_dir))
+    await session.add_items([{"role": "user", "content": f"m{i}"} for i in range(24)])
+    with multiprocessing.get_context("spawn").Pool(3) as pool:
+        results = pool.starmap(_pop_in_another_process, [(store_dir, 8)] * 3)
+    popped = [c for r in results for c in r]
+    assert sorted(popped) == sorted(f"m{i}" for i in range(24))
+    assert await session.get_items() == []
+    # Every pop is one rewrite, none lost or doubled.
+    assert len(await session.revisions()) == 24
