@@ -111,7 +111,7 @@ async def bench_openai(root: Path, sessions: int, items: int) -> list[Row]:
     memoir_row = await run(
         "memoir MemoirSession",
         lambda sid: MemoirSession(sid, store),
-        lambda: (lambda reopened: (lambda sid: MemoirSession(sid, reopened)))(memoir.Store.open(str(store_dir))),
+        lambda: (lambda sid: MemoirSession(sid, str(store_dir))),  # opens the store, as SQLiteSession connects
         "fsync per add_items batch (default)",
     )
     return [sqlite_row, memoir_row]

@@ -87,12 +87,9 @@ def _text_of(item: Item) -> str:
     if isinstance(content, str):
         return content
     parts: list[str] = []
-    if isinstance(content, list):
-        parts += [str(p.get("text", "")) for p in content if isinstance(p, dict) and "text" in p]
-    for key in ("summary",):
-        value = item.get(key)
+    for value in (content, item.get("summary")):  # message parts; a reasoning item's summary
         if isinstance(value, list):
-            parts += [str(p.get("text", "")) for p in value if isinstance(p, dict) and "text" in p]
+            parts += [str(p["text"]) for p in value if isinstance(p, dict) and "text" in p]
     if item.get("type") == "function_call":
         parts.append(f"{item.get('name', '')}({item.get('arguments', '')})")
     output = item.get("output")
