@@ -431,9 +431,7 @@ impl Store {
     /// brings one back).
     fn revisions<'py>(&self, py: Python<'py>, session: &str) -> PyResult<Bound<'py, PyAny>> {
         let mut m = self.manager();
-        let revisions = py
-            .detach(|| m.revisions(session))
-            .map_err(from_manager)?;
+        let revisions = py.detach(|| m.revisions(session)).map_err(from_manager)?;
         to_py(py, &revisions)
     }
 

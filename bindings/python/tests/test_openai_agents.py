@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
-from agents import Agent, RunConfig, Runner, SessionSettings, SQLiteSession, TResponseInputItem
+from agents import Agent, RunConfig, Runner, SessionSettings, SQLiteSession, TResponseInputItem, set_tracing_disabled
 from agents.memory import OpenAIResponsesCompactionSession
 from agents.memory.session import _session_accepts_wrapper, is_openai_responses_compaction_aware_session
 from agents.run_context import RunContextWrapper
@@ -32,6 +32,7 @@ import memoir
 from memoir.openai_agents import MemoirCompactionSession, MemoirSession
 
 BACKENDS = ["sqlite", "memoir"]
+set_tracing_disabled(True)  # no trace export (and no "OPENAI_API_KEY is not set" noise) in tests
 
 
 def get_text_message(content: str) -> ResponseOutputMessage:
