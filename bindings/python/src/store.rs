@@ -221,6 +221,8 @@ impl Store {
     /// Create a session and return its id: `id` (else a new time-ordered
     /// one), `title`, and `meta`, extra header fields kept verbatim (e.g.
     /// `{"kind": "chat", "source": {...}, "my_app": {...}}`).
+    /// `ConflictError` when the id is taken, by a live session or by one in
+    /// the trash (restore or purge it first).
     #[pyo3(signature = (title=None, meta=None, id=None))]
     fn create(
         &self,
@@ -233,8 +235,16 @@ impl Store {
         let header = new_header(id, title, extra)?;
         let m = self.manager();
         let id = header.id.clone();
-        py.detach(|| m.create_with_header(header))
-            .map_err(from_manager)?;
+        let store = self.store.clone();
+        py.detach(|| {
+            // As the manager's own creations: an id held by a deleted
+            // session is refused until that one is restored or purged.
+            if memoir::manager::trash::contains(store.as_ref(), &header.id)? {
+                return Err(memoir::manager::ManagerError::InTrash(header.id.clone()));
+            }
+            m.create_with_header(header)
+        })
+        .map_err(from_manager)?;
         Ok(id)
     }
 

@@ -67,9 +67,12 @@ def test_session_lifecycle(store):
     store.restore(child)
     assert len(store.load(child)[0]) == 2
     store.delete(child)
+    with pytest.raises(ConflictError):
+        store.create(id=child)  # the trash holds it: restore or purge first
     store.purge(child)
     with pytest.raises(NotFoundError):
         store.restore(child)
+    assert store.create(id=child) == child
 
 
 def test_raw_records_round_trip(store):
