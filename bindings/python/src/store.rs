@@ -576,6 +576,59 @@ impl Store {
         })?;
         to_py(py, &block)
     }
+
+    /// Search every session of a directory store (the persistent SQLite
+    /// FTS5 index under `<dir>/search/`, caught up first unless
+    /// `update=False`): hybrid BM25 + hash-embedder ranking by default
+    /// (`mode` `lexical`, `semantic` or `hybrid`), at most `k` hits, each
+    /// `{session, title, agent, project, time, seq, role, tools, score,
+    /// snippet}`; `session`, `agent` and `project` filter. Other stores:
+    /// `UnsupportedError`.
+    #[pyo3(signature = (query, k=10, mode="hybrid", session=None, agent=None, project=None, update=true))]
+    #[allow(clippy::too_many_arguments)]
+    fn search<'py>(
+        &self,
+        py: Python<'py>,
+        query: String,
+        k: usize,
+        mode: &str,
+        session: Option<String>,
+        agent: Option<String>,
+        project: Option<String>,
+        update: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        use memoir::search::{SearchFilter, SearchIndex, SearchMode, SearchQuery, INDEX_DIR};
+        let mode: SearchMode = mode.parse().map_err(invalid)?;
+        // A directory store's index directory is the store's own directory.
+        let Some(dir) = self.store.index_dir().map(std::path::Path::to_path_buf) else {
+            return Err(exception(
+                memoir::error_class::ErrorClass::Unsupported,
+                "search needs a directory store (its index lives beside the transcripts)".into(),
+            ));
+        };
+        let store = self.store.clone();
+        let q = SearchQuery {
+            text: query,
+            k,
+            mode,
+            filter: SearchFilter {
+                session,
+                agent,
+                project,
+                ..SearchFilter::default()
+            },
+        };
+        let hits = py
+            .detach(|| -> Result<_, memoir::search::SearchError> {
+                let mut ix = SearchIndex::open_store(store, &dir.join(INDEX_DIR))?;
+                if update {
+                    ix.update()?;
+                }
+                ix.search(&q)
+            })
+            .map_err(|e| exception(e.class(), memoir::error::report(&e)))?;
+        to_py(py, &hits)
+    }
 }
 
 /// Width of the hashed-feature vectors recall uses (as `memoir serve`'s search).
