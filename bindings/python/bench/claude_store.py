@@ -182,8 +182,8 @@ async def main() -> None:
         )
     for r in results[1:]:
         print(
-            f"memoir fsync vs {r['name']}: append {base['items_per_s'] / r['items_per_s']:.2f}x the throughput, "
-            f"load p50 {base['load_p50_ms'] / r['load_p50_ms']:.2f}x the latency"
+            f"memoir (fsync) / {r['name']}: append throughput {base['items_per_s'] / r['items_per_s']:.2f}x, "
+            f"load p50 latency {base['load_p50_ms'] / max(r['load_p50_ms'], 1e-6):.2f}x"
         )
 
 

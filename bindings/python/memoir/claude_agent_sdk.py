@@ -309,8 +309,8 @@ class MemoirSessionStore(SessionStore):
     def _entries(self, prefix: str) -> list[dict[str, Any]]:
         return [e for e in self.store.list() if e["id"].startswith(prefix)]
 
-    def _mains(self, project_key: str) -> list[tuple[str, str, int]]:
-        """``(memoir id, session_id, mtime)`` of the project's main sessions."""
+    def _mains(self, project_key: str) -> list[tuple[str, str, int, int]]:
+        """``(memoir id, session_id, mtime, last_seq)`` of the project's main sessions."""
         prefix = _project_prefix(project_key)
         out = []
         for e in self._entries(prefix):
@@ -320,25 +320,29 @@ class MemoirSessionStore(SessionStore):
                 session_id, _ = self._name(e["id"])
             except NotFoundError:
                 continue  # deleted since the listing
-            out.append((e["id"], session_id, _mtime_of(e)))
+            out.append((e["id"], session_id, _mtime_of(e), int(e["last_seq"])))
         return out
 
     def _list_sessions(self, project_key: str) -> list[SessionStoreListEntry]:
         return [
             {"session_id": session_id, "mtime": mtime}
-            for _, session_id, mtime in self._mains(project_key)
+            for _, session_id, mtime, _ in self._mains(project_key)
         ]
 
     def _list_summaries(self, project_key: str) -> list[SessionSummaryEntry]:
         out: list[SessionSummaryEntry] = []
-        for sid, session_id, mtime in self._mains(project_key):
-            try:
-                records, _ = self.store.records(sid, kinds=[SUMMARY_KIND])
-            except NotFoundError:
+        for sid, session_id, mtime, last_seq in self._mains(project_key):
+            with self._lock(sid):
+                # The cached state is current when it ends where the log does.
+                state = self._states.get(sid)
+                if state is None or state.next_seq != last_seq + 1:
+                    state = self._read_state(sid)
+                    if state is None:
+                        continue
+                    self._states[sid] = state
+            if state.summary is None:
                 continue
-            if not records:
-                continue
-            summary = dict(records[-1]["summary"])
+            summary = dict(state.summary)
             summary["session_id"] = session_id
             summary["mtime"] = mtime
             out.append(summary)  # type: ignore[arg-type]

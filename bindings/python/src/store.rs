@@ -221,6 +221,8 @@ impl Store {
     /// Create a session and return its id: `id` (else a new time-ordered
     /// one), `title`, and `meta`, extra header fields kept verbatim (e.g.
     /// `{"kind": "chat", "source": {...}, "my_app": {...}}`).
+    /// `ConflictError` when the id is taken, by a live session or by one in
+    /// the trash (restore or purge it first).
     #[pyo3(signature = (title=None, meta=None, id=None))]
     fn create(
         &self,
@@ -233,8 +235,16 @@ impl Store {
         let header = new_header(id, title, extra)?;
         let m = self.manager();
         let id = header.id.clone();
-        py.detach(|| m.create_with_header(header))
-            .map_err(from_manager)?;
+        let store = self.store.clone();
+        py.detach(|| {
+            // As the manager's own creations: an id held by a deleted
+            // session is refused until that one is restored or purged.
+            if memoir::manager::trash::contains(store.as_ref(), &header.id)? {
+                return Err(memoir::manager::ManagerError::InTrash(header.id.clone()));
+            }
+            m.create_with_header(header)
+        })
+        .map_err(from_manager)?;
         Ok(id)
     }
 
@@ -598,6 +608,59 @@ impl Store {
                 })
         })?;
         to_py(py, &block)
+    }
+
+    /// Search every session of a directory store (the persistent SQLite
+    /// FTS5 index under `<dir>/search/`, caught up first unless
+    /// `update=False`): hybrid BM25 + hash-embedder ranking by default
+    /// (`mode` `lexical`, `semantic` or `hybrid`), at most `k` hits, each
+    /// `{session, title, agent, project, time, seq, role, tools, score,
+    /// snippet}`; `session`, `agent` and `project` filter. Other stores:
+    /// `UnsupportedError`.
+    #[pyo3(signature = (query, k=10, mode="hybrid", session=None, agent=None, project=None, update=true))]
+    #[allow(clippy::too_many_arguments)]
+    fn search<'py>(
+        &self,
+        py: Python<'py>,
+        query: String,
+        k: usize,
+        mode: &str,
+        session: Option<String>,
+        agent: Option<String>,
+        project: Option<String>,
+        update: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        use memoir::search::{SearchFilter, SearchIndex, SearchMode, SearchQuery, INDEX_DIR};
+        let mode: SearchMode = mode.parse().map_err(invalid)?;
+        // A directory store's index directory is the store's own directory.
+        let Some(dir) = self.store.index_dir().map(std::path::Path::to_path_buf) else {
+            return Err(exception(
+                memoir::error_class::ErrorClass::Unsupported,
+                "search needs a directory store (its index lives beside the transcripts)".into(),
+            ));
+        };
+        let store = self.store.clone();
+        let q = SearchQuery {
+            text: query,
+            k,
+            mode,
+            filter: SearchFilter {
+                session,
+                agent,
+                project,
+                ..SearchFilter::default()
+            },
+        };
+        let hits = py
+            .detach(|| -> Result<_, memoir::search::SearchError> {
+                let mut ix = SearchIndex::open_store(store, &dir.join(INDEX_DIR))?;
+                if update {
+                    ix.update()?;
+                }
+                ix.search(&q)
+            })
+            .map_err(|e| exception(e.class(), memoir::error::report(&e)))?;
+        to_py(py, &hits)
     }
 }
 

@@ -102,6 +102,10 @@ async def test_subagents_are_child_sessions_and_delete_goes_to_the_trash(store_d
     await s.delete(KEY)
     await s.append(KEY, [entry("n", 2)])
     assert await s.load(KEY) == [entry("n", 2)]
+    # ...and can be deleted again (the earlier copy left the trash when the key restarted).
+    await s.delete(KEY)
+    assert await s.load(KEY) is None
+    assert {e["id"] for e in store.list(trash=True)} == {session_id_for(KEY), session_id_for(sub)}
 
 
 async def test_summary_is_written_with_its_batch(store_dir):

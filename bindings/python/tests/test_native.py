@@ -67,9 +67,12 @@ def test_session_lifecycle(store):
     store.restore(child)
     assert len(store.load(child)[0]) == 2
     store.delete(child)
+    with pytest.raises(ConflictError):
+        store.create(id=child)  # the trash holds it: restore or purge first
     store.purge(child)
     with pytest.raises(NotFoundError):
         store.restore(child)
+    assert store.create(id=child) == child
 
 
 def test_raw_records_round_trip(store):
@@ -226,3 +229,21 @@ def test_durability_and_location(store_dir):
     with pytest.raises(InvalidInputError):
         Store.open(str(store_dir), durability="sometimes")
     assert Store.memory().location == "memory:"
+
+
+def test_search_across_sessions(store):
+    a = store.create(title="deploy")
+    store.append(a, [text("user", "the migration fails on the orders table"), text("assistant", "add the missing index")])
+    b = store.create(title="other")
+    store.append(b, [text("user", "lunch plans for friday")])
+    hits = store.search("migration orders")
+    assert hits and hits[0]["session"] == a and hits[0]["seq"] == 1
+    assert all(h["session"] != b for h in hits)
+    # Incremental: a new message is found on the next search.
+    store.append(b, [text("user", "the orders migration again")])
+    assert {h["session"] for h in store.search("orders migration", mode="lexical")} == {a, b}
+    assert [h["session"] for h in store.search("orders", session=b)] == [b]
+    with pytest.raises(InvalidInputError):
+        store.search("x", mode="psychic")
+    with pytest.raises(UnsupportedError):
+        Store.memory().search("x")

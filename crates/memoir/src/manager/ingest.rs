@@ -67,3 +67,48 @@ impl SessionManager {
         Ok(plan.rewrite.is_none().then_some(plan.point))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use serde_json::{json, Map};
+
+    use super::*;
+    use crate::manager::ManagerOptions;
+    use crate::store::memory::MemStore;
+
+    #[test]
+    fn expecting_appends_refuse_a_lost_race_and_keep_application_kinds() {
+        let m = SessionManager::with_store(Arc::new(MemStore::new()), ManagerOptions::default());
+        m.create_with_header(SessionMeta::new("s")).unwrap();
+        let mut raw = Map::new();
+        raw.insert("entry".into(), json!({"seq": 9, "uuid": "u1"}));
+        let rec = Record::Unknown {
+            kind: "sdk_entry".into(),
+            raw,
+        };
+        let a = m
+            .append_records_expecting("s", std::slice::from_ref(&rec), Some(1))
+            .unwrap()
+            .unwrap();
+        assert_eq!((a.first_seq, a.last_seq), (1, 1));
+        let lost = m.append_records_expecting("s", std::slice::from_ref(&rec), Some(1));
+        assert!(
+            matches!(
+                lost,
+                Err(crate::manager::ManagerError::Store(
+                    crate::Error::Conflict { .. }
+                ))
+            ),
+            "{lost:?}"
+        );
+        assert!(m
+            .append_records_expecting("s", &[], Some(7))
+            .unwrap()
+            .is_none());
+        let log = m.read_raw("s").unwrap();
+        assert_eq!(log.records.len(), 1);
+        assert_eq!(log.records[0].record, rec);
+    }
+}
