@@ -19,8 +19,10 @@ goes through here.
 from __future__ import annotations
 
 import hashlib
+import random
 import re
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -98,7 +100,7 @@ def rewrite_from(
     session: str,
     change: Callable[[list[dict[str, Any]]], list[dict[str, Any]] | None],
     *,
-    attempts: int = 16,
+    attempts: int = 32,
 ) -> list[dict[str, Any]] | None:
     """Rewrite `session` to `change(current messages)` (None: leave it) unless another writer got in between.
 
@@ -107,7 +109,9 @@ def rewrite_from(
     across processes, not only across this process's threads (`lock_for`).
     Returns the messages `change` saw (None for a missing session).
     """
-    for _ in range(attempts):
+    for attempt in range(attempts):
+        if attempt:
+            time.sleep(random.uniform(0, min(0.05, 0.001 * 2**attempt)))  # jittered backoff after a lost race
         try:
             messages, report = store.load(session)
         except NotFoundError:
