@@ -1,5 +1,6 @@
 """Type stubs of the native module memoir._memoir (see bindings/python/API.md)."""
 
+import builtins
 from typing import Any
 
 __version__: str
@@ -92,5 +93,16 @@ class Store:
         """Bring back from the trash; returns the index entry."""
     def purge(self, session: str) -> None:
         """Erase a trashed session for good."""
+    def search(
+        self,
+        query: str,
+        k: int = 10,
+        mode: str = "hybrid",
+        session: str | None = None,
+        agent: str | None = None,
+        project: str | None = None,
+        update: bool = True,
+    ) -> builtins.list[dict[str, Json]]:
+        """Search every session of a directory store (its index caught up first unless update=False)."""
     def recall(self, session: str, query: str, token_budget: int = 1000) -> dict[str, Json]:
         """A token-budgeted graft block of the turns most relevant to query."""

@@ -203,6 +203,20 @@ mod tests {
         assert_eq!(class_of(wrapped.as_ref()), Some(ErrorClass::NotFound));
     }
 
+    #[cfg(feature = "search")]
+    #[test]
+    fn search_errors_classify_through_their_cause() {
+        use crate::search::SearchError;
+        assert_eq!(
+            SearchError::Invalid("q".into()).class(),
+            ErrorClass::InvalidInput
+        );
+        assert_eq!(
+            SearchError::Store(Error::NotFound("x".into())).class(),
+            ErrorClass::NotFound
+        );
+    }
+
     #[test]
     fn report_names_an_os_error_once() {
         let e = Error::Io {
