@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use memoir::error_class::ErrorClass;
+use memoir::error::ErrorKind;
 use memoir::store::file::FileStore;
 use memoir::store::{Durability, LogStore};
 use memoir::Error;
@@ -31,12 +31,13 @@ pub enum ServeError {
 }
 
 impl ServeError {
-    /// The class of this error (a bad configuration is the caller's input).
-    pub fn class(&self) -> ErrorClass {
+    /// What the caller can do about this error (a bad configuration is
+    /// the caller's input).
+    pub fn kind(&self) -> ErrorKind {
         match self {
-            ServeError::Config(_) => ErrorClass::InvalidInput,
-            ServeError::Store(e) => e.class(),
-            ServeError::Io(_) => ErrorClass::Internal,
+            ServeError::Config(_) => ErrorKind::Invalid,
+            ServeError::Store(e) => e.kind(),
+            ServeError::Io(_) => ErrorKind::Io,
         }
     }
 }
