@@ -875,6 +875,24 @@ impl SessionManager {
         )?)
     }
 
+    /// Delete the payload blobs no session of the store (live or trashed,
+    /// of any project) references and that were stored more than `grace`
+    /// ago (a writer between storing a payload and appending its record
+    /// keeps it); see [`crate::transcript::blobs::collect_garbage`]. A store
+    /// without a blob store: nothing to do.
+    pub fn collect_blob_garbage(&self, grace: Duration) -> Result<crate::blob::GcReport> {
+        let Some(blobs) = self.live.blobs() else {
+            return Ok(crate::blob::GcReport::default());
+        };
+        let scope = self.live.blob_scope();
+        let whole: &dyn LogStore = scope.as_deref().unwrap_or(self.live.as_ref());
+        Ok(crate::transcript::blobs::collect_garbage(
+            &[whole],
+            &blobs.store,
+            grace,
+        )?)
+    }
+
     /// Every live session of the store, whatever its project (what a purge
     /// must keep parents for).
     fn list_native_all(&self) -> Result<Vec<IndexEntry>> {

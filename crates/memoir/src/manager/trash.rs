@@ -8,7 +8,8 @@
 //!   session cannot take a trashed id.
 //! - Restore brings it back (refusing when the id was taken meanwhile) and
 //!   rebuilds the index entry.
-//! - Purge erases trashed sessions for good, except those a surviving
+//! - Purge erases trashed sessions for good (with the payload blobs no other
+//!   session, live or trashed, references), except those a surviving
 //!   session (live, or trashed and not purged) still forks from, directly or
 //!   through other forks: they stay in the trash so every fork keeps its
 //!   prefix, and the report names them with the forks that need them.
@@ -110,6 +111,9 @@ pub struct PurgeReport {
     /// Sessions kept in the trash because surviving forks need their prefix:
     /// each with the surviving sessions that descend from it.
     pub kept: Vec<(String, Vec<String>)>,
+    /// The payload blobs removed with the purged sessions (those no other
+    /// session, live or trashed, references) and the ones kept.
+    pub blobs: crate::blob::GcReport,
 }
 
 /// True when `id` is in the trash (false on a store without one).
@@ -239,6 +243,8 @@ pub fn purge(
         }
     }
     let mut report = PurgeReport::default();
+    let blobs = store.blobs();
+    let mut candidates = HashSet::new();
     for t in &trashed {
         let id = t.entry.id.as_str();
         if !wanted(id) {
@@ -250,8 +256,21 @@ pub fn purge(
             report.kept.push((id.to_string(), children));
             continue;
         }
+        if blobs.is_some() {
+            if let Ok(raw) = store.read_deleted(id) {
+                crate::transcript::blobs::raw_refs(&raw, &mut candidates);
+            }
+        }
         store.purge(id)?;
         report.purged.push(id.to_string());
+    }
+    // The payloads only the purged sessions referenced go with them; a blob
+    // any other session (live or trashed, of any project) references stays.
+    if let Some(blobs) = blobs {
+        let scope = store.blob_scope();
+        let whole: &dyn LogStore = scope.as_deref().unwrap_or(store);
+        report.blobs =
+            crate::transcript::blobs::drop_unreferenced(&[whole], &blobs.store, &candidates)?;
     }
     Ok(report)
 }
