@@ -14,7 +14,7 @@ use memoir::Error;
 use serde::Deserialize;
 
 use crate::namespace::SEPARATOR;
-use crate::DEFAULT_MAX_BODY;
+use crate::{DEFAULT_MAX_BLOB, DEFAULT_MAX_BODY};
 
 /// Errors starting the server (bad configuration, store, socket).
 #[derive(Debug, thiserror::Error)]
@@ -99,6 +99,8 @@ pub struct ServerConfig {
     pub tokens: Vec<TokenGrant>,
     /// Largest accepted request body, in bytes.
     pub max_body: usize,
+    /// Largest accepted payload blob upload (`PUT /v1/blobs/{hash}`), in bytes.
+    pub max_blob: usize,
 }
 
 impl ServerConfig {
@@ -108,6 +110,7 @@ impl ServerConfig {
             store,
             tokens,
             max_body: DEFAULT_MAX_BODY,
+            max_blob: DEFAULT_MAX_BLOB,
         }
     }
 }

@@ -94,10 +94,16 @@ impl From<Error> for ApiError {
         let mut err = ApiError::new(status, code_of(&e, kind), message);
         if let Error::Conflict {
             expected, actual, ..
+        } = &e
+        {
+            err.body.expected = Some(*expected);
+            err.body.actual = Some(*actual);
+        }
+        if let Error::Busy {
+            pid, host, since, ..
         } = e
         {
-            err.body.expected = Some(expected);
-            err.body.actual = Some(actual);
+            err.body.holder = Some(memoir::store::lease::Holder { pid, host, since });
         }
         err
     }

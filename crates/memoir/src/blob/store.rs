@@ -83,6 +83,11 @@ pub trait BlobBackend: Send + Sync + std::fmt::Debug {
     fn list(&self) -> Result<Vec<(String, u64, SystemTime)>, BlobError>;
     /// Where the blob lives, for messages (e.g. `postgres://.../blobs/<hash>`).
     fn locate(&self, hash: &str) -> PathBuf;
+    /// True when this side never collects these blobs: another party does
+    /// (a remote server collects its own after its purges).
+    fn collected_elsewhere(&self) -> bool {
+        false
+    }
 }
 
 /// The error of a reference-count operation on a backend without counts.
@@ -158,6 +163,15 @@ impl ArtifactStore {
     pub fn in_memory() -> Self {
         ArtifactStore {
             backend: Backend::Memory(Mutex::new(HashMap::new())),
+        }
+    }
+
+    /// True when collection after a purge is not this side's job (see
+    /// [`BlobBackend::collected_elsewhere`]).
+    pub fn collected_elsewhere(&self) -> bool {
+        match &self.backend {
+            Backend::Custom(b) => b.collected_elsewhere(),
+            Backend::Memory(_) | Backend::File { .. } => false,
         }
     }
 

@@ -881,7 +881,7 @@ impl SessionManager {
     /// keeps it); see [`crate::transcript::blobs::collect_garbage`]. A store
     /// without a blob store: nothing to do.
     pub fn collect_blob_garbage(&self, grace: Duration) -> Result<crate::blob::GcReport> {
-        let Some(blobs) = self.live.blobs() else {
+        let Some(blobs) = self.live.blobs().filter(|b| !b.store.collected_elsewhere()) else {
             return Ok(crate::blob::GcReport::default());
         };
         let scope = self.live.blob_scope();

@@ -243,8 +243,9 @@ pub fn purge(
         }
     }
     let mut report = PurgeReport::default();
-    let blobs = store.blobs();
+    let blobs = store.blobs().filter(|b| !b.store.collected_elsewhere());
     let mut candidates = HashSet::new();
+    let mut doomed = Vec::new();
     for t in &trashed {
         let id = t.entry.id.as_str();
         if !wanted(id) {
@@ -256,6 +257,24 @@ pub fn purge(
             report.kept.push((id.to_string(), children));
             continue;
         }
+        doomed.push(id);
+    }
+    // Forks before their parents: at no point does a surviving session
+    // (even for a moment, even on a store that checks on its side, as
+    // `memoir serve` does) lack its prefix.
+    let depth = |id: &str| {
+        let (mut n, mut cur, mut seen) = (0usize, id, HashSet::new());
+        while let Some(&parent) = parent_of.get(cur) {
+            if !seen.insert(parent) {
+                break;
+            }
+            n += 1;
+            cur = parent;
+        }
+        n
+    };
+    doomed.sort_by_key(|id| std::cmp::Reverse(depth(id)));
+    for id in doomed {
         if blobs.is_some() {
             if let Ok(raw) = store.read_deleted(id) {
                 crate::transcript::blobs::raw_refs(&raw, &mut candidates);
