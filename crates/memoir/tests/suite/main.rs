@@ -37,6 +37,8 @@ mod manager_fork;
 mod manager_lease;
 #[cfg(feature = "redact")]
 mod manager_redact;
+#[cfg(feature = "search")]
+mod manager_search;
 #[cfg(feature = "postgres")]
 mod postgres_faults;
 #[cfg(feature = "postgres")]
