@@ -210,7 +210,10 @@ mod tests {
             id: "../x".into(),
             reason: "escapes",
         });
-        assert_eq!((e.status().as_u16(), e.body.error.as_str()), (400, "invalid_id"));
+        assert_eq!(
+            (e.status().as_u16(), e.body.error.as_str()),
+            (400, "invalid_id")
+        );
         let e = ApiError::from(Error::Conflict {
             id: "s".into(),
             expected: 3,
@@ -219,6 +222,9 @@ mod tests {
         assert_eq!(e.status().as_u16(), 409);
         assert_eq!((e.body.expected, e.body.actual), (Some(3), Some(5)));
         let e = ApiError::from(ManagerError::InTrash("s".into()));
-        assert_eq!((e.status().as_u16(), e.body.error.as_str()), (409, "conflict"));
+        assert_eq!(
+            (e.status().as_u16(), e.body.error.as_str()),
+            (409, "conflict")
+        );
     }
 }

@@ -194,6 +194,11 @@ mod tests {
             "/v1/sessions/{id}/restore",
             "/v1/sessions/{id}/purge",
             "/v1/usage",
+            "/v1/trash",
+            "/v1/trash/{id}/log",
+            "/v1/sessions/{id}/lease",
+            "/v1/sessions/{id}/lease/{lease}",
+            "/v1/blobs/{hash}",
         ] {
             assert!(doc["paths"][path].is_object(), "{path} missing");
         }

@@ -195,7 +195,11 @@ impl LogStore for ProjectStore {
     fn blob_scope(&self) -> Option<Arc<dyn LogStore>> {
         // Blobs are shared by every project: a purge keeps what any
         // project's session still references.
-        Some(self.inner.blob_scope().unwrap_or_else(|| self.inner.clone()))
+        Some(
+            self.inner
+                .blob_scope()
+                .unwrap_or_else(|| self.inner.clone()),
+        )
     }
 
     fn list(&self) -> Result<(Vec<Listed>, usize)> {

@@ -507,7 +507,11 @@ impl Client {
         let body = body.map(|b| (b, "application/json"));
         let (status, bytes) = self.call_raw(method, path, body)?;
         let text = String::from_utf8(bytes).map_err(|_| {
-            unavailable("http response", &self.url(path), "the body is not UTF-8".into())
+            unavailable(
+                "http response",
+                &self.url(path),
+                "the body is not UTF-8".into(),
+            )
         })?;
         Ok((status, text))
     }
@@ -565,12 +569,11 @@ impl Client {
 
     /// The typed [`Error`] of an error response.
     fn error_of(&self, status: u16, text: &str, path: &str, id: &str) -> Error {
-        let err: wire::ErrorBody =
-            serde_json::from_str(text).unwrap_or_else(|_| wire::ErrorBody {
-                error: String::new(),
-                message: text.to_string(),
-                ..Default::default()
-            });
+        let err: wire::ErrorBody = serde_json::from_str(text).unwrap_or_else(|_| wire::ErrorBody {
+            error: String::new(),
+            message: text.to_string(),
+            ..Default::default()
+        });
         match (status, err.error.as_str()) {
             (404, _) => Error::NotFound(id.to_string()),
             (409, "conflict") => Error::Conflict {

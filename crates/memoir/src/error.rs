@@ -367,7 +367,10 @@ mod tests {
             io(std::io::ErrorKind::ConnectionRefused).kind(),
             ErrorKind::Unavailable
         );
-        assert_eq!(io(std::io::ErrorKind::PermissionDenied).kind(), ErrorKind::Io);
+        assert_eq!(
+            io(std::io::ErrorKind::PermissionDenied).kind(),
+            ErrorKind::Io
+        );
     }
 
     #[test]
@@ -380,13 +383,15 @@ mod tests {
         );
         let wrapped: Box<dyn std::error::Error> = Box::new(e);
         assert_eq!(kind_of(wrapped.as_ref()), Some(ErrorKind::NotFound));
-        let store: Box<dyn std::error::Error> = Box::new(StoreError::Unsupported { operation: "x" });
+        let store: Box<dyn std::error::Error> =
+            Box::new(StoreError::Unsupported { operation: "x" });
         assert_eq!(kind_of(store.as_ref()), Some(ErrorKind::Unsupported));
     }
 
     #[test]
     fn codes_are_distinct() {
-        let codes: std::collections::HashSet<&str> = ErrorKind::ALL.iter().map(|k| k.code()).collect();
+        let codes: std::collections::HashSet<&str> =
+            ErrorKind::ALL.iter().map(|k| k.code()).collect();
         assert_eq!(codes.len(), ErrorKind::ALL.len());
     }
 

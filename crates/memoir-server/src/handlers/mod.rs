@@ -6,8 +6,8 @@ pub(crate) mod blobs; // PUT/GET /v1/blobs/{hash} (issue 10.7)
 pub(crate) mod fork;
 pub(crate) mod lease; // /v1/sessions/{id}/lease (issue 10.1)
 pub(crate) mod read;
-pub(crate) mod trash; // GET /v1/trash, /v1/trash/{id}/log
 pub(crate) mod search;
+pub(crate) mod trash; // GET /v1/trash, /v1/trash/{id}/log
 pub(crate) mod usage; // GET /v1/usage (issue 14)
 pub(crate) mod write;
 

@@ -21,7 +21,9 @@ pub(crate) async fn list_trash(
 ) -> ApiResult<Json<wire::TrashResponse>> {
     let ps = st.project(&auth);
     let resp = blocking(move || {
-        let mut sessions: Vec<wire::TrashedSession> = ps
+        // In the store's order (`LogStore::list_deleted`: most recently
+        // deleted first); the manager sorts its trash listing itself.
+        let sessions = ps
             .list_deleted()?
             .into_iter()
             .map(|d| wire::TrashedSession {
@@ -29,7 +31,6 @@ pub(crate) async fn list_trash(
                 deleted_at: d.deleted_at,
             })
             .collect();
-        sessions.sort_by(|a, b| b.deleted_at.cmp(&a.deleted_at));
         Ok::<_, Error>(wire::TrashResponse { sessions })
     })
     .await?;

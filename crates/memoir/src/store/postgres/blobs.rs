@@ -82,8 +82,8 @@ impl BlobBackend for PgBlobs {
             .iter()
             .map(|r| {
                 let secs: f64 = r.get(2);
-                let stored = SystemTime::UNIX_EPOCH
-                    + std::time::Duration::from_secs_f64(secs.max(0.0));
+                let stored =
+                    SystemTime::UNIX_EPOCH + std::time::Duration::from_secs_f64(secs.max(0.0));
                 (r.get::<_, String>(0), r.get::<_, i64>(1) as u64, stored)
             })
             .collect())

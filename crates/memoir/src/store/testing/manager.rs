@@ -54,10 +54,7 @@ pub const CHECKS: &[(&str, Check)] = &[
         "writes_never_land_in_a_reused_id",
         writes_never_land_in_a_reused_id,
     ),
-    (
-        "large_payloads_live_in_blobs",
-        large_payloads_live_in_blobs,
-    ),
+    ("large_payloads_live_in_blobs", large_payloads_live_in_blobs),
     (
         "purge_drops_only_unreferenced_blobs",
         purge_drops_only_unreferenced_blobs,
@@ -514,7 +511,11 @@ fn stored_bytes(store: &Store, id: &str) -> usize {
         .unwrap()
         .records
         .iter()
-        .map(|r| serde_json::to_string(&r.record.to_object().unwrap()).unwrap().len())
+        .map(|r| {
+            serde_json::to_string(&r.record.to_object().unwrap())
+                .unwrap()
+                .len()
+        })
         .sum()
 }
 
@@ -555,8 +556,11 @@ pub fn large_payloads_live_in_blobs(store: &Store) {
 /// Purge drops the blobs only purged sessions referenced, and keeps every
 /// blob a live or a trashed session still references.
 pub fn purge_drops_only_unreferenced_blobs(store: &Store) {
-    let (only_purged, shared, trashed_only) =
-        (big_output("purged"), big_output("shared"), big_output("trashed"));
+    let (only_purged, shared, trashed_only) = (
+        big_output("purged"),
+        big_output("shared"),
+        big_output("trashed"),
+    );
     let mut m = manager(store);
     let doomed = m.create_session("doomed", None).unwrap();
     m.add_messages(turn_with(&only_purged, "p")).unwrap();
@@ -574,7 +578,10 @@ pub fn purge_drops_only_unreferenced_blobs(store: &Store) {
     assert_eq!(report.purged, std::slice::from_ref(&doomed));
     assert!(!holds(store, &only_purged), "its only session was purged");
     assert!(holds(store, &shared), "a live session references it");
-    assert!(holds(store, &trashed_only), "a trashed session references it");
+    assert!(
+        holds(store, &trashed_only),
+        "a trashed session references it"
+    );
     let t = m.read_session(&live).unwrap();
     assert!(t.report.is_clean(), "{:?}", t.report);
     assert_eq!(t.messages[2].content, turn_with(&shared, "s2")[1].content);
@@ -582,7 +589,10 @@ pub fn purge_drops_only_unreferenced_blobs(store: &Store) {
     m.restore_session(&kept).unwrap();
     let t = m.read_session(&kept).unwrap();
     assert!(t.report.is_clean(), "{:?}", t.report);
-    assert_eq!(t.messages[2].content, turn_with(&trashed_only, "k")[1].content);
+    assert_eq!(
+        t.messages[2].content,
+        turn_with(&trashed_only, "k")[1].content
+    );
 }
 
 /// One scenario's observable results, with ids and times replaced by
