@@ -300,7 +300,10 @@ pub fn kind_of(err: &(dyn std::error::Error + 'static)) -> Option<ErrorKind> {
     None
 }
 
-/// The kind of an OS error: connection failures are [`ErrorKind::Unavailable`].
+/// The kind of an OS error: connection failures are
+/// [`ErrorKind::Unavailable`]; anything else is [`ErrorKind::Io`] (a missing
+/// file is a failure of the machine or of the caller's path, never "no such
+/// session": that is [`Error::NotFound`], which the stores return themselves).
 fn io_kind(kind: std::io::ErrorKind) -> ErrorKind {
     use std::io::ErrorKind as K;
     match kind {
@@ -310,9 +313,6 @@ fn io_kind(kind: std::io::ErrorKind) -> ErrorKind {
         | K::NotConnected
         | K::BrokenPipe
         | K::TimedOut => ErrorKind::Unavailable,
-        K::NotFound => ErrorKind::NotFound,
-        K::AlreadyExists => ErrorKind::Exists,
-        K::InvalidInput => ErrorKind::Invalid,
         _ => ErrorKind::Io,
     }
 }
@@ -371,6 +371,8 @@ mod tests {
             io(std::io::ErrorKind::PermissionDenied).kind(),
             ErrorKind::Io
         );
+        // A missing file is not a missing session (CLI exit 1, not 4).
+        assert_eq!(io(std::io::ErrorKind::NotFound).kind(), ErrorKind::Io);
     }
 
     #[test]
