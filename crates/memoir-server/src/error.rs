@@ -17,18 +17,19 @@ use memoir::Error;
 #[derive(Debug)]
 pub struct ApiError {
     status: StatusCode,
-    body: wire::ErrorBody,
+    /// Boxed: handlers return `Result<_, ApiError>` everywhere.
+    body: Box<wire::ErrorBody>,
 }
 
 impl ApiError {
     pub(crate) fn new(status: StatusCode, code: &str, message: impl Into<String>) -> Self {
         ApiError {
             status,
-            body: wire::ErrorBody {
+            body: Box::new(wire::ErrorBody {
                 error: code.into(),
                 message: message.into(),
                 ..Default::default()
-            },
+            }),
         }
     }
 

@@ -15,7 +15,7 @@
 #[allow(dead_code, unused_macros)]
 mod backends;
 #[cfg(feature = "postgres")]
-#[allow(dead_code)]
+// (`postgres_common` allows its own dead code.)
 mod postgres_common;
 #[allow(dead_code)]
 mod support;

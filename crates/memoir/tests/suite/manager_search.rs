@@ -48,8 +48,8 @@ fn appends_through_the_manager_are_searchable_without_an_index_run() {
     m.add_message(Message::assistant("the walrus schema needs a backfill"))
         .unwrap();
     m.flush().unwrap();
-    assert_eq!(sessions_found(&index, "walrus"), [id.clone()]);
-    assert_eq!(sessions_found(&index, "zebra"), [id.clone()]);
+    assert_eq!(sessions_found(&index, "walrus"), std::slice::from_ref(&id));
+    assert_eq!(sessions_found(&index, "zebra"), std::slice::from_ref(&id));
     assert!(!m.search_index_stale());
     // Other sessions written through the manager, and a fork's own turns.
     m.append_session_messages("side", vec![Message::user("a narwhal appears")])

@@ -66,9 +66,12 @@ pub const CHECKS: &[(&str, Check)] = &[
 /// token's store per project for `memoir serve` (the token is the project).
 pub type ProjectStores<'a> = &'a dyn Fn(&str) -> Store;
 
+/// One check over a store per project: panics when the stores break the contract.
+pub type ProjectCheck = fn(ProjectStores<'_>);
+
 /// The checks that need one store per project (each also runs in
 /// [`CHECKS`] with the same store for every project).
-pub const PROJECT_CHECKS: &[(&str, fn(ProjectStores<'_>))] = &[
+pub const PROJECT_CHECKS: &[(&str, ProjectCheck)] = &[
     ("projects_are_isolated", projects_are_isolated_in),
     (
         "writes_never_land_in_a_reused_id",
