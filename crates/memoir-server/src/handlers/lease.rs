@@ -72,13 +72,17 @@ pub(crate) async fn acquire(
     let granted = blocking(move || {
         let key = ps.stored(&id)?;
         let mut held = state.leases.lock();
+        let now = Instant::now();
         let mut recovered_from = None;
         if let Some(h) = held.get(&key) {
-            if h.expires > Instant::now() {
+            if h.expires > now {
                 return Err(busy(&id, h.holder.clone()));
             }
             recovered_from = held.remove(&key).map(|h| h.holder);
         }
+        // Expired leases of other sessions release their store locks too
+        // (so a local process can drive those sessions again).
+        held.retain(|_, h| h.expires > now);
         let lease = ps.acquire_lease(&id)?;
         let recovered_from = recovered_from.or_else(|| lease.recovered_from.clone());
         let token = memoir::id::new_id();
