@@ -109,7 +109,7 @@ fn blob_routes_check_hashes_sizes_and_projects() {
     let mut config = ServerConfig::new(store, grants());
     config.max_blob = 128 * 1024;
     let server = Running::start(config);
-    let url = |hash: &str| format!("{}/v1/blobs/{hash}", server.base);
+    let url = |hash: &str| format!("{}/v1/blobs/{hash}", server.0.url());
     let bytes = b"a payload".to_vec();
     let hash = memoir::blob::hash_bytes(&bytes);
     // The wrong hash, a malformed hash, too large, no token.
