@@ -90,7 +90,7 @@ fn open_postgres(location: &str, durability: Durability) -> PyResult<Arc<dyn Log
 #[cfg(not(feature = "postgres"))]
 fn open_postgres(_location: &str, _durability: Durability) -> PyResult<Arc<dyn LogStore>> {
     Err(exception(
-        memoir::error_class::ErrorClass::Unsupported,
+        memoir::error::ErrorKind::Unsupported,
         "this build of memoir has no PostgreSQL support (rebuild the extension with the `postgres` feature)".into(),
     ))
 }
@@ -557,7 +557,7 @@ impl Store {
             .map_err(from_manager)?;
         if let Some((id, by)) = report.kept.first() {
             return Err(exception(
-                memoir::error_class::ErrorClass::Conflict,
+                memoir::error::ErrorKind::Conflict,
                 format!(
                     "session {id} is kept: forks still need its prefix ({})",
                     by.join(", ")
@@ -595,14 +595,14 @@ impl Store {
                 SessionView::rebuild_session(store.as_ref(), session, &embedder, None, &options)
                     .map_err(|e| {
                         exception(
-                            memoir::error_class::ErrorClass::Internal,
+                            memoir::error::ErrorKind::Io,
                             format!("recall: {e}"),
                         )
                     })?;
             view.graft_budget(&embedder, query, token_budget, None)
                 .map_err(|e| {
                     exception(
-                        memoir::error_class::ErrorClass::Internal,
+                        memoir::error::ErrorKind::Io,
                         format!("recall: {e}"),
                     )
                 })
@@ -635,7 +635,7 @@ impl Store {
         // A directory store's index directory is the store's own directory.
         let Some(dir) = self.store.index_dir().map(std::path::Path::to_path_buf) else {
             return Err(exception(
-                memoir::error_class::ErrorClass::Unsupported,
+                memoir::error::ErrorKind::Unsupported,
                 "search needs a directory store (its index lives beside the transcripts)".into(),
             ));
         };
@@ -659,7 +659,7 @@ impl Store {
                 }
                 ix.search(&q)
             })
-            .map_err(|e| exception(e.class(), memoir::error::report(&e)))?;
+            .map_err(|e| exception(e.kind(), memoir::error::report(&e)))?;
         to_py(py, &hits)
     }
 }

@@ -38,6 +38,8 @@ pub mod ingest;
 pub mod redact;
 mod resolve;
 mod revisions;
+#[cfg(feature = "search")]
+mod search_hook;
 pub mod trash;
 
 use std::path::{Path, PathBuf};
@@ -195,6 +197,9 @@ pub struct SessionManager {
     options: ManagerOptions,
     current: Option<Current>,
     last_flush: Option<Instant>,
+    /// The cross-session search index kept current after each write.
+    #[cfg(feature = "search")]
+    search: Option<search_hook::SearchHook>,
 }
 
 /// An absolute form of `path` (canonical when it exists).
@@ -294,6 +299,8 @@ impl SessionManager {
             options,
             current: None,
             last_flush: None,
+            #[cfg(feature = "search")]
+            search: None,
         }
     }
 
@@ -341,6 +348,40 @@ impl SessionManager {
             }
             Err(e) => Err(e.into()),
         }
+    }
+
+    /// Keep `index` (the cross-session search index of this manager's
+    /// store) current: after every write through this manager (append,
+    /// rename, fork, delete, restore, purge) it indexes that session from its
+    /// cursor on, so a search finds what was just written without
+    /// `memoir index`. An index failure never fails the write: the index is
+    /// marked stale and the next write catches the whole store up
+    /// ([`SessionManager::search_index_stale`]).
+    #[cfg(feature = "search")]
+    pub fn with_search_index(
+        mut self,
+        index: Arc<std::sync::Mutex<crate::search::SearchIndex>>,
+    ) -> Self {
+        self.search = Some(search_hook::SearchHook::new(index));
+        self
+    }
+
+    /// True when the attached search index missed a write and has not caught
+    /// up yet (false without an index).
+    #[cfg(feature = "search")]
+    pub fn search_index_stale(&self) -> bool {
+        self.search.as_ref().is_some_and(|h| h.is_stale())
+    }
+
+    /// Tell the attached search index (feature `search`) that `id` was
+    /// written; nothing without the feature or an index.
+    #[inline]
+    fn note_written(&self, id: &str) {
+        #[cfg(feature = "search")]
+        if let Some(hook) = &self.search {
+            hook.note(id);
+        }
+        let _ = id;
     }
 
     /// Forget the current session (its lease is released).
@@ -780,6 +821,7 @@ impl SessionManager {
         if let Some(index) = &self.index {
             let _ = index.rebuild(self.reader.as_ref(), &child.meta.id);
         }
+        self.note_written(&child.meta.id);
         Ok((child, plan))
     }
 
@@ -872,6 +914,7 @@ impl SessionManager {
         if let Some(index) = &self.index {
             index.remove(id)?;
         }
+        self.note_written(id);
         Ok(deleted)
     }
 
@@ -894,6 +937,7 @@ impl SessionManager {
             Err(crate::Error::NotFound(_)) => return Err(ManagerError::NotInTrash(id.to_string())),
             Err(e) => return Err(e.into()),
         }
+        self.note_written(id);
         self.entry_of(id)
     }
 
@@ -904,11 +948,33 @@ impl SessionManager {
             Some(index) => index.list(self.reader.as_ref())?.entries,
             None => self.list_native_all()?,
         };
-        Ok(trash::purge(
+        let report = trash::purge(
             self.live.as_ref(),
             &live,
             only,
             self.options.project.as_deref(),
+        )?;
+        for id in &report.purged {
+            self.note_written(id);
+        }
+        Ok(report)
+    }
+
+    /// Delete the payload blobs no session of the store (live or trashed,
+    /// of any project) references and that were stored more than `grace`
+    /// ago (a writer between storing a payload and appending its record
+    /// keeps it); see [`crate::transcript::blobs::collect_garbage`]. A store
+    /// without a blob store: nothing to do.
+    pub fn collect_blob_garbage(&self, grace: Duration) -> Result<crate::blob::GcReport> {
+        let Some(blobs) = self.live.blobs().filter(|b| !b.store.collected_elsewhere()) else {
+            return Ok(crate::blob::GcReport::default());
+        };
+        let scope = self.live.blob_scope();
+        let whole: &dyn LogStore = scope.as_deref().unwrap_or(self.live.as_ref());
+        Ok(crate::transcript::blobs::collect_garbage(
+            &[whole],
+            &blobs.store,
+            grace,
         )?)
     }
 
@@ -988,6 +1054,7 @@ impl SessionManager {
             }
         }
         let appended = session.append_records(&records)?;
+        self.note_written(id);
         let incremental = entry.and_then(|mut e| e.apply(&records, &appended).then_some(e));
         let entry = match (&self.index, incremental) {
             (Some(index), Some(e)) => index.commit(e).ok().flatten(),
