@@ -46,11 +46,33 @@ pub fn read_all(path: &Path) -> Result<Vec<u8>, ImportError> {
     Ok(bytes)
 }
 
+/// Read `path` read-only from byte `offset` to its end.
+pub fn read_from(path: &Path, offset: u64) -> Result<Vec<u8>, ImportError> {
+    use std::io::{Seek, SeekFrom};
+    let mut file = File::open(path).map_err(|e| ImportError::io("open", path, e))?;
+    file.seek(SeekFrom::Start(offset))
+        .map_err(|e| ImportError::io("seek", path, e))?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)
+        .map_err(|e| ImportError::io("read", path, e))?;
+    Ok(bytes)
+}
+
 /// Split and parse `bytes` (the content of `path`) as JSONL.
 pub fn parse(path: &Path, bytes: &[u8]) -> JsonlFile {
-    let mut out = JsonlFile::default();
+    parse_from(path, bytes, 0)
+}
+
+/// Split and parse `bytes`, the part of `path` after its first
+/// `lines_before` lines (line numbers continue from there; `consumed` and
+/// `complete_lines` count from the start of `bytes` and of the file).
+pub fn parse_from(path: &Path, bytes: &[u8], lines_before: u64) -> JsonlFile {
+    let mut out = JsonlFile {
+        complete_lines: lines_before,
+        ..JsonlFile::default()
+    };
     let mut start = 0usize;
-    let mut number = 0u64;
+    let mut number = lines_before;
     while start < bytes.len() {
         number += 1;
         let (end, complete) = match memchr_newline(&bytes[start..]) {
@@ -103,7 +125,7 @@ fn skipped(path: &Path, line: u64, reason: &str) -> Skipped {
 }
 
 fn memchr_newline(bytes: &[u8]) -> Option<usize> {
-    bytes.iter().position(|&b| b == b'\n')
+    memchr::memchr(b'\n', bytes)
 }
 
 /// The line without surrounding whitespace, a `\r` or NUL padding (torn

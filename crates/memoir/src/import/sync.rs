@@ -38,11 +38,17 @@ pub(super) fn run(
     crate::paths::create_private_dir(&import_dir)?;
     let _lock = OwnerLock::acquire(&import_dir.join("lock"), "import")?;
     let mut cursors = Cursors::load(&dir)?;
+    // Subagent links found in earlier runs (the spawning file may be unchanged now).
+    let spawns = cursors
+        .files
+        .values()
+        .flat_map(|fc| fc.spawns.iter().map(|(k, v)| (k.clone(), v.clone())))
+        .collect();
     let mut run = Run {
         manager,
         report: ImportReport::default(),
         touched: BTreeSet::new(),
-        spawns: HashMap::new(),
+        spawns,
         first_lines: HashMap::new(),
     };
     let mut order: Vec<&Source> = sources.iter().collect();
@@ -144,6 +150,10 @@ impl Run<'_> {
             spawns: self.spawns.clone(),
             codex_parent: None,
         };
+        if self.resume(cursors, &mut fc, source, &stat, &ctx)? {
+            cursors.files.insert(source.path.clone(), fc);
+            return Ok(());
+        }
         if source.agent == Agent::Codex {
             ctx.codex_parent = self.note_first_line(source, None)?;
             fc.first_line = super::codex::first_line(&source.path)?
@@ -177,6 +187,12 @@ impl Run<'_> {
         }
         self.spawns
             .extend(parsed.spawns.iter().map(|(k, v)| (k.clone(), v.clone())));
+        fc.spawns = parsed
+            .spawns
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        fc.tail = parsed.tail.take();
         self.report.skipped.append(&mut parsed.skipped);
         self.report.notes.append(&mut parsed.notes);
         if let Some(t) = parsed.torn.take() {
@@ -201,6 +217,78 @@ impl Run<'_> {
         fc.prefix_hash = cursor::prefix_hash(&bytes[..end]);
         cursors.files.insert(source.path.clone(), fc);
         Ok(())
+    }
+
+    /// A grown source whose cursor can resume: verify the imported prefix
+    /// (two check windows, not the whole file), parse only what follows it
+    /// and append that to the main session. `Ok(false)` when the source
+    /// needs the full path (new, rewritten, truncated, or new records that
+    /// change the structure).
+    fn resume(
+        &mut self,
+        cursors: &mut Cursors,
+        fc: &mut FileCursor,
+        source: &Source,
+        stat: &FileStat,
+        ctx: &ParseContext,
+    ) -> Result<bool, ImportError> {
+        let (Some(state), Some(main)) = (fc.tail.clone(), fc.sessions.get("main").cloned()) else {
+            return Ok(false);
+        };
+        let Some(digest) = cursor::Digest::parse(&main.digest) else {
+            return Ok(false);
+        };
+        if fc.offset == 0 || fc.verify(&source.path, stat)? != Change::Grown {
+            return Ok(false);
+        }
+        if !exists(self.manager, &main.id)? {
+            return Ok(false);
+        }
+        let bytes = super::lines::read_from(&source.path, fc.offset)?;
+        let Some(mut parsed) = super::parse_tail(source, &bytes, fc.lines, &state, ctx) else {
+            return Ok(false);
+        };
+        if source.agent == Agent::Codex {
+            self.note_first_line(source, fc.first_line.as_deref())?;
+        }
+        self.report.files_read += 1;
+        self.report.bytes_read += parsed.consumed;
+        for (k, v) in parsed.spawns.drain() {
+            fc.spawns.insert(k.clone(), v.clone());
+            self.spawns.insert(k, v);
+        }
+        self.report.skipped.append(&mut parsed.skipped);
+        self.report.notes.append(&mut parsed.notes);
+        if let Some(t) = parsed.torn.take() {
+            self.report.torn.push(t);
+        }
+        let records = parsed
+            .sessions
+            .pop()
+            .map(|p| p.records)
+            .unwrap_or_default();
+        let added = self.append(&main.id, &records)?;
+        self.count(added);
+        self.report.sessions.unchanged += fc.sessions.len() - 1;
+        let digest = digest.extend(&records)?;
+        if let Some(sc) = fc.sessions.get_mut("main") {
+            sc.records += records.len();
+            sc.digest = digest.to_stored();
+        }
+        for c in parsed.cuts {
+            if !fc.cuts.contains(&c) {
+                fc.cuts.push(c);
+            }
+        }
+        fc.tail = parsed.tail;
+        fc.offset += parsed.consumed;
+        fc.lines = parsed.complete_lines;
+        fc.inode = stat.inode;
+        fc.size = stat.size;
+        fc.mtime_ns = stat.mtime_ns;
+        fc.prefix_hash = cursor::prefix_hash_of_file(&source.path, fc.offset)?;
+        let _ = cursors;
+        Ok(true)
     }
 
     /// Codex: remember the rollout's first line; return an earlier rollout
@@ -233,7 +321,8 @@ impl Run<'_> {
             parsed.sessions.iter().any(|p| {
                 &p.key == key
                     && p.records.len() >= sc.records
-                    && cursor::digest(&p.records[..sc.records]).ok().as_ref() == Some(&sc.digest)
+                    && cursor::digest_matches(&sc.digest, &p.records[..sc.records])
+                        .unwrap_or(false)
             })
         })
     }
@@ -251,7 +340,7 @@ impl Run<'_> {
         let known = fc.sessions.get(&planned.key).cloned();
         if let Some(sc) = &known {
             if sc.records <= planned.records.len()
-                && cursor::digest(&planned.records[..sc.records])? == sc.digest
+                && cursor::digest_matches(&sc.digest, &planned.records[..sc.records])?
             {
                 let id = sc.id.clone();
                 let added = self.append(&id, &planned.records[sc.records..])?;
