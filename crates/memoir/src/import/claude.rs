@@ -843,19 +843,14 @@ fn header(
 
 /// The first real prompt: not harness metadata, not a compaction summary.
 fn title_of(records: &[Record]) -> Option<String> {
-    let real: Vec<Record> = records
-        .iter()
-        .filter(|r| match r {
-            Record::Message(m) => {
-                let trace = m.extra.get(SOURCE_KEY);
-                let flag = |k: &str| trace.and_then(|t| t.get(k)) == Some(&Value::Bool(true));
-                !flag("is_meta") && !flag("compact_summary")
-            }
-            _ => false,
-        })
-        .cloned()
-        .collect();
-    super::first_user_title(&real)
+    super::first_user_title_of(records.iter().filter(|r| match r {
+        Record::Message(m) => {
+            let trace = m.extra.get(SOURCE_KEY);
+            let flag = |k: &str| trace.and_then(|t| t.get(k)) == Some(&Value::Bool(true));
+            !flag("is_meta") && !flag("compact_summary")
+        }
+        _ => false,
+    }))
 }
 
 /// A `Task`/`Agent` call of the main thread and what came back.

@@ -57,17 +57,20 @@ const ASSISTANT_ITEMS: &[&str] = &[
     "image_generation_call",
 ];
 
-/// The first line of a rollout (at most 4 MiB of it), read-only.
+/// The first line of a rollout (at most 4 MiB of it), read-only: read up
+/// to its newline, not the rest of the file.
 pub fn first_line(path: &Path) -> Result<Option<Vec<u8>>, ImportError> {
+    use std::io::BufRead;
     let file = std::fs::File::open(path).map_err(|e| ImportError::io("open", path, e))?;
+    let mut reader = std::io::BufReader::with_capacity(64 << 10, file.take(4 << 20));
     let mut buf = Vec::new();
-    file.take(4 << 20)
-        .read_to_end(&mut buf)
+    reader
+        .read_until(b'\n', &mut buf)
         .map_err(|e| ImportError::io("read", path, e))?;
-    Ok(buf
-        .iter()
-        .position(|&b| b == b'\n')
-        .map(|i| buf[..i].to_vec()))
+    Ok((buf.last() == Some(&b'\n')).then(|| {
+        buf.pop();
+        buf
+    }))
 }
 
 /// One line, normalised: `(type, payload)`.

@@ -442,7 +442,14 @@ pub(crate) fn time_of(
 
 /// The first user text of `records`, as a title.
 pub(crate) fn first_user_title(records: &[Record]) -> Option<String> {
-    records.iter().find_map(|r| match r {
+    first_user_title_of(records.iter())
+}
+
+/// The first user text among `records`, as a title.
+pub(crate) fn first_user_title_of<'a>(
+    records: impl IntoIterator<Item = &'a Record>,
+) -> Option<String> {
+    records.into_iter().find_map(|r| match r {
         Record::Message(m) if m.role == crate::message::Role::User => {
             let t = m.text_content();
             let t = t.trim();

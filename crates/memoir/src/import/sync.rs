@@ -97,7 +97,7 @@ pub(super) fn run(
         };
         let result = run.session(&mut cursors, &mut fc, planned, true);
         cursors.files.insert(path.clone(), fc);
-        if let Err(e) = result {
+        if let Err(e) = result.map(|_| ()) {
             run.report.errors.push(FileError {
                 file: path,
                 error: e.to_string(),
@@ -155,9 +155,12 @@ impl Run<'_> {
             return Ok(());
         }
         if source.agent == Agent::Codex {
-            ctx.codex_parent = self.note_first_line(source, None)?;
-            fc.first_line = super::codex::first_line(&source.path)?
+            let hash = super::codex::first_line(&source.path)?
                 .map(|l| blake3::hash(&l).to_hex().to_string());
+            if let Some(h) = &hash {
+                ctx.codex_parent = self.note_first_line(source, Some(h))?;
+            }
+            fc.first_line = hash;
         }
         let bytes = if source.agent == Agent::OpenCode {
             Vec::new()
@@ -199,7 +202,7 @@ impl Run<'_> {
             self.report.torn.push(t);
         }
         for planned in std::mem::take(&mut parsed.sessions) {
-            if !self.session(cursors, &mut fc, planned.clone(), false)? {
+            if let Some(planned) = self.session(cursors, &mut fc, planned, false)? {
                 deferred.push((source.path.clone(), planned));
             }
         }
@@ -327,16 +330,16 @@ impl Run<'_> {
         })
     }
 
-    /// Bring one planned session into the store. `Ok(false)` when its fork
-    /// parent does not exist yet (retry after the other sources, or with
-    /// `last_chance`, import it without the reference).
+    /// Bring one planned session into the store. `Ok(Some(planned))` (handed
+    /// back) when its fork parent does not exist yet (retry after the other
+    /// sources, or with `last_chance`, import it without the reference).
     fn session(
         &mut self,
         cursors: &mut Cursors,
         fc: &mut FileCursor,
         mut planned: Planned,
         last_chance: bool,
-    ) -> Result<bool, ImportError> {
+    ) -> Result<Option<Planned>, ImportError> {
         let known = fc.sessions.get(&planned.key).cloned();
         if let Some(sc) = &known {
             if sc.records <= planned.records.len()
@@ -346,10 +349,10 @@ impl Run<'_> {
                 let added = self.append(&id, &planned.records[sc.records..])?;
                 self.count(added);
                 self.remember(fc, &planned, &id, sc.base)?;
-                return Ok(true);
+                return Ok(None);
             }
             self.refork(cursors, fc, &planned, &sc.id.clone())?;
-            return Ok(true);
+            return Ok(None);
         }
         let id = planned.meta.id.clone();
         if exists(self.manager, &id)? {
@@ -362,7 +365,7 @@ impl Run<'_> {
             } else {
                 self.refork(cursors, fc, &planned, &id)?;
             }
-            return Ok(true);
+            return Ok(None);
         }
         if let Some(fork) = planned.fork.clone() {
             let parent = match &fork.parent {
@@ -371,7 +374,7 @@ impl Run<'_> {
             };
             let parent = match parent {
                 Some(p) if exists(self.manager, &p)? => Some(p),
-                _ if !last_chance => return Ok(false),
+                _ if !last_chance => return Ok(Some(planned)),
                 _ => None,
             };
             match parent {
@@ -415,7 +418,7 @@ impl Run<'_> {
         let added = self.append(&id, &planned.records)?;
         self.tally(added);
         self.remember(fc, &planned, &id, 0)?;
-        Ok(true)
+        Ok(None)
     }
 
     /// The source no longer matches what `old` holds: fork `old` at the last
