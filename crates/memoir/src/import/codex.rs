@@ -61,7 +61,7 @@ const ASSISTANT_ITEMS: &[&str] = &[
 /// to its newline, not the rest of the file.
 pub fn first_line(path: &Path) -> Result<Option<Vec<u8>>, ImportError> {
     use std::io::BufRead;
-    let file = std::fs::File::open(path).map_err(|e| ImportError::io("open", path, e))?;
+    let file = lines::open(path)?;
     let mut reader = std::io::BufReader::with_capacity(64 << 10, file.take(4 << 20));
     let mut buf = Vec::new();
     reader

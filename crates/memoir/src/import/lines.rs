@@ -4,6 +4,8 @@
 //! skipped instead of stopping the import. A last line without its newline
 //! that does not parse is a torn write in progress: it is reported apart and
 //! left for the next run (the consumed offset stops before it).
+//! Codex's cold rollouts, compressed with zstd (`*.jsonl.zst`), are read
+//! through a decoder.
 
 use std::fs::File;
 use std::io::Read;
@@ -37,11 +39,41 @@ pub struct JsonlFile {
     pub complete_lines: u64,
 }
 
-/// Read all of `path` read-only.
+/// The name ending of a zstd-compressed JSONL file.
+pub const ZSTD_SUFFIX: &str = ".jsonl.zst";
+
+/// Most bytes a compressed file may expand to (a bomb stops here and the
+/// rest reads as a torn line).
+const MAX_DECOMPRESSED: u64 = 16 << 30;
+
+/// Whether `path` is zstd-compressed (read whole, never resumed).
+pub fn is_compressed(path: &Path) -> bool {
+    path.to_string_lossy().ends_with(ZSTD_SUFFIX)
+}
+
+/// `path` opened read-only, decompressed when it is a `.jsonl.zst`.
+pub fn open(path: &Path) -> Result<Box<dyn Read>, ImportError> {
+    let file = File::open(path).map_err(|e| ImportError::io("open", path, e))?;
+    if !is_compressed(path) {
+        return Ok(Box::new(file));
+    }
+    let decoder = ruzstd::decoding::StreamingDecoder::new(std::io::BufReader::new(file))
+        .map_err(|e| {
+            ImportError::io(
+                "decompress",
+                path,
+                std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()),
+            )
+        })?;
+    Ok(Box::new(decoder.take(MAX_DECOMPRESSED)))
+}
+
+/// Read all of `path` read-only (decompressed).
 pub fn read_all(path: &Path) -> Result<Vec<u8>, ImportError> {
-    let mut file = File::open(path).map_err(|e| ImportError::io("open", path, e))?;
+    let mut reader = open(path)?;
     let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes)
+    reader
+        .read_to_end(&mut bytes)
         .map_err(|e| ImportError::io("read", path, e))?;
     Ok(bytes)
 }

@@ -209,8 +209,9 @@ impl Run<'_> {
         fc.inode = stat.inode;
         fc.size = stat.size;
         fc.mtime_ns = stat.mtime_ns;
-        // A database is read whole: consumed means "as of this stat".
-        fc.offset = if source.agent == Agent::OpenCode {
+        // A database or a compressed rollout is read whole: consumed means
+        // "as of this stat".
+        fc.offset = if source.agent == Agent::OpenCode || super::lines::is_compressed(&source.path) {
             stat.size
         } else {
             parsed.consumed
@@ -241,6 +242,9 @@ impl Run<'_> {
         let Some(digest) = cursor::Digest::parse(&main.digest) else {
             return Ok(false);
         };
+        if super::lines::is_compressed(&source.path) {
+            return Ok(false);
+        }
         if fc.offset == 0 || fc.verify(&source.path, stat)? != Change::Grown {
             return Ok(false);
         }

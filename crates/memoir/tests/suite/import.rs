@@ -587,6 +587,35 @@ fn a_resumed_source_rewritten_before_its_cursor_is_still_a_fork() {
 }
 
 #[test]
+fn a_compressed_cold_codex_rollout_imports_like_the_plain_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let name = "rollout-2026-01-02T03-04-05-11111111-1111-4111-8111-111111111111.jsonl";
+    let plain = fixture(&format!("codex/{name}"));
+    let home = tmp.path().join("codex");
+    let day = home.join("sessions/2026/01/02");
+    fs::create_dir_all(&day).unwrap();
+    let packed = ruzstd::encoding::compress_to_vec(
+        fs::File::open(&plain).unwrap(),
+        ruzstd::encoding::CompressionLevel::Fastest,
+    );
+    fs::write(day.join(format!("{name}.zst")), &packed).unwrap();
+    assert_eq!(
+        import::detect_file(&day.join(format!("{name}.zst"))).unwrap(),
+        Some(Agent::Codex)
+    );
+    let sources = import::sources_of(Agent::Codex, Some(&home)).unwrap();
+    assert_eq!(sources.len(), 1, "{sources:?}");
+    let m = manager(&tmp.path().join("a"));
+    let first = import::import(&m, &sources, &mut |_| {}).unwrap();
+    assert!(first.errors.is_empty() && first.skipped.is_empty(), "{first:?}");
+    let fresh = manager(&tmp.path().join("b"));
+    run(&fresh, Agent::Codex, &[plain]);
+    assert_eq!(all_messages(&m), all_messages(&fresh));
+    let again = import::import(&m, &sources, &mut |_| {}).unwrap();
+    assert_eq!((again.files_read, again.records), (0, 0), "{again:?}");
+}
+
+#[test]
 fn rewritten_and_truncated_sources_become_forks_not_silent_merges() {
     let tmp = tempfile::tempdir().unwrap();
     let m = manager(tmp.path());
