@@ -292,12 +292,8 @@ fn ccusage_daily(bin: &str, agent: Agent, src: &Path, home: &Path) -> Result<(Da
     let empty = home.join("none");
     let _ = fs::create_dir_all(empty.join("projects"));
     match agent {
-        Agent::Codex => cmd
-            .env("CODEX_HOME", src)
-            .env("CLAUDE_CONFIG_DIR", &empty),
-        _ => cmd
-            .env("CLAUDE_CONFIG_DIR", src)
-            .env("CODEX_HOME", &empty),
+        Agent::Codex => cmd.env("CODEX_HOME", src).env("CLAUDE_CONFIG_DIR", &empty),
+        _ => cmd.env("CLAUDE_CONFIG_DIR", src).env("CODEX_HOME", &empty),
     };
     let out = cmd.output().map_err(|e| e.to_string())?;
     let secs = t.elapsed().as_secs_f64();
@@ -411,7 +407,10 @@ fn main() {
     }
     for (agent, ours, theirs) in comparisons {
         println!();
-        println!("{} per day (input / output / cache read / cache write tokens, USD): memoir vs ccusage", agent.as_str());
+        println!(
+            "{} per day (input / output / cache read / cache write tokens, USD): memoir vs ccusage",
+            agent.as_str()
+        );
         println!();
         println!("| day | memoir | ccusage | same tokens |");
         println!("|---|---|---|---|");
@@ -423,7 +422,12 @@ fn main() {
         for day in days {
             let (a, b) = (ours.get(day), theirs.get(day));
             let same = matches!((a, b), (Some(x), Some(y)) if (x.0, x.1, x.2, x.3) == (y.0, y.1, y.2, y.3));
-            println!("| {day} | {} | {} | {} |", cell(a), cell(b), if same { "yes" } else { "no" });
+            println!(
+                "| {day} | {} | {} | {} |",
+                cell(a),
+                cell(b),
+                if same { "yes" } else { "no" }
+            );
         }
     }
 }

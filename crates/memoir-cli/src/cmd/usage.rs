@@ -655,7 +655,9 @@ mod tests {
         // A day in Tokyo (UTC+9) starts at 15:00 UTC the day before.
         let tokyo: Zone = "Asia/Tokyo".parse().unwrap();
         assert_eq!(
-            parse_bound("2026-05-12", false, tokyo).unwrap().to_rfc3339(),
+            parse_bound("2026-05-12", false, tokyo)
+                .unwrap()
+                .to_rfc3339(),
             "2026-05-11T15:00:00+00:00"
         );
         assert!(parse_bound("yesterday", false, Zone::Utc).is_err());

@@ -382,7 +382,12 @@ pub fn parse_tail(
             let mut below: HashSet<usize> = HashSet::from([new_leaf]);
             leaf_uuids = vec![str_of(&entries[new_leaf].value, "uuid")?.to_string()];
             for i in new_leaf + 1..entries.len() {
-                if parent.get(&i).copied().flatten().is_some_and(|p| below.contains(&p)) {
+                if parent
+                    .get(&i)
+                    .copied()
+                    .flatten()
+                    .is_some_and(|p| below.contains(&p))
+                {
                     below.insert(i);
                     leaf_uuids.push(str_of(&entries[i].value, "uuid")?.to_string());
                 }

@@ -723,8 +723,7 @@ pub fn parse_tail(
     let file = lines::parse_from(path, bytes, lines_before);
     let lines = file.lines;
     // Index 1+: a bare first line is never taken for a meta object here.
-    let items: Vec<(&str, &Map<String, Value>)> =
-        lines.iter().map(|l| item(l, 1)).collect();
+    let items: Vec<(&str, &Map<String, Value>)> = lines.iter().map(|l| item(l, 1)).collect();
     let needs_all = items.iter().any(|(k, p)| {
         (*k == "token_usage_record" && !b.usage_records)
             || (*k == "event_msg" && str_of(p, "type") == Some("thread_rolled_back"))
@@ -755,12 +754,7 @@ pub fn parse_tail(
     Some(parsed)
 }
 
-fn response_item(
-    b: &mut Builder,
-    line: &Line,
-    p: &Map<String, Value>,
-    raw: &dyn Fn() -> Record,
-) {
+fn response_item(b: &mut Builder, line: &Line, p: &Map<String, Value>, raw: &dyn Fn() -> Record) {
     let t = str_of(p, "type").unwrap_or("");
     match t {
         "message" => match str_of(p, "role") {

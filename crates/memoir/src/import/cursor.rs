@@ -362,7 +362,9 @@ impl Default for Digest {
 impl Digest {
     /// A stored chained digest (`None` for a format-1 digest or garbage).
     pub fn parse(s: &str) -> Option<Digest> {
-        blake3::Hash::from_hex(s.strip_prefix("c:")?).ok().map(Digest)
+        blake3::Hash::from_hex(s.strip_prefix("c:")?)
+            .ok()
+            .map(Digest)
     }
 
     /// Extend the chain with `records`.

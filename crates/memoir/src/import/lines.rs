@@ -57,8 +57,8 @@ pub fn open(path: &Path) -> Result<Box<dyn Read>, ImportError> {
     if !is_compressed(path) {
         return Ok(Box::new(file));
     }
-    let decoder = ruzstd::decoding::StreamingDecoder::new(std::io::BufReader::new(file))
-        .map_err(|e| {
+    let decoder =
+        ruzstd::decoding::StreamingDecoder::new(std::io::BufReader::new(file)).map_err(|e| {
             ImportError::io(
                 "decompress",
                 path,

@@ -211,7 +211,8 @@ impl Run<'_> {
         fc.mtime_ns = stat.mtime_ns;
         // A database or a compressed rollout is read whole: consumed means
         // "as of this stat".
-        fc.offset = if source.agent == Agent::OpenCode || super::lines::is_compressed(&source.path) {
+        fc.offset = if source.agent == Agent::OpenCode || super::lines::is_compressed(&source.path)
+        {
             stat.size
         } else {
             parsed.consumed
@@ -269,11 +270,7 @@ impl Run<'_> {
         if let Some(t) = parsed.torn.take() {
             self.report.torn.push(t);
         }
-        let records = parsed
-            .sessions
-            .pop()
-            .map(|p| p.records)
-            .unwrap_or_default();
+        let records = parsed.sessions.pop().map(|p| p.records).unwrap_or_default();
         let added = self.append(&main.id, &records)?;
         self.count(added);
         self.report.sessions.unchanged += fc.sessions.len() - 1;
@@ -328,8 +325,7 @@ impl Run<'_> {
             parsed.sessions.iter().any(|p| {
                 &p.key == key
                     && p.records.len() >= sc.records
-                    && cursor::digest_matches(&sc.digest, &p.records[..sc.records])
-                        .unwrap_or(false)
+                    && cursor::digest_matches(&sc.digest, &p.records[..sc.records]).unwrap_or(false)
             })
         })
     }
@@ -552,11 +548,13 @@ fn exists(manager: &SessionManager, id: &str) -> Result<bool, ImportError> {
     }
 }
 
-/// The records of session `id` itself (not its ancestors), as stored.
+/// The records of session `id` itself (not its ancestors), as stored, with
+/// large payloads read back from the blob store (so they compare equal to a
+/// fresh parse of their source).
 fn own_records(manager: &SessionManager, id: &str) -> Result<Vec<Record>, ImportError> {
-    Ok(manager
-        .store()
-        .read(id)?
+    let store = manager.store();
+    let raw = store.read(id)?;
+    Ok(crate::transcript::blobs::resolve_raw(store.as_ref(), raw)
         .records
         .into_iter()
         .map(|r| r.record)

@@ -69,17 +69,21 @@ impl Zone {
                 Zone::Named(tz) => local(tz.from_local_datetime(&t).map(|d| d.fixed_offset())),
             }
         });
-        found.map_or_else(|| Utc.from_utc_datetime(&midnight), |d| d.with_timezone(&Utc))
+        found.map_or_else(
+            || Utc.from_utc_datetime(&midnight),
+            |d| d.with_timezone(&Utc),
+        )
     }
 
     /// The start of the wall-clock hour holding `at` in this zone (zones
     /// with a half-hour offset start billing blocks on their own hours).
     pub fn hour_start(self, at: DateTime<Utc>) -> DateTime<Utc> {
         let local = self.at(at);
-        let into_hour = chrono::Duration::seconds(
-            i64::from(chrono::Timelike::minute(&local)) * 60
-                + i64::from(chrono::Timelike::second(&local)),
-        ) + chrono::Duration::nanoseconds(i64::from(chrono::Timelike::nanosecond(&local)));
+        let into_hour =
+            chrono::Duration::seconds(
+                i64::from(chrono::Timelike::minute(&local)) * 60
+                    + i64::from(chrono::Timelike::second(&local)),
+            ) + chrono::Duration::nanoseconds(i64::from(chrono::Timelike::nanosecond(&local)));
         at - into_hour
     }
 }

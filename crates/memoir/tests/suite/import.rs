@@ -556,7 +556,11 @@ fn a_grown_source_is_read_from_its_cursor_and_matches_a_fresh_import() {
         // cursor windows, not parsed again.
         assert_eq!(second.bytes_read, tail.len() as u64, "{rel}: {second:?}");
         assert_eq!(
-            (second.sessions.forked, second.sessions.new, second.sessions.updated),
+            (
+                second.sessions.forked,
+                second.sessions.new,
+                second.sessions.updated
+            ),
             (0, 0, 1),
             "{rel}: {second:?}"
         );
@@ -607,7 +611,10 @@ fn a_compressed_cold_codex_rollout_imports_like_the_plain_one() {
     assert_eq!(sources.len(), 1, "{sources:?}");
     let m = manager(&tmp.path().join("a"));
     let first = import::import(&m, &sources, &mut |_| {}).unwrap();
-    assert!(first.errors.is_empty() && first.skipped.is_empty(), "{first:?}");
+    assert!(
+        first.errors.is_empty() && first.skipped.is_empty(),
+        "{first:?}"
+    );
     let fresh = manager(&tmp.path().join("b"));
     run(&fresh, Agent::Codex, &[plain]);
     assert_eq!(all_messages(&m), all_messages(&fresh));
