@@ -477,6 +477,8 @@ impl Run<'_> {
         if records.is_empty() {
             return Ok((0, 0));
         }
+        let with_images = self.images_as_blobs(records)?;
+        let records = with_images.as_deref().unwrap_or(records);
         self.manager.append_records_to(id, records)?;
         self.touched.insert(id.to_string());
         let messages = records
@@ -484,6 +486,36 @@ impl Run<'_> {
             .filter(|r| matches!(r, Record::Message(_)))
             .count();
         Ok((records.len(), messages))
+    }
+
+    /// Imported images go to the store's blob store whatever their size (not
+    /// inline base64; larger payloads of every kind go there anyway):
+    /// `Some(records)` with the images replaced by references, `None` when
+    /// there is none (or the store keeps no blobs).
+    fn images_as_blobs(&self, records: &[Record]) -> Result<Option<Vec<Record>>, ImportError> {
+        let has_image = |r: &Record| matches!(r, Record::Message(m) if m.content.iter().any(|b| matches!(b, crate::message::Block::Image { .. })));
+        if !records.iter().any(has_image) {
+            return Ok(None);
+        }
+        let Some(payloads) = self.manager.store().blobs() else {
+            return Ok(None);
+        };
+        let images = crate::blob::PayloadStore {
+            store: payloads.store,
+            policy: crate::blob::ExternalizePolicy {
+                min_bytes: 0,
+                tool_results: false,
+                images: true,
+                text: false,
+            },
+        };
+        let mut out = records.to_vec();
+        for r in out.iter_mut() {
+            if let Record::Message(m) = r {
+                crate::transcript::blobs::externalize_message(m, &images)?;
+            }
+        }
+        Ok(Some(out))
     }
 
     /// Count an append to an existing session.

@@ -623,6 +623,45 @@ fn a_compressed_cold_codex_rollout_imports_like_the_plain_one() {
 }
 
 #[test]
+fn imported_images_are_blobs_not_inline_base64() {
+    let tmp = tempfile::tempdir().unwrap();
+    let m = manager(tmp.path());
+    // A 1×1 PNG pasted into a prompt: small, yet kept out of the log.
+    let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
+    let line = serde_json::json!({
+        "type": "user", "uuid": "img-1", "parentUuid": null, "sessionId": "img",
+        "timestamp": "2026-06-15T10:00:00.000Z", "cwd": "/work",
+        "message": {"role": "user", "content": [
+            {"type": "text", "text": "What is in this picture?"},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png}}
+        ]}
+    });
+    let path = tmp.path().join("img.jsonl");
+    fs::write(&path, format!("{line}\n")).unwrap();
+    let r = run(&m, Agent::ClaudeCode, std::slice::from_ref(&path));
+    assert_eq!(r.sessions.new, 1, "{r:?}");
+    let raw = fs::read_to_string(m.store().location("cc-img")).unwrap();
+    assert!(!raw.contains(png), "the image is inline in the log");
+    assert!(
+        raw.contains("\"blob\"") && raw.contains("\"media_type\":\"image/png\""),
+        "no blob reference in the log: {raw}"
+    );
+    let t = read(&m, "cc-img");
+    let images: Vec<&Block> = t.messages[0]
+        .content
+        .iter()
+        .filter(|b| matches!(b, Block::Image { .. }))
+        .collect();
+    assert_eq!(images.len(), 1, "{:?}", t.messages[0].content);
+    assert!(
+        matches!(images[0], Block::Image { data, media_type } if data == png && media_type == "image/png")
+    );
+    // Re-import compares the stored record (image read back): nothing new.
+    let again = run(&m, Agent::ClaudeCode, &[path]);
+    assert_eq!((again.records, again.sessions.forked), (0, 0), "{again:?}");
+}
+
+#[test]
 fn rewritten_and_truncated_sources_become_forks_not_silent_merges() {
     let tmp = tempfile::tempdir().unwrap();
     let m = manager(tmp.path());
