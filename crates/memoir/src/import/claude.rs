@@ -381,7 +381,7 @@ pub fn parse_tail(
             }
             let mut below: HashSet<usize> = HashSet::from([new_leaf]);
             leaf_uuids = vec![str_of(&entries[new_leaf].value, "uuid")?.to_string()];
-            for i in new_leaf + 1..entries.len() {
+            for (i, e) in entries.iter().enumerate().skip(new_leaf + 1) {
                 if parent
                     .get(&i)
                     .copied()
@@ -389,7 +389,7 @@ pub fn parse_tail(
                     .is_some_and(|p| below.contains(&p))
                 {
                     below.insert(i);
-                    leaf_uuids.push(str_of(&entries[i].value, "uuid")?.to_string());
+                    leaf_uuids.push(str_of(&e.value, "uuid")?.to_string());
                 }
             }
         }
