@@ -228,7 +228,7 @@ pub struct Parsed {
     /// a resumed parse did not merge across).
     pub cuts: Vec<u64>,
     /// The sessions hold only the records after the previous import
-    /// ([`parse_tail`]): `main` continues the source's main session.
+    /// (`parse_tail`): `main` continues the source's main session.
     pub resumed: bool,
 }
 
