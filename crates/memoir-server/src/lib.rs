@@ -53,8 +53,10 @@ pub fn router(config: ServerConfig) -> Router {
     let state = Arc::new(AppState {
         store: config.store,
         tokens: auth::index(config.tokens),
+        #[cfg(feature = "search")]
+        search: Default::default(),
     });
-    Router::new()
+    let router = Router::new()
         .route("/healthz", get(handlers::health))
         .route("/openapi.json", get(handlers::openapi))
         .route(
@@ -73,7 +75,11 @@ pub fn router(config: ServerConfig) -> Router {
         .route("/v1/sessions/{id}/restore", post(write::restore_session))
         .route("/v1/sessions/{id}/purge", post(write::purge_session))
         .route("/v1/sessions/{id}/search", post(search::search_session))
-        .route("/v1/usage", get(handlers::usage::get_usage))
+        .route("/v1/usage", get(handlers::usage::get_usage));
+    // Cross-session search (issue 13).
+    #[cfg(feature = "search")]
+    let router = router.route("/v1/search", post(handlers::search_all::search_all));
+    router
         .fallback(handlers::fallback)
         .layer(DefaultBodyLimit::max(config.max_body))
         .with_state(state)

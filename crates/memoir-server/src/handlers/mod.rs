@@ -5,6 +5,8 @@
 pub(crate) mod fork;
 pub(crate) mod read;
 pub(crate) mod search;
+#[cfg(feature = "search")]
+pub(crate) mod search_all; // POST /v1/search (issue 13)
 pub(crate) mod usage; // GET /v1/usage (issue 14)
 pub(crate) mod write;
 
@@ -30,6 +32,9 @@ pub(crate) struct AppState {
     pub store: Arc<dyn LogStore>,
     /// Accepted tokens.
     pub tokens: Tokens,
+    /// The cross-session search indexes (`POST /v1/search`).
+    #[cfg(feature = "search")]
+    pub search: search_all::Indexes,
 }
 
 impl AppState {
