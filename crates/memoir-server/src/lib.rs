@@ -178,6 +178,7 @@ mod tests {
             "/v1/sessions/{id}/restore",
             "/v1/sessions/{id}/purge",
             "/v1/usage",
+            "/v1/search",
         ] {
             assert!(doc["paths"][path].is_object(), "{path} missing");
         }

@@ -11,6 +11,10 @@ use crate::view::lexical::Tokenizer;
 /// memory stays bounded whatever the store's vocabulary).
 pub const MAX_CACHED_WORDS: usize = 200_000;
 
+/// Longer words are tokenized without caching (so the cache holds at most
+/// `MAX_CACHED_WORDS × MAX_CACHED_WORD_BYTES` bytes of words, whatever the input).
+pub const MAX_CACHED_WORD_BYTES: usize = 48;
+
 /// A tokenizer with a word cache. Not shared between threads: each indexing
 /// thread owns one.
 pub(super) struct Terms<'t> {
@@ -53,12 +57,19 @@ impl<'t> Terms<'t> {
         let mut n = 0u64;
         let mut start: Option<usize> = None;
         let mut push = |this: &mut Self, word: &str, out: &mut String| {
-            if let Some(t) = this.term(word) {
+            let mut add = |t: &str| {
                 if !out.is_empty() {
                     out.push(' ');
                 }
                 out.push_str(t);
                 n += 1;
+            };
+            if word.len() > MAX_CACHED_WORD_BYTES {
+                if let Some(t) = this.tokenizer.tokens(word).first() {
+                    add(t);
+                }
+            } else if let Some(t) = this.term(word) {
+                add(t);
             }
         };
         for (i, c) in text.char_indices() {
@@ -92,6 +103,7 @@ mod tests {
             "",
             "   ",
             "running running RUNNING",
+            "aVeryLongIdentifierThatIsWellOverTheCacheLimitOfFortyEightBytes x",
         ] {
             for _ in 0..2 {
                 // Second pass: every word from the cache.
@@ -107,6 +119,7 @@ mod tests {
             .collect();
         terms.joined(&many, &mut out);
         assert!(terms.cache.len() <= MAX_CACHED_WORDS);
+        assert!(terms.cache.keys().all(|w| w.len() <= MAX_CACHED_WORD_BYTES));
         assert_eq!(out, tk.tokens(&many).join(" "));
     }
 }

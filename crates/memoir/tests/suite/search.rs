@@ -535,6 +535,8 @@ fn hybrid_reads_a_bounded_pool_yet_finds_an_old_rare_match_first() {
             "the quetzal handler broke the lemur migration",
         ))],
     );
+    let mut ix = SearchIndex::open_store(st.clone(), &tmp.path().join("search")).unwrap();
+    ix.update().unwrap();
     // Far more newer documents holding the common words than the hybrid
     // side's pool (depth 100): "newest matches" alone would miss the old one.
     st.create(&SessionMeta::new("new")).unwrap();
@@ -542,7 +544,6 @@ fn hybrid_reads_a_bounded_pool_yet_finds_an_old_rare_match_first() {
         .map(|i| Record::Message(Message::user(format!("lemur migration handler note {i}"))))
         .collect();
     append(st.as_ref(), "new", records);
-    let mut ix = SearchIndex::open_store(st.clone(), &tmp.path().join("search")).unwrap();
     ix.update().unwrap();
     for mode in [SearchMode::Hybrid, SearchMode::Lexical] {
         let hits = ix
