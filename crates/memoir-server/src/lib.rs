@@ -7,7 +7,8 @@
 //! [`serve`] with graceful shutdown. The CLI's `memoir serve` is a thin
 //! wrapper; the blocking client and the JSON bodies live in `memoir::client`.
 //!
-//! Modules: [`config`] (tokens, store specs, listen rule), `auth` (the
+//! Modules: [`config`] (tokens, store specs, listen rule), [`background`]
+//! (a server in a background thread, for non-async callers), `auth` (the
 //! bearer extractor), [`error`] (status mapping), [`namespace`] (per-project
 //! ids), `handlers` (one file per concern; each calls the library).
 //!
@@ -21,6 +22,7 @@
 //! The API is documented in `docs/SERVER.md` and served at `/openapi.json`.
 
 mod auth;
+pub mod background;
 pub mod config;
 pub mod error;
 mod handlers;
@@ -29,18 +31,22 @@ pub mod namespace;
 use std::sync::Arc;
 
 use axum::extract::DefaultBodyLimit;
-use axum::routing::{get, post};
+use axum::routing::{get, post, put};
 use axum::Router;
 
+pub use background::BackgroundServer;
 pub use config::{check_listen, open_store, parse_tokens, ServeError, ServerConfig, TokenGrant};
 pub use error::ApiError;
-use handlers::{fork, read, search, write, AppState};
+use handlers::{blobs, fork, lease, read, search, trash, write, AppState};
 
 /// The OpenAPI 3.1 description of the API (served at `/openapi.json`).
 pub const OPENAPI_JSON: &str = include_str!("openapi.json");
 
 /// Default request body limit: 8 MiB.
 pub const DEFAULT_MAX_BODY: usize = 8 << 20;
+
+/// Default largest payload blob one upload may carry: 256 MiB.
+pub const DEFAULT_MAX_BLOB: usize = 256 << 20;
 
 /// Most records one append may carry.
 pub const MAX_RECORDS_PER_APPEND: usize = 10_000;
@@ -55,8 +61,27 @@ pub fn router(config: ServerConfig) -> Router {
         tokens: auth::index(config.tokens),
         #[cfg(feature = "search")]
         search: Default::default(),
+        leases: Default::default(),
+        blob_grants: Default::default(),
     });
+    // Trash reads, owner leases and payload blobs (issue 10.1/10.7): what
+    // `RemoteStore` needs to run the manager like any other store.
+    let engine_routes = Router::new()
+        .route("/v1/trash", get(trash::list_trash))
+        .route("/v1/trash/{id}/log", get(trash::get_trashed_log))
+        .route("/v1/sessions/{id}/lease", post(lease::acquire))
+        .route(
+            "/v1/sessions/{id}/lease/{lease}",
+            post(lease::renew).delete(lease::release),
+        )
+        .route(
+            "/v1/blobs/{hash}",
+            put(blobs::put_blob)
+                .get(blobs::get_blob)
+                .layer(DefaultBodyLimit::max(config.max_blob)),
+        );
     let router = Router::new()
+        .merge(engine_routes)
         .route("/healthz", get(handlers::health))
         .route("/openapi.json", get(handlers::openapi))
         .route(
@@ -179,6 +204,11 @@ mod tests {
             "/v1/sessions/{id}/purge",
             "/v1/usage",
             "/v1/search",
+            "/v1/trash",
+            "/v1/trash/{id}/log",
+            "/v1/sessions/{id}/lease",
+            "/v1/sessions/{id}/lease/{lease}",
+            "/v1/blobs/{hash}",
         ] {
             assert!(doc["paths"][path].is_object(), "{path} missing");
         }

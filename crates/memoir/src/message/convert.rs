@@ -3,7 +3,7 @@
 //! ([`Loss`], [`LossKind`], [`Lossy`]), the vendor data each mapping keeps in
 //! [`Message::extra`] (the layout is documented in [`super::openai`]), and the
 //! strict/lossy emit-then-verify loop both use. A new provider mapping plugs in
-//! a [`ContentCodec`] and its vendor key; it does not copy this code.
+//! a `ContentCodec` and its vendor key; it does not copy this code.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -64,7 +64,7 @@ pub enum ConversionError {
     UsageNotExpressible {
         /// The target provider.
         provider: &'static str,
-        /// The [`Usage`] field.
+        /// The [`Usage`](super::Usage) field.
         field: &'static str,
         /// Its value.
         value: u64,

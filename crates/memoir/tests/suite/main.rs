@@ -15,7 +15,7 @@
 #[allow(dead_code, unused_macros)]
 mod backends;
 #[cfg(feature = "postgres")]
-#[allow(dead_code)]
+// (`postgres_common` allows its own dead code.)
 mod postgres_common;
 #[allow(dead_code)]
 mod support;
@@ -46,6 +46,9 @@ mod manager_fork;
 mod manager_lease;
 #[cfg(feature = "redact")]
 mod manager_redact;
+mod manager_revisions;
+#[cfg(feature = "search")]
+mod manager_search;
 #[cfg(feature = "postgres")]
 mod postgres_faults;
 #[cfg(feature = "postgres")]
