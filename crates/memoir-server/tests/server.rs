@@ -1113,7 +1113,7 @@ fn cross_session_search_is_project_scoped_by_the_token() {
         c.append(id, &[msg(text)], None).unwrap();
     }
     let (status, body) = search_all(
-        &server.base,
+        &server.0.url(),
         TOKEN_A,
         serde_json::json!({"query": "zebrafish migration", "mode": "lexical"}),
     );
@@ -1139,7 +1139,7 @@ fn cross_session_search_is_project_scoped_by_the_token() {
     assert!(!text.contains("beta") && !text.contains('~'), "{text}");
     // Beta sees only its own, and a word only alpha used finds nothing for it.
     let (_, body) = search_all(
-        &server.base,
+        &server.0.url(),
         TOKEN_B,
         serde_json::json!({"query": "zebrafish"}),
     );
@@ -1149,23 +1149,27 @@ fn cross_session_search_is_project_scoped_by_the_token() {
         .as_str()
         .unwrap()
         .contains("beta secret"));
-    let (_, body) = search_all(&server.base, TOKEN_B, serde_json::json!({"query": "tanks"}));
+    let (_, body) = search_all(
+        &server.0.url(),
+        TOKEN_B,
+        serde_json::json!({"query": "tanks"}),
+    );
     assert_eq!(body["hits"].as_array().unwrap().len(), 0, "{body}");
     let (_, body) = search_all(
-        &server.base,
+        &server.0.url(),
         TOKEN_A,
         serde_json::json!({"query": "narwhal"}),
     );
     assert_eq!(body["hits"].as_array().unwrap().len(), 0, "{body}");
     // Filters; a session filter cannot escape the namespace.
     let (_, body) = search_all(
-        &server.base,
+        &server.0.url(),
         TOKEN_A,
         serde_json::json!({"query": "zebrafish", "filter": {"session": "a2"}}),
     );
     assert_eq!(body["hits"].as_array().unwrap().len(), 1, "{body}");
     let (status, body) = search_all(
-        &server.base,
+        &server.0.url(),
         TOKEN_A,
         serde_json::json!({"query": "zebrafish", "filter": {"session": "beta~a1"}}),
     );
@@ -1173,20 +1177,24 @@ fn cross_session_search_is_project_scoped_by_the_token() {
     // Appends are found on the next request (the index catches up).
     a.append("a2", &[msg("a fresh okapi sighting")], None)
         .unwrap();
-    let (_, body) = search_all(&server.base, TOKEN_A, serde_json::json!({"query": "okapi"}));
+    let (_, body) = search_all(
+        &server.0.url(),
+        TOKEN_A,
+        serde_json::json!({"query": "okapi"}),
+    );
     assert_eq!(body["hits"][0]["seq"], 2, "{body}");
     // Bad input and no token.
     let (status, _) = search_all(
-        &server.base,
+        &server.0.url(),
         TOKEN_A,
         serde_json::json!({"query": "x", "mode": "fuzzy"}),
     );
     assert_eq!(status, 400);
-    let (status, _) = search_all(&server.base, TOKEN_A, serde_json::json!({"q": "x"}));
+    let (status, _) = search_all(&server.0.url(), TOKEN_A, serde_json::json!({"q": "x"}));
     assert_eq!(status, 400);
     let (status, _) = raw(
         "POST",
-        &format!("{}/v1/search", server.base),
+        &format!("{}/v1/search", server.0.url()),
         None,
         Some("application/json"),
         br#"{"query":"zebrafish"}"#.to_vec(),
