@@ -20,6 +20,7 @@
 pub mod embed;
 pub mod load;
 pub mod manager;
+pub mod search; // cross-session search (issue 13)
 pub mod transcript;
 pub mod view;
 
@@ -49,6 +50,7 @@ pub const BENCHES: &[Bench] = &[
     ("embed", embed::main),
     ("view", view::main),
     ("load", load::main),
+    ("search", search::main),
 ];
 
 /// The small-size arguments and environment of each benchmark for
@@ -87,6 +89,10 @@ pub fn quick(name: &str) -> (Vec<&'static str>, Vec<(&'static str, &'static str)
                 "--sessions",
                 "8",
             ],
+            vec![],
+        ),
+        "search" => (
+            vec!["--sessions", "200", "--messages", "50", "--queries", "50"],
             vec![],
         ),
         _ => (vec![], vec![]),

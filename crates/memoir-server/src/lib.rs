@@ -59,6 +59,8 @@ pub fn router(config: ServerConfig) -> Router {
     let state = Arc::new(AppState {
         store: config.store,
         tokens: auth::index(config.tokens),
+        #[cfg(feature = "search")]
+        search: Default::default(),
         leases: Default::default(),
         blob_grants: Default::default(),
     });
@@ -78,7 +80,7 @@ pub fn router(config: ServerConfig) -> Router {
                 .get(blobs::get_blob)
                 .layer(DefaultBodyLimit::max(config.max_blob)),
         );
-    Router::new()
+    let router = Router::new()
         .merge(engine_routes)
         .route("/healthz", get(handlers::health))
         .route("/openapi.json", get(handlers::openapi))
@@ -98,7 +100,11 @@ pub fn router(config: ServerConfig) -> Router {
         .route("/v1/sessions/{id}/restore", post(write::restore_session))
         .route("/v1/sessions/{id}/purge", post(write::purge_session))
         .route("/v1/sessions/{id}/search", post(search::search_session))
-        .route("/v1/usage", get(handlers::usage::get_usage))
+        .route("/v1/usage", get(handlers::usage::get_usage));
+    // Cross-session search (issue 13).
+    #[cfg(feature = "search")]
+    let router = router.route("/v1/search", post(handlers::search_all::search_all));
+    router
         .fallback(handlers::fallback)
         .layer(DefaultBodyLimit::max(config.max_body))
         .with_state(state)
@@ -197,6 +203,7 @@ mod tests {
             "/v1/sessions/{id}/restore",
             "/v1/sessions/{id}/purge",
             "/v1/usage",
+            "/v1/search",
             "/v1/trash",
             "/v1/trash/{id}/log",
             "/v1/sessions/{id}/lease",

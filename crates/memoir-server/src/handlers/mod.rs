@@ -7,6 +7,8 @@ pub(crate) mod fork;
 pub(crate) mod lease; // /v1/sessions/{id}/lease (issue 10.1)
 pub(crate) mod read;
 pub(crate) mod search;
+#[cfg(feature = "search")]
+pub(crate) mod search_all; // POST /v1/search (issue 13)
 pub(crate) mod trash; // GET /v1/trash, /v1/trash/{id}/log
 pub(crate) mod usage; // GET /v1/usage (issue 14)
 pub(crate) mod write;
@@ -33,6 +35,9 @@ pub(crate) struct AppState {
     pub store: Arc<dyn LogStore>,
     /// Accepted tokens.
     pub tokens: Tokens,
+    /// The cross-session search indexes (`POST /v1/search`).
+    #[cfg(feature = "search")]
+    pub search: search_all::Indexes,
     /// Owner leases held for clients.
     pub leases: lease::LeaseTable,
     /// Which blobs each project may read.

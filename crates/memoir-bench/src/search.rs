@@ -2,17 +2,18 @@
 //! SQLite FTS5 over the same messages, and the view's in-memory BM25, on a
 //! generated coding-agent-shaped store with known-answer queries.
 //!
-//! `cargo bench -p memoir --features search --bench search -- [--sessions N]
-//! [--messages M] [--queries Q] [--dir DIR]` (default 1,000 × 100 = 100k
-//! messages; the size is `--sessions 10000`). Each engine indexes in
-//! its own child process, so its peak RSS (VmHWM) is its own.
+//! `memoir-bench search [--sessions N] [--messages M] [--queries Q]
+//! [--result-lines L] [--engines memoir,fts5,view] [--dir DIR]` (default
+//! 1,000 × 100 = 100k messages; the size is `--sessions 10000
+//! --result-lines 60`, ~2 GB). Each engine indexes in its own child process,
+//! so its peak RSS (VmHWM) is its own. With `--dir`, a store already there
+//! (same number of sessions) is reused.
 
-#[path = "../tests/suite/support/corpus.rs"]
+#[path = "../../memoir/tests/suite/support/corpus.rs"]
 mod corpus;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Arc;
 use std::time::Instant;
 
 use corpus::{KnownAnswer, Spec};
@@ -24,7 +25,7 @@ use memoir::store::{Durability, LogStore};
 use memoir::view::lexical::{Bm25Params, LexicalIndex, Tokenizer, TokenizerConfig};
 
 fn arg(name: &str) -> Option<String> {
-    let args: Vec<String> = std::env::args().collect();
+    let args: Vec<String> = crate::args().collect();
     args.iter()
         .position(|a| a == name)
         .and_then(|i| args.get(i + 1).cloned())
@@ -77,6 +78,7 @@ fn spec() -> Spec {
         messages_per_session: num("--messages", 100),
         answer_every: (sessions / queries).max(1),
         seed: 42,
+        extra_result_lines: num("--result-lines", 0),
     }
 }
 
@@ -360,7 +362,8 @@ fn child_view_bm25(dir: &Path) {
     });
 }
 
-fn main() {
+/// Entry point of `memoir-bench search`.
+pub fn main() {
     if let (Some(phase), Some(dir)) = (arg("--phase"), arg("--dir")) {
         let dir = PathBuf::from(dir);
         match phase.as_str() {
@@ -411,14 +414,11 @@ fn main() {
     println!("| engine | full index s | msg/s | peak RSS MB | index MB | incremental ms (p50) | lexical p50 ms | lexical p99 ms | hybrid p50 ms | hybrid p99 ms | recall@10 lexical | recall@10 hybrid |");
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     let exe = std::env::current_exe().expect("exe");
-    let pass: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| a != "--bench")
-        .collect();
-    for phase in ["memoir", "fts5", "view"] {
-        let _ = Arc::new(());
+    let pass: Vec<String> = crate::args().skip(1).collect();
+    let engines = arg("--engines").unwrap_or_else(|| "memoir,fts5,view".into());
+    for phase in engines.split(',') {
         let mut c = Command::new(&exe);
-        c.args(&pass).args(["--phase", phase]);
+        c.arg("search").args(&pass).args(["--phase", phase]);
         if arg("--dir").is_none() {
             c.args(["--dir", &dir.to_string_lossy()]);
         }
