@@ -12,7 +12,7 @@
 //!   grafting and rebuilds;
 //! - [`load`]: `memoir serve` under concurrent clients, file and PostgreSQL;
 //! - [`locomo`]: LoCoMo retrieval recall, with a held-out part;
-//! - [`search`]: the library's cross-session search bench, run through cargo.
+//! - [`search`]: cross-session search against SQLite FTS5 and the view BM25.
 //!
 //! [`quick`] lists the small-size arguments of each, for
 //! `memoir-bench all --quick`.
@@ -23,7 +23,7 @@ pub mod embed;
 pub mod load;
 pub mod locomo;
 pub mod manager;
-pub mod search;
+pub mod search; // cross-session search (issue 13)
 pub mod transcript;
 pub mod view;
 
@@ -65,7 +65,7 @@ pub fn quick(name: &str) -> (Vec<&'static str>, Vec<(&'static str, &'static str)
             vec![],
             vec![
                 ("BENCH_APPENDS", "2000"),
-                ("BENCH_ONLY", "append,rewrite,list"),
+                ("BENCH_ONLY", "append,threads,rewrite,list"),
             ],
         ),
         "manager" => (
@@ -91,10 +91,6 @@ pub fn quick(name: &str) -> (Vec<&'static str>, Vec<(&'static str, &'static str)
         // Hash and lexical only (MiniLM indexing of the dev split takes
         // minutes); the file comes from `$MEMOIR_LOCOMO`.
         "locomo" => (vec!["--embedders", "hash"], vec![]),
-        "search" => (
-            vec!["--sessions", "200", "--messages", "50", "--queries", "50"],
-            vec![],
-        ),
         "load" => (
             vec![
                 "--mode",
@@ -108,6 +104,10 @@ pub fn quick(name: &str) -> (Vec<&'static str>, Vec<(&'static str, &'static str)
                 "--sessions",
                 "8",
             ],
+            vec![],
+        ),
+        "search" => (
+            vec!["--sessions", "200", "--messages", "50", "--queries", "50"],
             vec![],
         ),
         _ => (vec![], vec![]),

@@ -31,19 +31,22 @@ pub mod namespace;
 use std::sync::Arc;
 
 use axum::extract::DefaultBodyLimit;
-use axum::routing::{get, post};
+use axum::routing::{get, post, put};
 use axum::Router;
 
 pub use background::BackgroundServer;
 pub use config::{check_listen, open_store, parse_tokens, ServeError, ServerConfig, TokenGrant};
 pub use error::ApiError;
-use handlers::{fork, read, search, write, AppState};
+use handlers::{blobs, fork, lease, read, search, trash, write, AppState};
 
 /// The OpenAPI 3.1 description of the API (served at `/openapi.json`).
 pub const OPENAPI_JSON: &str = include_str!("openapi.json");
 
 /// Default request body limit: 8 MiB.
 pub const DEFAULT_MAX_BODY: usize = 8 << 20;
+
+/// Default largest payload blob one upload may carry: 256 MiB.
+pub const DEFAULT_MAX_BLOB: usize = 256 << 20;
 
 /// Most records one append may carry.
 pub const MAX_RECORDS_PER_APPEND: usize = 10_000;
@@ -56,8 +59,29 @@ pub fn router(config: ServerConfig) -> Router {
     let state = Arc::new(AppState {
         store: config.store,
         tokens: auth::index(config.tokens),
+        #[cfg(feature = "search")]
+        search: Default::default(),
+        leases: Default::default(),
+        blob_grants: Default::default(),
     });
-    Router::new()
+    // Trash reads, owner leases and payload blobs (issue 10.1/10.7): what
+    // `RemoteStore` needs to run the manager like any other store.
+    let engine_routes = Router::new()
+        .route("/v1/trash", get(trash::list_trash))
+        .route("/v1/trash/{id}/log", get(trash::get_trashed_log))
+        .route("/v1/sessions/{id}/lease", post(lease::acquire))
+        .route(
+            "/v1/sessions/{id}/lease/{lease}",
+            post(lease::renew).delete(lease::release),
+        )
+        .route(
+            "/v1/blobs/{hash}",
+            put(blobs::put_blob)
+                .get(blobs::get_blob)
+                .layer(DefaultBodyLimit::max(config.max_blob)),
+        );
+    let router = Router::new()
+        .merge(engine_routes)
         .route("/healthz", get(handlers::health))
         .route("/openapi.json", get(handlers::openapi))
         .route(
@@ -76,7 +100,11 @@ pub fn router(config: ServerConfig) -> Router {
         .route("/v1/sessions/{id}/restore", post(write::restore_session))
         .route("/v1/sessions/{id}/purge", post(write::purge_session))
         .route("/v1/sessions/{id}/search", post(search::search_session))
-        .route("/v1/usage", get(handlers::usage::get_usage))
+        .route("/v1/usage", get(handlers::usage::get_usage));
+    // Cross-session search (issue 13).
+    #[cfg(feature = "search")]
+    let router = router.route("/v1/search", post(handlers::search_all::search_all));
+    router
         .fallback(handlers::fallback)
         .layer(DefaultBodyLimit::max(config.max_body))
         .with_state(state)
@@ -175,6 +203,12 @@ mod tests {
             "/v1/sessions/{id}/restore",
             "/v1/sessions/{id}/purge",
             "/v1/usage",
+            "/v1/search",
+            "/v1/trash",
+            "/v1/trash/{id}/log",
+            "/v1/sessions/{id}/lease",
+            "/v1/sessions/{id}/lease/{lease}",
+            "/v1/blobs/{hash}",
         ] {
             assert!(doc["paths"][path].is_object(), "{path} missing");
         }

@@ -7,6 +7,8 @@
 
 #[path = "../../memoir/tests/suite/postgres_common/mod.rs"]
 mod postgres_common;
+// The manager conformance suite on a RemoteStore (issue 10.1).
+mod remote_conformance;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -1076,4 +1078,126 @@ fn large_payloads_go_to_the_servers_blob_store() {
         .unwrap();
     assert!(t.report.is_clean(), "{:?}", t.report);
     assert_eq!(t.messages, turn);
+}
+
+// ---- POST /v1/search (issue 13) -------------------------------------------
+
+fn search_all(base: &str, token: &str, body: serde_json::Value) -> (u16, serde_json::Value) {
+    let (status, text) = raw(
+        "POST",
+        &format!("{base}/v1/search"),
+        Some(token),
+        Some("application/json"),
+        body.to_string().into_bytes(),
+    );
+    let json = serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text));
+    (status, json)
+}
+
+#[test]
+fn cross_session_search_is_project_scoped_by_the_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Running::start(file_config(dir.path()));
+    let (a, b) = (server.client(TOKEN_A), server.client(TOKEN_B));
+    for (c, id, text) in [
+        (&a, "a1", "the zebrafish migration of alpha"),
+        (&a, "a2", "alpha keeps notes about zebrafish tanks"),
+        (&b, "a1", "beta secret zebrafish migration plan"),
+        (&b, "b2", "beta only words: narwhal"),
+    ] {
+        c.create(&wire::CreateSession {
+            id: Some(id.into()),
+            ..Default::default()
+        })
+        .unwrap();
+        c.append(id, &[msg(text)], None).unwrap();
+    }
+    let (status, body) = search_all(
+        &server.0.url(),
+        TOKEN_A,
+        serde_json::json!({"query": "zebrafish migration", "mode": "lexical"}),
+    );
+    assert_eq!(status, 200, "{body}");
+    let hits = body["hits"].as_array().unwrap();
+    let sessions: Vec<&str> = hits
+        .iter()
+        .map(|h| h["session"].as_str().unwrap())
+        .collect();
+    assert_eq!(sessions, vec!["a1", "a2"], "{body}");
+    // The library's hit shape, ids as the caller knows them.
+    assert_eq!(hits[0]["seq"], 1);
+    assert_eq!(hits[0]["role"], "user");
+    assert!(
+        hits[0]["snippet"]["marked"]
+            .as_str()
+            .unwrap()
+            .contains("[[zebrafish]]"),
+        "{body}"
+    );
+    // Beta's session `a1` has the same id and the same words: never seen by alpha.
+    let text = body.to_string();
+    assert!(!text.contains("beta") && !text.contains('~'), "{text}");
+    // Beta sees only its own, and a word only alpha used finds nothing for it.
+    let (_, body) = search_all(
+        &server.0.url(),
+        TOKEN_B,
+        serde_json::json!({"query": "zebrafish"}),
+    );
+    let hits = body["hits"].as_array().unwrap();
+    assert_eq!(hits.len(), 1, "{body}");
+    assert!(hits[0]["snippet"]["text"]
+        .as_str()
+        .unwrap()
+        .contains("beta secret"));
+    let (_, body) = search_all(
+        &server.0.url(),
+        TOKEN_B,
+        serde_json::json!({"query": "tanks"}),
+    );
+    assert_eq!(body["hits"].as_array().unwrap().len(), 0, "{body}");
+    let (_, body) = search_all(
+        &server.0.url(),
+        TOKEN_A,
+        serde_json::json!({"query": "narwhal"}),
+    );
+    assert_eq!(body["hits"].as_array().unwrap().len(), 0, "{body}");
+    // Filters; a session filter cannot escape the namespace.
+    let (_, body) = search_all(
+        &server.0.url(),
+        TOKEN_A,
+        serde_json::json!({"query": "zebrafish", "filter": {"session": "a2"}}),
+    );
+    assert_eq!(body["hits"].as_array().unwrap().len(), 1, "{body}");
+    let (status, body) = search_all(
+        &server.0.url(),
+        TOKEN_A,
+        serde_json::json!({"query": "zebrafish", "filter": {"session": "beta~a1"}}),
+    );
+    assert_eq!(status, 400, "{body}");
+    // Appends are found on the next request (the index catches up).
+    a.append("a2", &[msg("a fresh okapi sighting")], None)
+        .unwrap();
+    let (_, body) = search_all(
+        &server.0.url(),
+        TOKEN_A,
+        serde_json::json!({"query": "okapi"}),
+    );
+    assert_eq!(body["hits"][0]["seq"], 2, "{body}");
+    // Bad input and no token.
+    let (status, _) = search_all(
+        &server.0.url(),
+        TOKEN_A,
+        serde_json::json!({"query": "x", "mode": "fuzzy"}),
+    );
+    assert_eq!(status, 400);
+    let (status, _) = search_all(&server.0.url(), TOKEN_A, serde_json::json!({"q": "x"}));
+    assert_eq!(status, 400);
+    let (status, _) = raw(
+        "POST",
+        &format!("{}/v1/search", server.0.url()),
+        None,
+        Some("application/json"),
+        br#"{"query":"zebrafish"}"#.to_vec(),
+    );
+    assert_eq!(status, 401);
 }

@@ -115,3 +115,71 @@ fn index_search_resume_and_show_around_work_end_to_end() {
         "{out}"
     );
 }
+
+#[test]
+fn tool_filter_finds_calls_and_results_and_a_terminal_gets_colour() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join("store");
+    let store = FileStore::new(&dir, Durability::None);
+    store.create(&SessionMeta::new("tools1")).unwrap();
+    let call = Message::new(
+        memoir::message::Role::Assistant,
+        vec![memoir::message::Block::ToolUse {
+            id: "c1".into(),
+            name: "Bash".into(),
+            input: serde_json::json!({"command": "cargo test --workspace"}),
+        }],
+    );
+    let records = vec![
+        Record::Message(Message::user("run the cargo tests please")),
+        Record::Message(call),
+        Record::Message(Message::tool_result(
+            "c1",
+            "test parser::roundtrip ... FAILED\ncargo test failed",
+            true,
+        )),
+        Record::Message(Message::assistant("the cargo test failed in the parser")),
+    ];
+    store.append("tools1", &records, None).unwrap();
+    let d = dir.to_str().unwrap();
+    let seqs = |args: &[&str]| -> Vec<u64> {
+        let (code, out) = run(memoir(home.path())
+            .args(["search", "--dir", d, "--json", "--mode", "lexical"])
+            .args(args));
+        assert!(code == 0 || code == 1, "{out}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let mut s: Vec<u64> = v["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["seq"].as_u64().unwrap())
+            .collect();
+        s.sort();
+        s
+    };
+    // Every `cargo test` the Bash tool ran, and what it answered.
+    assert_eq!(seqs(&["cargo test", "--tool", "Bash"]), vec![2, 3]);
+    assert_eq!(seqs(&["cargo test"]), vec![1, 2, 3, 4]);
+    assert!(seqs(&["cargo test", "--tool", "Read"]).is_empty());
+
+    // On a real terminal (a pty from `script`), matches are in colour and
+    // the plain markers are gone.
+    let bin = env!("CARGO_BIN_EXE_memoir");
+    let line = format!("{bin} search failed --dir {d} --mode lexical");
+    let out = Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .env("MEMOIR_HOME", home.path())
+        .env_remove("NO_COLOR")
+        .env("TERM", "xterm")
+        .output();
+    let Ok(out) = out else {
+        eprintln!("no `script` to make a pty: colour not checked");
+        return;
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("\x1b[") && text.contains("FAILED") && !text.contains("[[fail"),
+        "{text:?}"
+    );
+}

@@ -2,9 +2,14 @@
 //! parses, and calls the library on the caller's [`ProjectStore`]; session
 //! logic (fork cut, export framing, search ranking) lives in `memoir`.
 
+pub(crate) mod blobs; // PUT/GET /v1/blobs/{hash} (issue 10.7)
 pub(crate) mod fork;
+pub(crate) mod lease; // /v1/sessions/{id}/lease (issue 10.1)
 pub(crate) mod read;
 pub(crate) mod search;
+#[cfg(feature = "search")]
+pub(crate) mod search_all; // POST /v1/search (issue 13)
+pub(crate) mod trash; // GET /v1/trash, /v1/trash/{id}/log
 pub(crate) mod usage; // GET /v1/usage (issue 14)
 pub(crate) mod write;
 
@@ -30,6 +35,13 @@ pub(crate) struct AppState {
     pub store: Arc<dyn LogStore>,
     /// Accepted tokens.
     pub tokens: Tokens,
+    /// The cross-session search indexes (`POST /v1/search`).
+    #[cfg(feature = "search")]
+    pub search: search_all::Indexes,
+    /// Owner leases held for clients.
+    pub leases: lease::LeaseTable,
+    /// Which blobs each project may read.
+    pub blob_grants: blobs::BlobGrants,
 }
 
 impl AppState {
@@ -48,6 +60,29 @@ impl AppState {
             ..ManagerOptions::default()
         };
         SessionManager::with_store(Arc::new(self.project(auth)), options)
+    }
+}
+
+/// `?blobs=` of a log read: `refs` keeps payload references for a client
+/// that resolves them itself (`GET /v1/blobs/{hash}`); `resolved` (the
+/// default) sends payloads inline.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct LogQuery {
+    #[serde(default)]
+    blobs: Option<String>,
+}
+
+impl LogQuery {
+    /// True when the client asked for references.
+    pub fn keeps_refs(&self) -> ApiResult<bool> {
+        match self.blobs.as_deref() {
+            None | Some("resolved") => Ok(false),
+            Some("refs") => Ok(true),
+            Some(other) => Err(ApiError::bad_request(format!(
+                "unknown blobs={other:?} (refs or resolved)"
+            ))),
+        }
     }
 }
 

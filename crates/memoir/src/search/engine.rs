@@ -130,6 +130,20 @@ impl Db {
     }
 }
 
+/// At most this many bytes of a message are embedded (its start): the
+/// semantic side's cost per candidate is bounded whatever a tool output's size.
+pub const EMBED_BYTES: usize = 4096;
+
+/// The part of `text` that is embedded (the first [`EMBED_BYTES`], cut at a
+/// character boundary).
+pub(super) fn embed_text(text: &str) -> &str {
+    let mut cut = text.len().min(EMBED_BYTES);
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    &text[..cut]
+}
+
 /// A vector as stored: little-endian `f32`s.
 pub(super) fn encode_vector(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
@@ -185,7 +199,7 @@ pub(super) fn embed_missing(
         if rows.is_empty() {
             break;
         }
-        let texts: Vec<&str> = rows.iter().map(|(_, t)| t.as_str()).collect();
+        let texts: Vec<&str> = rows.iter().map(|(_, t)| embed_text(t)).collect();
         let vectors = embedder.embed_batch(&texts)?;
         let tx = db.conn.transaction().at(&path)?;
         {

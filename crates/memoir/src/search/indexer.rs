@@ -1,8 +1,10 @@
 //! Catching the index up with the store: which sessions to read, and turning
 //! their records into documents.
 //!
-//! Memory: the listing's cursors (a few dozen bytes per session), one
-//! session's log at a time, and the open batch (SQLite's page cache); commits
+//! Memory: the listing's cursors (a few dozen bytes per session), a few
+//! sessions' logs in the read-ahead pipeline ([`update_all`]), the term
+//! cache ([`super::terms::MAX_CACHED_WORDS`] words) and the open batch
+//! (SQLite's page cache); commits
 //! happen every [`BATCH_DOCS`] documents, each with the cursor of the session
 //! in progress, so a crash loses at most one batch and never indexes a record
 //! twice.
@@ -13,6 +15,7 @@ use rusqlite::{params, OptionalExtension};
 
 use super::cursor::{self, record_hash, Cursor, Fingerprint, Plan, RecordHash};
 use super::engine::{Db, SqlContext};
+use super::terms::Terms;
 use super::text::{self, MessageText};
 use super::{Result, UpdateReport, NATIVE_AGENT};
 use crate::message::Message;
@@ -148,8 +151,16 @@ fn ms(t: chrono::DateTime<chrono::Utc>) -> i64 {
     t.timestamp_millis()
 }
 
+/// Sessions read ahead of the writer (the pipeline's channel depth).
+const READ_AHEAD: usize = 2;
+
 /// Index the whole store: every listed session from its cursor, deleted
 /// sessions dropped.
+///
+/// Two stages: a reader thread reads each changed session and turns its new
+/// records into documents (parse, text, terms, hashes); this thread writes
+/// them to SQLite. At most [`READ_AHEAD`] prepared sessions wait between
+/// the two, so memory stays bounded by a few sessions' logs.
 pub(super) fn update_all(
     db: &mut Db,
     store: &dyn LogStore,
@@ -175,6 +186,7 @@ pub(super) fn update_all(
             report.removed += 1;
         }
     }
+    let mut todo = Vec::new();
     for l in &listed {
         let fp = Fingerprint::of(&l.location);
         let k = known.remove(&l.meta.id);
@@ -184,8 +196,33 @@ pub(super) fn update_all(
                 continue;
             }
         }
-        index_session(&mut batch, store, tk, &l.meta.id, k, fp, &mut report)?;
+        todo.push((l.meta.id.clone(), k, fp));
     }
+    drop(listed);
+    std::thread::scope(|scope| -> Result<()> {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Prepared>(READ_AHEAD);
+        let reader = scope.spawn(move || {
+            let mut terms = Terms::new(tk);
+            for (id, known, fp) in todo {
+                let p = prepare(store, &mut terms, id, known, fp);
+                if tx.send(p).is_err() {
+                    break; // the writer failed: stop reading
+                }
+            }
+        });
+        let mut written = Ok(());
+        for p in rx.iter() {
+            written = write_session(&mut batch, store, p, &mut report);
+            if written.is_err() {
+                break;
+            }
+        }
+        drop(rx);
+        if let Err(panic) = reader.join() {
+            std::panic::resume_unwind(panic);
+        }
+        written
+    })?;
     batch.commit()?;
     Ok(report)
 }
@@ -205,7 +242,8 @@ pub(super) fn update_one(
         Ok(Some(_)) => {
             report.sessions = 1;
             let fp = Fingerprint::of(&store.location(id));
-            index_session(&mut batch, store, tk, id, known, fp, &mut report)?;
+            let p = prepare(store, &mut Terms::new(tk), id.to_string(), known, fp);
+            write_session(&mut batch, store, p, &mut report)?;
         }
         Ok(None) | Err(crate::Error::NotFound(_)) => {
             if let Some(k) = known {
@@ -219,32 +257,165 @@ pub(super) fn update_one(
     Ok(report)
 }
 
-/// Everything needed while turning one session's records into documents.
-struct SessionWriter<'s> {
-    sid: i64,
-    default_ms: i64,
-    tk: &'s Tokenizer,
-    /// Content hashes of the messages a fork inherited (loaded on the first
-    /// rewrite of a fork: a rewrite repeats them, and they belong to the parent).
-    inherited: Option<HashSet<RecordHash>>,
+/// One message made ready for the index.
+struct Doc {
+    /// Index in the session's `records` of the record that holds it.
+    record: usize,
+    /// Whether it came from a `rewrite` (checked against what is indexed).
+    rewritten: bool,
+    role: &'static str,
+    ts_ms: i64,
+    text: MessageText,
+    terms: String,
+    term_count: u64,
+    hash: RecordHash,
+}
+
+/// One session read and turned into documents, ready for the writer.
+struct Prepared {
+    id: String,
+    known: Option<Known>,
+    fp: Option<Fingerprint>,
+    read: Read,
+}
+
+enum Read {
+    /// The store no longer has the session.
+    Gone,
+    /// It could not be read (left as it was; retried next time).
+    Unreadable,
+    /// Read: its header, plan and new documents.
+    Log(Box<SessionLog>),
+}
+
+struct SessionLog {
+    meta: SessionMeta,
+    header_hash: RecordHash,
+    /// `Some(from)`: extend from record `from`; `None`: re-index it all.
+    extend_from: Option<usize>,
+    title: Option<String>,
+    records: Vec<crate::store::SeqRecord>,
+    /// Documents of `records[from..]`, in record order.
+    docs: Vec<Doc>,
 }
 
 fn content_hash(text: &str) -> RecordHash {
     *blake3::hash(text.as_bytes()).as_bytes()
 }
 
-impl SessionWriter<'_> {
-    /// Add one document; returns its number of terms.
-    fn add(
-        &self,
-        db: &Db,
-        seq: u64,
-        m: &Message,
-        t: &MessageText,
-        hash: &RecordHash,
-    ) -> Result<u64> {
+/// Read session `id` and make documents of what its cursor has not seen
+/// (no database access: this runs on the reader thread).
+fn prepare(
+    store: &dyn LogStore,
+    terms: &mut Terms<'_>,
+    id: String,
+    known: Option<Known>,
+    fp: Option<Fingerprint>,
+) -> Prepared {
+    // The fingerprint is taken before reading: if the file grows meanwhile,
+    // the next update sees a new fingerprint and reads on from the cursor.
+    let raw = match store.read(&id) {
+        Ok(raw) => raw,
+        Err(crate::Error::NotFound(_)) => {
+            return Prepared {
+                id,
+                known,
+                fp,
+                read: Read::Gone,
+            }
+        }
+        Err(_) => {
+            return Prepared {
+                id,
+                known,
+                fp,
+                read: Read::Unreadable,
+            }
+        }
+    };
+    let Some(meta) = raw.header else {
+        return Prepared {
+            id,
+            known,
+            fp,
+            read: Read::Unreadable,
+        };
+    };
+    let header_hash = record_hash(&Record::Meta(meta.clone()));
+    let records = raw.records;
+    let extend_from = match cursor::plan(known.as_ref().map(|k| &k.cursor), &header_hash, &records)
+    {
+        Plan::Extend { from } if known.is_some() => Some(from),
+        _ => None,
+    };
+    let title = records
+        .iter()
+        .rev()
+        .find_map(|r| match &r.record {
+            Record::Title { title } => Some(title.clone()),
+            _ => None,
+        })
+        .or_else(|| meta.title.clone());
+    let default_ms = ms(meta.created_at);
+    let mut docs = Vec::new();
+    let from = extend_from.unwrap_or(0).min(records.len());
+    let mut make = |record: usize, rewritten: bool, m: &Message, docs: &mut Vec<Doc>| {
+        let text = text::of_message(m);
+        if text.text.is_empty() {
+            return;
+        }
+        let mut joined = String::new();
+        let term_count = terms.joined(&text.text, &mut joined);
+        docs.push(Doc {
+            record,
+            rewritten,
+            role: m.role.as_str(),
+            ts_ms: m.timestamp.map_or(default_ms, ms),
+            hash: content_hash(&text.text),
+            text,
+            terms: joined,
+            term_count,
+        });
+    };
+    for (i, rec) in records.iter().enumerate().skip(from) {
+        match &rec.record {
+            Record::Message(m) => make(i, false, m, &mut docs),
+            Record::Rewrite { messages } => {
+                for m in messages {
+                    make(i, true, m, &mut docs);
+                }
+            }
+            _ => {}
+        }
+    }
+    Prepared {
+        id,
+        known,
+        fp,
+        read: Read::Log(Box::new(SessionLog {
+            meta,
+            header_hash,
+            extend_from,
+            title,
+            records,
+            docs,
+        })),
+    }
+}
+
+/// Everything needed while writing one session's documents.
+struct SessionWriter {
+    sid: i64,
+    /// Content hashes of the messages a fork inherited (loaded on the first
+    /// rewrite of a fork: a rewrite repeats them, and they belong to the parent).
+    inherited: Option<HashSet<RecordHash>>,
+}
+
+impl SessionWriter {
+    /// Add one document.
+    fn add(&self, db: &Db, seq: u64, d: &Doc) -> Result<()> {
         let p = db.path();
-        for (call, name) in &t.calls {
+        for (call, name) in &d.text.calls {
             db.conn
                 .prepare_cached(
                     "INSERT OR REPLACE INTO calls(sid, call_id, name) VALUES (?1, ?2, ?3)",
@@ -253,8 +424,8 @@ impl SessionWriter<'_> {
                 .execute(params![self.sid, call, name])
                 .at(p)?;
         }
-        let mut tools: Vec<String> = t.calls.iter().map(|(_, n)| n.clone()).collect();
-        for answer in &t.answers {
+        let mut tools: Vec<String> = d.text.calls.iter().map(|(_, n)| n.clone()).collect();
+        for answer in &d.text.answers {
             let name: Option<String> = db
                 .conn
                 .prepare_cached("SELECT name FROM calls WHERE sid = ?1 AND call_id = ?2")
@@ -271,7 +442,6 @@ impl SessionWriter<'_> {
         } else {
             format!(" {} ", tools.join(" "))
         };
-        let ts = m.timestamp.map_or(self.default_ms, ms);
         db.conn
             .prepare_cached(
                 "INSERT INTO docs(sid, seq, role, ts_ms, tools, chash, text) \
@@ -281,21 +451,20 @@ impl SessionWriter<'_> {
             .execute(params![
                 self.sid,
                 seq as i64,
-                m.role.as_str(),
-                ts,
+                d.role,
+                d.ts_ms,
                 tools,
-                &hash[..],
-                t.text
+                &d.hash[..],
+                d.text.text
             ])
             .at(p)?;
         let rowid = db.conn.last_insert_rowid();
-        let tokens = self.tk.tokens(&t.text);
         db.conn
             .prepare_cached("INSERT INTO terms(rowid, body) VALUES (?1, ?2)")
             .at(p)?
-            .execute(params![rowid, tokens.join(" ")])
+            .execute(params![rowid, d.terms])
             .at(p)?;
-        Ok(tokens.len() as u64)
+        Ok(())
     }
 
     fn already_indexed(&self, db: &Db, hash: &RecordHash) -> Result<bool> {
@@ -309,62 +478,52 @@ impl SessionWriter<'_> {
     }
 }
 
-/// Read session `id` and index what its cursor has not seen.
-fn index_session(
+/// Write one prepared session: its row, its new documents, its cursor.
+fn write_session(
     batch: &mut Batch<'_>,
     store: &dyn LogStore,
-    tk: &Tokenizer,
-    id: &str,
-    known: Option<Known>,
-    fp: Option<Fingerprint>,
+    prepared: Prepared,
     report: &mut UpdateReport,
 ) -> Result<()> {
-    // The fingerprint is taken before reading: if the file grows meanwhile,
-    // the next update sees a new fingerprint and reads on from the cursor.
-    let raw = match store.read(id) {
-        Ok(raw) => raw,
-        Err(crate::Error::NotFound(_)) => {
+    let Prepared {
+        id,
+        known,
+        fp,
+        read,
+    } = prepared;
+    let log = match read {
+        Read::Gone => {
             if let Some(k) = known {
                 forget_session(batch.db, k.sid)?;
                 report.removed += 1;
             }
             return Ok(());
         }
-        Err(_) => {
+        Read::Unreadable => {
             report.unreadable += 1;
             return Ok(());
         }
+        Read::Log(log) => log,
     };
-    let Some(meta) = raw.header.clone() else {
-        report.unreadable += 1;
-        return Ok(());
-    };
-    let header_hash = record_hash(&Record::Meta(meta.clone()));
-    let plan = cursor::plan(
-        known.as_ref().map(|k| &k.cursor),
-        &header_hash,
-        &raw.records,
-    );
-    let title = raw
-        .records
-        .iter()
-        .rev()
-        .find_map(|r| match &r.record {
-            Record::Title { title } => Some(title.clone()),
-            _ => None,
-        })
-        .or_else(|| meta.title.clone());
+    let SessionLog {
+        meta,
+        header_hash,
+        extend_from,
+        title,
+        records,
+        docs,
+    } = *log;
     let db = batch.db;
     let p = db.path();
-    let (sid, from) = match (known, plan) {
-        (Some(k), Plan::Extend { from }) => {
+    let sid = match (known, extend_from) {
+        (Some(k), Some(_)) => {
             report.extended += 1;
-            (k.sid, from)
+            k.sid
         }
-        (Some(k), Plan::Reindex) => {
+        (Some(k), None) => {
             forget_docs(db, k.sid)?;
             report.reindexed += 1;
-            (k.sid, 0)
+            k.sid
         }
         (None, _) => {
             db.conn
@@ -375,7 +534,7 @@ fn index_session(
                 )
                 .at(p)?;
             report.reindexed += 1;
-            (db.conn.last_insert_rowid(), 0)
+            db.conn.last_insert_rowid()
         }
     };
     db.conn
@@ -392,8 +551,6 @@ fn index_session(
         .at(p)?;
     let mut writer = SessionWriter {
         sid,
-        default_ms: ms(meta.created_at),
-        tk,
         inherited: None,
     };
     let save_cursor = |seq: u64, hash: &RecordHash, fp: Option<Fingerprint>| -> Result<()> {
@@ -423,37 +580,21 @@ fn index_session(
             .at(p)?;
         Ok(())
     };
-    let records = &raw.records[from.min(raw.records.len())..];
-    for rec in records {
-        match &rec.record {
-            Record::Message(m) => {
-                let t = text::of_message(m);
-                if !t.text.is_empty() {
-                    counts.1 += writer.add(db, rec.seq, m, &t, &content_hash(&t.text))?;
-                    counts.0 += 1;
-                    report.messages += 1;
-                    batch.pending += 1;
-                }
+    let mut docs = docs.into_iter().peekable();
+    let from = extend_from.unwrap_or(0).min(records.len());
+    for (i, rec) in records.iter().enumerate().skip(from) {
+        while let Some(d) = docs.next_if(|d| d.record == i) {
+            if d.rewritten
+                && (writer.already_indexed(db, &d.hash)?
+                    || inherited_contains(&mut writer, store, &meta, &d.hash))
+            {
+                continue;
             }
-            Record::Rewrite { messages } => {
-                for m in messages {
-                    let t = text::of_message(m);
-                    if t.text.is_empty() {
-                        continue;
-                    }
-                    let hash = content_hash(&t.text);
-                    if writer.already_indexed(db, &hash)?
-                        || inherited_contains(&mut writer, store, &meta, &hash)
-                    {
-                        continue;
-                    }
-                    counts.1 += writer.add(db, rec.seq, m, &t, &hash)?;
-                    counts.0 += 1;
-                    report.messages += 1;
-                    batch.pending += 1;
-                }
-            }
-            _ => {}
+            writer.add(db, rec.seq, &d)?;
+            counts.0 += 1;
+            counts.1 += d.term_count;
+            report.messages += 1;
+            batch.pending += 1;
         }
         if batch.pending >= BATCH_DOCS {
             // Commit with the cursor at this record, file fingerprint unknown
@@ -464,7 +605,7 @@ fn index_session(
         }
     }
     save_counts(counts)?;
-    match raw.records.last() {
+    match records.last() {
         Some(last) => save_cursor(last.seq, &record_hash(&last.record), fp)?,
         None => save_cursor(0, &header_hash, fp)?,
     }
@@ -473,7 +614,7 @@ fn index_session(
 
 /// Whether a fork inherited a message with this content hash from its parent.
 fn inherited_contains(
-    writer: &mut SessionWriter<'_>,
+    writer: &mut SessionWriter,
     store: &dyn LogStore,
     meta: &SessionMeta,
     hash: &RecordHash,

@@ -37,6 +37,7 @@ mod query;
 pub mod resume;
 pub mod schema;
 pub mod snippet;
+mod terms;
 mod text;
 
 use std::path::{Path, PathBuf};
@@ -325,6 +326,16 @@ impl SearchIndex {
     pub fn stats(&self) -> Result<IndexStats> {
         self.db.stats()
     }
+}
+
+/// Where the index of `store` lives by default: `<sessions dir>/search` when
+/// the store keeps its sessions as files in a directory (the file store),
+/// `None` for stores whose locations are not files (PostgreSQL, memory,
+/// remote).
+pub fn default_index_dir(store: &dyn LogStore) -> Option<PathBuf> {
+    let probe = store.location("index-probe");
+    let dir = probe.parent()?;
+    (probe.extension().is_some_and(|x| x == "jsonl") && dir.is_dir()).then(|| dir.join(INDEX_DIR))
 }
 
 /// The index location of a sessions directory.

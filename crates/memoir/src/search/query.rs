@@ -19,8 +19,9 @@ use chrono::{TimeZone, Utc};
 use rusqlite::types::ToSql;
 use rusqlite::OptionalExtension;
 
-use super::engine::{decode_vector, Db, SqlContext};
+use super::engine::{decode_vector, embed_text, Db, SqlContext};
 use super::snippet::{self, DEFAULT_WIDTH};
+use super::terms::Terms;
 use super::{Result, SearchError, SearchFilter, SearchHit, SearchMode, SearchQuery};
 use crate::embed::EmbeddingProvider;
 use crate::message::Role;
@@ -225,18 +226,9 @@ fn rare_first(
     limit: usize,
 ) -> Result<Option<Vec<Candidate>>> {
     let p = db.path();
-    let (n, total): (i64, i64) = db
-        .conn
-        .query_row(
-            "SELECT coalesce(sum(docs), 0), coalesce(sum(tokens), 0) FROM sessions",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .at(p)?;
-    if n == 0 {
+    let Some((n, avgdl)) = collection(db)? else {
         return Ok(None);
-    }
-    let avgdl = (total as f64 / n as f64).max(1.0);
+    };
     let idf = |df: i64| (1.0 + (n - df) as f64 / (df as f64 + 0.5)).ln().max(0.0);
     let mut rare = Vec::new();
     let mut weights: Vec<(String, f64)> = Vec::new();
@@ -244,14 +236,7 @@ fn rare_first(
     let mut bound = 0f64;
     let mut common = false;
     for w in words {
-        let df: i64 = db
-            .conn
-            .prepare_cached("SELECT doc FROM terms_vocab WHERE term = ?1")
-            .at(p)?
-            .query_row([w], |r| r.get(0))
-            .optional()
-            .at(p)?
-            .unwrap_or(0);
+        let df = doc_frequency(db, w)?;
         if df == 0 {
             continue;
         }
@@ -291,23 +276,124 @@ fn rare_first(
          WHERE d.rowid IN ({list}){cond}"
     );
     let mut found = run_query(db, &sql, &args, &|_| Ok(0.0))?;
-    for c in &mut found {
-        let tokens = tk.tokens(&c.text);
-        let norm = K1 * (1.0 - B + B * tokens.len() as f64 / avgdl);
+    score_bm25(&mut found, tk, &weights, avgdl);
+    rank(&mut found);
+    found.truncate(limit);
+    // Without common words every matching document was a candidate.
+    let exact = !common || (found.len() >= limit && found[limit - 1].score as f64 > bound);
+    Ok(exact.then_some(found))
+}
+
+/// Collection statistics for BM25 computed in Rust: (documents, average
+/// length), `None` for an empty index.
+fn collection(db: &Db) -> Result<Option<(i64, f64)>> {
+    let (n, total): (i64, i64) = db
+        .conn
+        .query_row(
+            "SELECT coalesce(sum(docs), 0), coalesce(sum(tokens), 0) FROM sessions",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .at(db.path())?;
+    Ok((n > 0).then(|| (n, (total as f64 / n as f64).max(1.0))))
+}
+
+/// How many documents hold `term` (FTS5's vocabulary table).
+fn doc_frequency(db: &Db, term: &str) -> Result<i64> {
+    let p = db.path();
+    Ok(db
+        .conn
+        .prepare_cached("SELECT doc FROM terms_vocab WHERE term = ?1")
+        .at(p)?
+        .query_row([term], |r| r.get(0))
+        .optional()
+        .at(p)?
+        .unwrap_or(0))
+}
+
+/// Score `cands` with BM25 over `weights` (term, IDF) in Rust. The
+/// candidates' words go through one word cache per call (they repeat across
+/// candidates; stemming was most of a query's CPU).
+fn score_bm25(cands: &mut [Candidate], tk: &Tokenizer, weights: &[(String, f64)], avgdl: f64) {
+    let mut terms = Terms::new(tk);
+    let mut joined = String::new();
+    for c in cands {
+        let count = terms.joined(&c.text, &mut joined);
+        let tokens: Vec<&str> = joined.split(' ').filter(|t| !t.is_empty()).collect();
+        let norm = K1 * (1.0 - B + B * count as f64 / avgdl);
         let mut score = 0.0;
-        for (w, weight) in &weights {
-            let tf = tokens.iter().filter(|t| *t == w).count() as f64;
+        for (w, weight) in weights {
+            let tf = tokens.iter().filter(|t| **t == w.as_str()).count() as f64;
             if tf > 0.0 {
                 score += weight * tf * (K1 + 1.0) / (tf + norm);
             }
         }
         c.score = score as f32;
     }
+}
+
+/// The hybrid side's lexical candidates, with work bounded whatever the
+/// store's size: every document holding one of the query's rare terms
+/// (together in at most [`RARE_CANDIDATES`] documents), plus the newest
+/// `limit` documents matching the whole query (FTS5 walks its postings in
+/// rowid order and stops), all scored by BM25 in Rust, best `limit` kept.
+/// Unlike [`lexical`], a document holding only common words may be missed
+/// when it is old and better scored than the newest ones: the semantic side
+/// re-ranks this pool anyway, and recency is memoir's tie-breaker.
+fn bounded_candidates(
+    db: &Db,
+    tk: &Tokenizer,
+    parsed: &Parsed,
+    fts: &str,
+    f: &SearchFilter,
+    limit: usize,
+) -> Result<Vec<Candidate>> {
+    let Some((n, avgdl)) = collection(db)? else {
+        return Ok(Vec::new());
+    };
+    let idf = |df: i64| (1.0 + (n - df) as f64 / (df as f64 + 0.5)).ln().max(0.0);
+    let mut weights = Vec::new();
+    let mut rare = Vec::new();
+    let mut rare_docs = 0i64;
+    let mut terms: Vec<&String> = parsed.terms.iter().collect();
+    terms.sort();
+    for t in terms {
+        let df = doc_frequency(db, t)?;
+        if df == 0 {
+            continue;
+        }
+        weights.push((t.clone(), idf(df)));
+        if rare_docs + df <= RARE_CANDIDATES {
+            rare.push(quote(std::slice::from_ref(t)));
+            rare_docs += df;
+        }
+    }
+    let select = |expr: String, cap: i64| -> Result<Vec<Candidate>> {
+        let (cond, args) = filter_sql(f, 3);
+        let sql = format!(
+            "SELECT {COLUMNS} FROM terms JOIN docs d ON d.rowid = terms.rowid \
+             JOIN sessions s ON s.sid = d.sid WHERE terms MATCH ?1{cond} \
+             ORDER BY terms.rowid DESC LIMIT ?2"
+        );
+        let mut all: Vec<Box<dyn ToSql>> = vec![Box::new(expr), Box::new(cap)];
+        all.extend(args);
+        run_query(db, &sql, &all, &|_| Ok(0.0))
+    };
+    let mut found = select(fts.to_string(), limit as i64)?;
+    if !rare.is_empty() {
+        let seen: HashSet<(String, u64)> =
+            found.iter().map(|c| (c.session.clone(), c.seq)).collect();
+        let expr = format!("({}) AND ({fts})", rare.join(" OR "));
+        let more = select(expr, RARE_CANDIDATES)?;
+        found.extend(
+            more.into_iter()
+                .filter(|c| !seen.contains(&(c.session.clone(), c.seq))),
+        );
+    }
+    score_bm25(&mut found, tk, &weights, avgdl);
     rank(&mut found);
     found.truncate(limit);
-    // Without common words every matching document was a candidate.
-    let exact = !common || (found.len() >= limit && found[limit - 1].score as f64 > bound);
-    Ok(exact.then_some(found))
+    Ok(found)
 }
 
 fn lexical_where(db: &Db, fts: &str, f: &SearchFilter, limit: usize) -> Result<Vec<Candidate>> {
@@ -365,7 +451,7 @@ fn vector_of(
     if let Some(v) = stored.and_then(|b| decode_vector(&b, embedder.dimensions())) {
         return Ok(v);
     }
-    Ok(embedder.embed(&c.text)?)
+    Ok(embedder.embed(embed_text(&c.text))?)
 }
 
 fn dot(a: &[f32], b: &[f32]) -> f32 {
@@ -471,7 +557,8 @@ pub(super) fn search(
             semantic(db, embedder, &qv, &q.filter, k)?
         }
         SearchMode::Hybrid => {
-            let mut cands = lexical(db, tk, &parsed, fts, &q.filter, hybrid.depth.max(k))?;
+            let mut cands =
+                bounded_candidates(db, tk, &parsed, fts, &q.filter, hybrid.depth.max(k))?;
             if cands.is_empty() {
                 return Ok(Vec::new());
             }

@@ -46,6 +46,7 @@ fn every_filter_finds_the_known_message_in_a_1000_session_store() {
         messages_per_session: 8,
         answer_every: 25,
         seed: 7,
+        extra_result_lines: 0,
     };
     let answers = corpus::generate(tmp.path(), &spec);
     assert_eq!(answers.len(), 40);
@@ -434,6 +435,7 @@ fn the_index_survives_sigkill_mid_update_and_catches_up() {
         messages_per_session: 100,
         answer_every: 8,
         seed: 11,
+        extra_result_lines: 0,
     };
     let answers = corpus::generate(tmp.path(), &spec);
     let mut child = std::process::Command::new(std::env::current_exe().unwrap())
@@ -519,4 +521,57 @@ fn rare_words_answer_fast_but_never_hide_better_or_further_common_matches() {
     assert_eq!(hits[0].seq, 1);
     // Only rare words: every match is found.
     assert_eq!(q("quetzal", 5).len(), 1);
+}
+
+#[test]
+fn hybrid_reads_a_bounded_pool_yet_finds_an_old_rare_match_first() {
+    let tmp = tempfile::tempdir().unwrap();
+    let st = store(tmp.path());
+    st.create(&SessionMeta::new("old")).unwrap();
+    append(
+        st.as_ref(),
+        "old",
+        vec![Record::Message(Message::user(
+            "the quetzal handler broke the lemur migration",
+        ))],
+    );
+    let mut ix = SearchIndex::open_store(st.clone(), &tmp.path().join("search")).unwrap();
+    ix.update().unwrap();
+    // Far more newer documents holding the common words than the hybrid
+    // side's pool (depth 100): "newest matches" alone would miss the old one.
+    st.create(&SessionMeta::new("new")).unwrap();
+    let records: Vec<Record> = (0..2500)
+        .map(|i| Record::Message(Message::user(format!("lemur migration handler note {i}"))))
+        .collect();
+    append(st.as_ref(), "new", records);
+    ix.update().unwrap();
+    for mode in [SearchMode::Hybrid, SearchMode::Lexical] {
+        let hits = ix
+            .search(&query(
+                "quetzal lemur migration",
+                mode,
+                SearchFilter::default(),
+            ))
+            .unwrap();
+        assert_eq!(hits.len(), 10, "{mode:?}");
+        assert!(first_is(&hits, "old", 1), "{mode:?}: {hits:?}");
+    }
+    // Only common words: hybrid still fills the list (from the newest matches).
+    let hits = ix
+        .search(&query(
+            "lemur migration",
+            SearchMode::Hybrid,
+            SearchFilter::default(),
+        ))
+        .unwrap();
+    assert_eq!(hits.len(), 10);
+    // A phrase with a rare word: the rare document is in the pool too.
+    let hits = ix
+        .search(&query(
+            "\"lemur migration\" quetzal",
+            SearchMode::Hybrid,
+            SearchFilter::default(),
+        ))
+        .unwrap();
+    assert!(first_is(&hits, "old", 1), "{hits:?}");
 }

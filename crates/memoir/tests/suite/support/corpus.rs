@@ -228,6 +228,9 @@ pub struct Spec {
     /// Plant a known answer in every `answer_every`-th session.
     pub answer_every: usize,
     pub seed: u64,
+    /// Lines of each tool result beyond the first three (command output,
+    /// file contents: what makes real agent logs large).
+    pub extra_result_lines: usize,
 }
 
 pub fn base_time() -> DateTime<Utc> {
@@ -287,16 +290,18 @@ pub fn messages_of(spec: &Spec, i: usize) -> (Vec<Message>, Option<Planted>) {
                     ],
                 )
             }
-            2 => Message::tool_result(
-                format!("call-{i}-{call}"),
-                format!(
+            2 => {
+                let mut output = format!(
                     "{}\n{}\n{}",
                     rng.sentence(12),
                     rng.sentence(12),
                     rng.sentence(10)
-                ),
-                rng.below(5) == 0,
-            ),
+                );
+                for line in 0..spec.extra_result_lines {
+                    output.push_str(&format!("\n{:4}  {}", line + 4, rng.sentence(11)));
+                }
+                Message::tool_result(format!("call-{i}-{call}"), output, rng.below(5) == 0)
+            }
             _ => Message::assistant(format!(
                 "Done: {}. Next we {}.",
                 rng.sentence(14),

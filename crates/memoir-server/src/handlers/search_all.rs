@@ -1,0 +1,156 @@
+//! `POST /v1/search`: search every session of the caller's project with the
+//! library's cross-session index ([`memoir::search`]), the engine behind
+//! `memoir search`; hits have the library's [`SearchHit`] shape (the CLI's
+//! `--json`), session ids as the caller knows them.
+//!
+//! Body: `{"query": "...", "k": 10, "mode": "lexical|semantic|hybrid",
+//! "filter": {"agent", "session" (id prefix), "since", "until" (RFC 3339),
+//! "role", "tool", "workspace" (the sessions' directory)}}`; every field but
+//! `query` optional. Project scoping: the server's index covers the whole
+//! store (stored ids `P~X`), and every query is restricted in SQL to ids
+//! starting with the caller's `P~`, so a token never sees another project's
+//! hits. Each request first catches the index up with the store
+//! ([`SearchIndex::update`]: one `stat` per unchanged session). The index
+//! lives under the file store (`<dir>/search/`); other stores answer 501.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use axum::extract::rejection::JsonRejection;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::Json;
+use chrono::{DateTime, Utc};
+use memoir::message::Role;
+use memoir::search::{SearchFilter, SearchHit, SearchIndex, SearchMode, SearchQuery};
+use memoir::store::LogStore;
+use serde::{Deserialize, Serialize};
+
+use super::{object_body, Shared};
+use crate::auth::Auth;
+use crate::error::{blocking, ApiError, ApiResult};
+use crate::namespace::SEPARATOR;
+
+/// Most hits one request may ask for.
+pub const MAX_K: usize = 200;
+
+/// The open indexes of the server, by directory (opened on first use).
+#[derive(Default)]
+pub(crate) struct Indexes(Mutex<HashMap<PathBuf, Arc<Mutex<SearchIndex>>>>);
+
+impl Indexes {
+    fn get(&self, store: Arc<dyn LogStore>) -> ApiResult<Arc<Mutex<SearchIndex>>> {
+        let dir = memoir::search::default_index_dir(store.as_ref()).ok_or_else(|| {
+            ApiError::new(
+                StatusCode::NOT_IMPLEMENTED,
+                "unsupported",
+                "cross-session search needs the file store on this server",
+            )
+        })?;
+        let mut open = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(ix) = open.get(&dir) {
+            return Ok(ix.clone());
+        }
+        let ix = SearchIndex::open_store(store, &dir).map_err(search_error)?;
+        let ix = Arc::new(Mutex::new(ix));
+        open.insert(dir, ix.clone());
+        Ok(ix)
+    }
+}
+
+/// The filters a caller may set (the project is the token's).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FilterBody {
+    agent: Option<String>,
+    session: Option<String>,
+    since: Option<DateTime<Utc>>,
+    until: Option<DateTime<Utc>>,
+    role: Option<Role>,
+    tool: Option<String>,
+    workspace: Option<String>,
+}
+
+/// The body of `POST /v1/search`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SearchBody {
+    query: String,
+    k: Option<usize>,
+    mode: Option<String>,
+    #[serde(default)]
+    filter: FilterBody,
+}
+
+/// The answer of `POST /v1/search`.
+#[derive(Debug, Serialize)]
+pub(crate) struct SearchAllResponse {
+    hits: Vec<SearchHit>,
+}
+
+fn search_error(e: memoir::search::SearchError) -> ApiError {
+    match e {
+        memoir::search::SearchError::Invalid(m) => ApiError::bad_request(m),
+        memoir::search::SearchError::Store(e) => e.into(),
+        other => ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            format!("search: {other}"),
+        ),
+    }
+}
+
+/// `POST /v1/search`.
+pub(crate) async fn search_all(
+    State(st): State<Shared>,
+    auth: Auth,
+    json: Result<Json<serde_json::Value>, JsonRejection>,
+) -> ApiResult<Json<SearchAllResponse>> {
+    let body: SearchBody = object_body(json)?;
+    let mode: SearchMode = match &body.mode {
+        Some(m) => m.parse().map_err(ApiError::bad_request)?,
+        None => SearchMode::Hybrid,
+    };
+    let prefix = format!("{}{SEPARATOR}", auth.project);
+    let session = match &body.filter.session {
+        Some(s) if s.contains(SEPARATOR) => {
+            return Err(ApiError::bad_request(format!(
+                "session {s:?} contains '{SEPARATOR}' (reserved by the server)"
+            )))
+        }
+        Some(s) => format!("{prefix}{s}"),
+        None => prefix.clone(),
+    };
+    let f = body.filter;
+    let query = SearchQuery {
+        text: body.query,
+        k: body.k.unwrap_or(10).clamp(1, MAX_K),
+        mode,
+        filter: SearchFilter {
+            project: f.workspace,
+            agent: f.agent,
+            session: Some(session),
+            since: f.since,
+            until: f.until,
+            role: f.role,
+            tool: f.tool,
+        },
+    };
+    let index = st.search.get(st.store.clone())?;
+    let hits = blocking(move || -> ApiResult<Vec<SearchHit>> {
+        let mut ix = index.lock().unwrap_or_else(|p| p.into_inner());
+        ix.update().map_err(search_error)?;
+        ix.search(&query).map_err(search_error)
+    })
+    .await?;
+    let hits = hits
+        .into_iter()
+        .filter_map(|mut h| {
+            // The SQL filter already holds only this project's ids.
+            h.session = h.session.strip_prefix(&prefix)?.to_string();
+            Some(h)
+        })
+        .collect();
+    Ok(Json(SearchAllResponse { hits }))
+}

@@ -1,0 +1,125 @@
+//! The index's term pipeline: exactly the view's [`Tokenizer`], with a
+//! bounded cache of word → term so each distinct word is lowercased,
+//! checked against the stop list and stemmed once per indexing pass rather
+//! than once per occurrence (stemming was most of the per-message cost).
+
+use std::collections::HashMap;
+
+use crate::view::lexical::Tokenizer;
+
+/// At most this many distinct words are cached (then the cache starts over:
+/// memory stays bounded whatever the store's vocabulary).
+pub const MAX_CACHED_WORDS: usize = 200_000;
+
+/// Longer words are tokenized without caching (so the cache holds at most
+/// `MAX_CACHED_WORDS × MAX_CACHED_WORD_BYTES` bytes of words, whatever the input).
+pub const MAX_CACHED_WORD_BYTES: usize = 48;
+
+/// A tokenizer with a word cache. Not shared between threads: each indexing
+/// thread owns one.
+pub(super) struct Terms<'t> {
+    tokenizer: &'t Tokenizer,
+    cache: HashMap<Box<str>, Option<Box<str>>>,
+}
+
+impl<'t> Terms<'t> {
+    /// A cache in front of `tokenizer`.
+    pub(super) fn new(tokenizer: &'t Tokenizer) -> Self {
+        Terms {
+            tokenizer,
+            cache: HashMap::new(),
+        }
+    }
+
+    /// The term of one maximal run of letters and digits (`None`: dropped).
+    fn term(&mut self, word: &str) -> Option<&str> {
+        if !self.cache.contains_key(word) {
+            if self.cache.len() >= MAX_CACHED_WORDS {
+                self.cache.clear();
+            }
+            // A run of alphanumerics is one word to the tokenizer: at most
+            // one term comes back (bigrams need two).
+            let term = self
+                .tokenizer
+                .tokens(word)
+                .into_iter()
+                .next()
+                .map(String::into_boxed_str);
+            self.cache.insert(word.into(), term);
+        }
+        self.cache.get(word).and_then(|t| t.as_deref())
+    }
+
+    /// The terms of `text`, space separated, into `out` (cleared first);
+    /// returns how many. Equal to `tokenizer.tokens(text).join(" ")`.
+    pub(super) fn joined(&mut self, text: &str, out: &mut String) -> u64 {
+        out.clear();
+        let mut n = 0u64;
+        let mut start: Option<usize> = None;
+        let mut push = |this: &mut Self, word: &str, out: &mut String| {
+            let mut add = |t: &str| {
+                if !out.is_empty() {
+                    out.push(' ');
+                }
+                out.push_str(t);
+                n += 1;
+            };
+            if word.len() > MAX_CACHED_WORD_BYTES {
+                if let Some(t) = this.tokenizer.tokens(word).first() {
+                    add(t);
+                }
+            } else if let Some(t) = this.term(word) {
+                add(t);
+            }
+        };
+        for (i, c) in text.char_indices() {
+            if c.is_alphanumeric() {
+                start.get_or_insert(i);
+            } else if let Some(s) = start.take() {
+                push(self, &text[s..i], out);
+            }
+        }
+        if let Some(s) = start {
+            push(self, &text[s..], out);
+        }
+        n
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::view::lexical::TokenizerConfig;
+
+    #[test]
+    fn cached_terms_equal_the_tokenizers_terms() {
+        let tk = Tokenizer::new(TokenizerConfig::default());
+        let mut terms = Terms::new(&tk);
+        let mut out = String::new();
+        for text in [
+            "Running the tests: cargo test --release; it FAILED twice.",
+            "Caroline's don't x 7 42 naïve Ünïcode straße ΣΊΣΥΦΟΣ 東京 tests",
+            "snake_case-and.dots/path\\back 3.14 v2 a1b2",
+            "",
+            "   ",
+            "running running RUNNING",
+            "aVeryLongIdentifierThatIsWellOverTheCacheLimitOfFortyEightBytes x",
+        ] {
+            for _ in 0..2 {
+                // Second pass: every word from the cache.
+                let n = terms.joined(text, &mut out);
+                let expected = tk.tokens(text);
+                assert_eq!(out, expected.join(" "), "{text:?}");
+                assert_eq!(n, expected.len() as u64);
+            }
+        }
+        // The cache starts over instead of growing without bound.
+        let many: String = (0..MAX_CACHED_WORDS + 10)
+            .map(|i| format!("w{i} "))
+            .collect();
+        terms.joined(&many, &mut out);
+        assert!(terms.cache.len() <= MAX_CACHED_WORDS);
+        assert!(terms.cache.keys().all(|w| w.len() <= MAX_CACHED_WORD_BYTES));
+        assert_eq!(out, tk.tokens(&many).join(" "));
+    }
+}
