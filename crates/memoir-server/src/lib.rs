@@ -32,7 +32,10 @@ use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 use axum::Router;
 
-pub use config::{check_listen, open_store, parse_tokens, ServeError, ServerConfig, TokenGrant};
+pub use config::{
+    check_listen, open_store, parse_tokens, AuthError, ServeError, ServerConfig, TokenGrant,
+    TokenIndex,
+};
 pub use error::ApiError;
 use handlers::{fork, read, search, write, AppState};
 
