@@ -94,7 +94,7 @@ def test_every_tool_with_valid_arguments(store):
             rest = await call_checked(c, tools, "list_sessions", {"cursor": listed["next_cursor"]})
             assert {s["id"] for s in listed["sessions"] + rest["sessions"]} >= {sid}
             assert rest["truncated"] is False
-            got = await call_checked(c, tools, "get_session", {"id": sid[:12], "around_seq": hits["hits"][0]["seq"]})
+            got = await call_checked(c, tools, "get_session", {"id": sid[:-4], "around_seq": hits["hits"][0]["seq"]})
             assert got["session"] == sid and "ops/deploy" in got["messages"][0]["text"]
             res = await call_checked(c, tools, "resume_command", {"id": sid})
             assert res["program"] == "memoir" and sid in res["shell"]
