@@ -90,24 +90,41 @@ fn main() {
     };
     let calls = num("--calls", 200);
     let tmp = tempfile::tempdir().expect("tempdir");
-    let dir = arg("--dir").map(PathBuf::from).unwrap_or_else(|| tmp.path().join("store"));
+    let dir = arg("--dir")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| tmp.path().join("store"));
     let have = std::fs::read_dir(&dir)
-        .map(|rd| rd.flatten().filter(|e| e.path().extension().is_some_and(|x| x == "jsonl")).count())
+        .map(|rd| {
+            rd.flatten()
+                .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
+                .count()
+        })
         .unwrap_or(0);
     if have != spec.sessions {
         let t = Instant::now();
         corpus::generate(&dir, &spec);
-        eprintln!("generated {} sessions in {:.1}s", spec.sessions, t.elapsed().as_secs_f64());
+        eprintln!(
+            "generated {} sessions in {:.1}s",
+            spec.sessions,
+            t.elapsed().as_secs_f64()
+        );
     }
     let answers: Vec<(String, String)> = (0..spec.sessions)
-        .filter_map(|i| corpus::messages_of(&spec, i).1.map(|a| (a.1, corpus::meta_of(i).id)))
+        .filter_map(|i| {
+            corpus::messages_of(&spec, i)
+                .1
+                .map(|a| (a.1, corpus::meta_of(i).id))
+        })
         .collect();
     let project = corpus::meta_of(0).workspace;
     let recall_session = corpus::meta_of(0).id;
 
     // The in-process floor: the library calls the tools make.
-    let embedder: Arc<dyn EmbeddingProvider> = Arc::new(HashEmbedder::new(memoir::embed::hash::DEFAULT_DIMS));
-    let mut ix = SearchIndex::open(&dir).expect("index").with_embedder(embedder.clone());
+    let embedder: Arc<dyn EmbeddingProvider> =
+        Arc::new(HashEmbedder::new(memoir::embed::hash::DEFAULT_DIMS));
+    let mut ix = SearchIndex::open(&dir)
+        .expect("index")
+        .with_embedder(embedder.clone());
     let t = Instant::now();
     ix.update().expect("update");
     eprintln!("index caught up in {:.1}s", t.elapsed().as_secs_f64());
@@ -134,9 +151,17 @@ fn main() {
     for i in 0..calls.min(50) {
         let (q, _) = &answers[i % answers.len()];
         let t = Instant::now();
-        let history = memoir::view::history::History::read(&store, &recall_session).expect("history");
-        let (view, _) = SessionView::rebuild_history(&history, embedder.as_ref(), None, &RebuildOptions::default()).expect("view");
-        view.graft_budget_top(embedder.as_ref(), q, 16, 1500, None).expect("graft");
+        let history =
+            memoir::view::history::History::read(&store, &recall_session).expect("history");
+        let (view, _) = SessionView::rebuild_history(
+            &history,
+            embedder.as_ref(),
+            None,
+            &RebuildOptions::default(),
+        )
+        .expect("view");
+        view.graft_budget_top(embedder.as_ref(), q, 16, 1500, None)
+            .expect("graft");
         lib_recall.push(t.elapsed().as_secs_f64() * 1e3);
     }
 
@@ -153,20 +178,40 @@ fn main() {
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
-        .unwrap_or_else(|e| panic!("{}: {e} (build it: cargo build --release -p memoir-cli)", bin.display()));
+        .unwrap_or_else(|e| {
+            panic!(
+                "{}: {e} (build it: cargo build --release -p memoir-cli)",
+                bin.display()
+            )
+        });
     let out = BufReader::new(child.stdout.take().expect("stdout"));
-    let mut c = Stdio_ { child, out, next: 0 };
+    let mut c = Stdio_ {
+        child,
+        out,
+        next: 0,
+    };
     let init = c.request("initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}));
     assert_eq!(init["result"]["protocolVersion"], "2025-11-25");
     let stdin = c.child.stdin.as_mut().expect("stdin");
-    writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).expect("write");
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    )
+    .expect("write");
     // First call opens the index and catches up (not timed).
-    c.request("tools/call", json!({"name": "search_sessions", "arguments": {"query": "warm up"}}));
+    c.request(
+        "tools/call",
+        json!({"name": "search_sessions", "arguments": {"query": "warm up"}}),
+    );
     let mut mcp_search = Vec::new();
     for i in 0..calls {
         let (q, _) = &answers[i % answers.len()];
         let t = Instant::now();
-        let r = c.request("tools/call", json!({"name": "search_sessions", "arguments": {"query": q}}));
+        let r = c.request(
+            "tools/call",
+            json!({"name": "search_sessions", "arguments": {"query": q}}),
+        );
         mcp_search.push(t.elapsed().as_secs_f64() * 1e3);
         assert_ne!(r["result"]["isError"], json!(true), "{r}");
     }
@@ -176,12 +221,17 @@ fn main() {
     for i in 0..calls.min(50) {
         let (q, _) = &answers[i % answers.len()];
         let t = Instant::now();
-        let r = c.request("tools/call", json!({"name": "recall", "arguments": {"query": q, "session": recall_session}}));
+        let r = c.request(
+            "tools/call",
+            json!({"name": "recall", "arguments": {"query": q, "session": recall_session}}),
+        );
         mcp_recall.push(t.elapsed().as_secs_f64() * 1e3);
         let s = &r["result"]["structuredContent"];
         assert!(s["text"].is_string(), "{r}");
         recall_tokens = s["tokens"].as_u64().unwrap_or(0);
-        recall_bytes = r["result"]["content"][0]["text"].as_str().map_or(0, str::len);
+        recall_bytes = r["result"]["content"][0]["text"]
+            .as_str()
+            .map_or(0, str::len);
     }
     drop(c.child.stdin.take());
     let _ = c.child.wait();
@@ -201,11 +251,21 @@ fn main() {
     println!("|---|---|---|");
     for (name, v) in [
         ("search_sessions via memoir mcp (stdio)", &mut mcp_search),
-        ("library: index update + search (in process)", &mut lib_search),
+        (
+            "library: index update + search (in process)",
+            &mut lib_search,
+        ),
         ("recall via memoir mcp (stdio)", &mut mcp_recall),
-        ("library: rebuild view + graft (in process)", &mut lib_recall),
+        (
+            "library: rebuild view + graft (in process)",
+            &mut lib_recall,
+        ),
     ] {
-        println!("| {name} | {:.2} | {:.2} |", percentile(v, 0.5), percentile(v, 0.99));
+        println!(
+            "| {name} | {:.2} | {:.2} |",
+            percentile(v, 0.5),
+            percentile(v, 0.99)
+        );
     }
     println!();
     println!(

@@ -64,7 +64,9 @@ pub struct MemoirMcp {
 
 impl std::fmt::Debug for MemoirMcp {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MemoirMcp").field("config", &self.config).finish()
+        f.debug_struct("MemoirMcp")
+            .field("config", &self.config)
+            .finish()
     }
 }
 
@@ -184,9 +186,9 @@ impl ServerHandler for MemoirMcp {
         let tenant = tenant(&context);
         let config = self.config.clone();
         let list = blocking(move || resources::list(&config, tenant.as_deref())).await?;
-        Ok(ListResourcesResult::with_all_items(list.map_err(|e| {
-            McpError::internal_error(e.message, None)
-        })?))
+        Ok(ListResourcesResult::with_all_items(
+            list.map_err(|e| McpError::internal_error(e.message, None))?,
+        ))
     }
 
     async fn list_resource_templates(

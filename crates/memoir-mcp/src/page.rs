@@ -25,7 +25,9 @@ fn parse_cursor(cursor: &str) -> Result<usize, ToolError> {
         .strip_prefix('o')
         .and_then(|n| n.parse::<usize>().ok())
         .filter(|&n| n <= 1_000_000)
-        .ok_or_else(|| ToolError::invalid(format!("{cursor:?} is not a cursor from a previous result")))
+        .ok_or_else(|| {
+            ToolError::invalid(format!("{cursor:?} is not a cursor from a previous result"))
+        })
 }
 
 /// The cursor of the page starting at `offset`.
@@ -95,9 +97,10 @@ mod tests {
         assert_eq!(last["truncated"], false);
         assert!(last["next_cursor"].is_null());
         let big = "x".repeat(MAX_RESULT_BYTES / 2);
-        let v = Page::new(None, 10, 50, None)
-            .unwrap()
-            .shape("xs", (0..5).map(|_| json!(big)), false);
+        let v =
+            Page::new(None, 10, 50, None)
+                .unwrap()
+                .shape("xs", (0..5).map(|_| json!(big)), false);
         assert_eq!(v["xs"].as_array().unwrap().len(), 1);
         assert_eq!(v["next_cursor"], "o1");
         for bad in ["", "5", "o-1", "ox", "o99999999"] {

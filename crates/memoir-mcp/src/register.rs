@@ -66,7 +66,9 @@ mod tests {
         assert_eq!(v["mcpServers"]["memoir"]["args"], json!(["mcp"]));
         let x = config(Agent::Codex, &["--allow-writes".into()]);
         assert!(x.contains("codex mcp add memoir -- memoir mcp --allow-writes\n"));
-        assert!(x.contains("[mcp_servers.memoir]\ncommand = \"memoir\"\nargs = [\"mcp\", \"--allow-writes\"]\n"));
+        assert!(x.contains(
+            "[mcp_servers.memoir]\ncommand = \"memoir\"\nargs = [\"mcp\", \"--allow-writes\"]\n"
+        ));
         assert!("gemini".parse::<Agent>().is_err());
     }
 }

@@ -118,7 +118,9 @@ pub fn read(
             .read_header(id)?
             .ok_or_else(|| ToolError::not_found(format!("no session {id}")))?;
         if !scope.owns_workspace(&meta.workspace) {
-            return Err(ToolError::not_found(format!("no session {id} in this project")));
+            return Err(ToolError::not_found(format!(
+                "no session {id} in this project"
+            )));
         }
         let export = scope.manager.export(
             id,
@@ -129,7 +131,8 @@ pub fn read(
         )?;
         export.text
     } else if let Some(p) = uri.strip_prefix(NOTES_PREFIX) {
-        let project = decode(p).ok_or_else(|| ToolError::invalid(format!("malformed uri {uri:?}")))?;
+        let project =
+            decode(p).ok_or_else(|| ToolError::invalid(format!("malformed uri {uri:?}")))?;
         if project != scope.project {
             return Err(ToolError::not_found(format!(
                 "no notes for {project:?} here (this server's project is {:?})",
@@ -148,7 +151,11 @@ pub fn read(
                 format!(" [{}]", n.tags.join(", "))
             };
             let when = n.created_at.map(|t| t.to_rfc3339()).unwrap_or_default();
-            md.push_str(&format!("- `{}` {when}{tags}: {}\n", n.id, n.text.replace('\n', "\n  ")));
+            md.push_str(&format!(
+                "- `{}` {when}{tags}: {}\n",
+                n.id,
+                n.text.replace('\n', "\n  ")
+            ));
         }
         md
     } else {
@@ -156,9 +163,11 @@ pub fn read(
             "unknown resource {uri:?} (memoir://session/<id> or memoir://notes/<project>)"
         )));
     };
-    Ok(ReadResourceResult::new(vec![
-        ResourceContents::text(bounded(text), uri).with_mime_type("text/markdown"),
-    ]))
+    Ok(ReadResourceResult::new(vec![ResourceContents::text(
+        bounded(text),
+        uri,
+    )
+    .with_mime_type("text/markdown")]))
 }
 
 #[cfg(test)]

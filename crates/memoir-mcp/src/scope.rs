@@ -90,7 +90,10 @@ impl Indexes {
         scope: &Scope,
         embedder: &Arc<dyn EmbeddingProvider>,
     ) -> Result<Arc<Mutex<SearchIndex>>, ToolError> {
-        let mut map = self.0.lock().map_err(|_| ToolError::internal("index lock poisoned"))?;
+        let mut map = self
+            .0
+            .lock()
+            .map_err(|_| ToolError::internal("index lock poisoned"))?;
         if let Some(ix) = map.get(&scope.index_key) {
             return Ok(ix.clone());
         }
@@ -112,7 +115,9 @@ pub fn tenant_index_root(spec: &str) -> memoir::Result<PathBuf> {
             .join(memoir::search::INDEX_DIR)
             .join(format!("mcp-{}", &key[..16])))
     } else {
-        Ok(PathBuf::from(spec).join(memoir::search::INDEX_DIR).join("mcp"))
+        Ok(PathBuf::from(spec)
+            .join(memoir::search::INDEX_DIR)
+            .join("mcp"))
     }
 }
 
@@ -130,10 +135,16 @@ impl Backend {
     /// for [`Backend::Tenants`]).
     pub fn scope(&self, tenant: Option<&str>) -> Result<Scope, ToolError> {
         match self {
-            Backend::Local { dir, project, shared } => {
+            Backend::Local {
+                dir,
+                project,
+                shared,
+            } => {
                 let store: Arc<dyn LogStore> = Arc::new(FileStore::new(dir, Durability::Fsync));
-                let manager =
-                    SessionManager::with_store(store.clone(), manager_options(Some(project.clone())));
+                let manager = SessionManager::with_store(
+                    store.clone(),
+                    manager_options(Some(project.clone())),
+                );
                 Ok(Scope {
                     manager,
                     store,
@@ -147,8 +158,10 @@ impl Backend {
                 let Some(project) = tenant else {
                     return Err(ToolError::internal("no project for this request"));
                 };
-                let ns: Arc<dyn LogStore> =
-                    Arc::new(memoir_server::namespace::ProjectStore::new(store.clone(), project));
+                let ns: Arc<dyn LogStore> = Arc::new(memoir_server::namespace::ProjectStore::new(
+                    store.clone(),
+                    project,
+                ));
                 Ok(Scope {
                     manager: memoir_server::namespace::project_manager(store.clone(), project),
                     store: ns,

@@ -190,8 +190,11 @@ fn search_sessions(
                 if !hidden.contains_key(&h.session) {
                     let seqs = match scope.manager.read_session(&h.session) {
                         Ok(t) => {
-                            notes::collect(&t.messages[t.inherited..], &t.message_seqs[t.inherited..])
-                                .hidden_seqs
+                            notes::collect(
+                                &t.messages[t.inherited..],
+                                &t.message_seqs[t.inherited..],
+                            )
+                            .hidden_seqs
                         }
                         Err(_) => HashSet::new(),
                     };
@@ -300,7 +303,9 @@ fn recall(config: &McpConfig, scope: &Scope, a: RecallArgs) -> Result<Value, Too
     let items: Vec<Value> = block
         .items
         .iter()
-        .map(|i| json!({"session": i.session, "seq": i.chain_seq, "part": i.part, "score": i.score}))
+        .map(
+            |i| json!({"session": i.session, "seq": i.chain_seq, "part": i.part, "score": i.score}),
+        )
         .collect();
     Ok(json!({
         "session": id,
@@ -510,7 +515,12 @@ fn usage(scope: &Scope, a: UsageArgs) -> Result<Value, ToolError> {
     use memoir::usage::{GroupKey, PriceTable, ProjectFilter, UsageQuery};
     let since = match a.period.as_deref() {
         None | Some("all") => None,
-        Some("today") => Some(Utc::now().date_naive().and_hms_opt(0, 0, 0).map(|t| t.and_utc())),
+        Some("today") => Some(
+            Utc::now()
+                .date_naive()
+                .and_hms_opt(0, 0, 0)
+                .map(|t| t.and_utc()),
+        ),
         Some("week") => Some(Utc::now().checked_sub_signed(chrono::Duration::days(7))),
         Some("month") => Some(Utc::now().checked_sub_signed(chrono::Duration::days(30))),
         Some(p) => Some(Some(parse_time(p)?)),
@@ -519,7 +529,9 @@ fn usage(scope: &Scope, a: UsageArgs) -> Result<Value, ToolError> {
     .transpose()?;
     let group_by = match a.by.as_deref() {
         None => Vec::new(),
-        Some(b) => vec![b.parse::<GroupKey>().map_err(|e| ToolError::invalid(e.to_string()))?],
+        Some(b) => vec![b
+            .parse::<GroupKey>()
+            .map_err(|e| ToolError::invalid(e.to_string()))?],
     };
     let project = project_filter(scope, a.project.as_deref(), false)?.map(ProjectFilter::Workspace);
     let query = UsageQuery {

@@ -48,26 +48,46 @@ fn ok(s: &MemoirMcp, name: &str, a: Value) -> Value {
 fn err(s: &MemoirMcp, name: &str, a: Value) -> String {
     let r = s.call_blocking(None, name, args(a));
     assert_eq!(r.is_error, Some(true), "{name} should fail");
-    r.structured_content.unwrap()["error"].as_str().unwrap().to_string()
+    r.structured_content.unwrap()["error"]
+        .as_str()
+        .unwrap()
+        .to_string()
 }
 
 #[test]
 fn a_project_never_sees_another_projects_sessions_unless_widened() {
     let root = tempfile::tempdir().unwrap();
-    let (dir, a, b) = (root.path().join("s"), root.path().join("a"), root.path().join("b"));
+    let (dir, a, b) = (
+        root.path().join("s"),
+        root.path().join("a"),
+        root.path().join("b"),
+    );
     let sa = session(&dir, &a, "alpha marmalade plan");
     let sb = session(&dir, &b, "beta marmalade plan");
     let s = server(&dir, &a, false);
     let hits = ok(&s, "search_sessions", json!({"query": "marmalade"}));
-    let ids: Vec<&str> = hits["hits"].as_array().unwrap().iter().map(|h| h["session"].as_str().unwrap()).collect();
+    let ids: Vec<&str> = hits["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["session"].as_str().unwrap())
+        .collect();
     assert_eq!(ids, [sa.as_str()]);
     assert_eq!(err(&s, "get_session", json!({"id": sb})), "not_found");
     assert_eq!(err(&s, "resume_command", json!({"id": sb})), "not_found");
     assert_eq!(
-        err(&s, "search_sessions", json!({"query": "marmalade", "project": b.display().to_string()})),
+        err(
+            &s,
+            "search_sessions",
+            json!({"query": "marmalade", "project": b.display().to_string()})
+        ),
         "bad_request"
     );
-    let wide = ok(&s, "search_sessions", json!({"query": "marmalade", "all_projects": true}));
+    let wide = ok(
+        &s,
+        "search_sessions",
+        json!({"query": "marmalade", "all_projects": true}),
+    );
     assert_eq!(wide["hits"].as_array().unwrap().len(), 2);
     let listed = ok(&s, "list_sessions", json!({}));
     assert_eq!(listed["sessions"].as_array().unwrap().len(), 1);
@@ -103,10 +123,24 @@ fn concurrent_writers_keep_every_note_once_and_forget_is_a_tombstone() {
     let text = notes[0]["text"].as_str().unwrap().to_string();
     assert_eq!(ok(&s, "forget", json!({"id": id}))["forgotten"], true);
     assert_eq!(err(&s, "forget", json!({"id": id})), "not_found");
-    assert_eq!(ok(&s, "list_notes", json!({"limit": 200}))["notes"].as_array().unwrap().len(), 99);
-    let hits = ok(&s, "search_sessions", json!({"query": format!("\"{text}\"")}));
+    assert_eq!(
+        ok(&s, "list_notes", json!({"limit": 200}))["notes"]
+            .as_array()
+            .unwrap()
+            .len(),
+        99
+    );
+    let hits = ok(
+        &s,
+        "search_sessions",
+        json!({"query": format!("\"{text}\"")}),
+    );
     assert!(
-        hits["hits"].as_array().unwrap().iter().all(|h| !h["snippet"].as_str().unwrap().contains(&text)),
+        hits["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|h| !h["snippet"].as_str().unwrap().contains(&text)),
         "a forgotten note is not found: {hits}"
     );
 }
@@ -130,8 +164,15 @@ fn bad_arguments_are_tool_errors_and_writes_need_permission() {
         let r = s.call_blocking(None, name, args(a.clone()));
         assert_eq!(r.is_error, Some(true), "{name} {a}");
     }
-    let r = s.call_blocking(None, "forget", args(json!({"id": format!("note_{}", "0".repeat(32))})));
-    let msg = r.structured_content.unwrap()["message"].as_str().unwrap().to_string();
+    let r = s.call_blocking(
+        None,
+        "forget",
+        args(json!({"id": format!("note_{}", "0".repeat(32))})),
+    );
+    let msg = r.structured_content.unwrap()["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
     assert!(msg.contains("--allow-writes"), "{msg}");
 }
 
@@ -151,7 +192,13 @@ fn pages_hand_out_cursors_until_the_end() {
             a["cursor"] = json!(c);
         }
         let page = ok(&s, "list_sessions", a);
-        seen.extend(page["sessions"].as_array().unwrap().iter().map(|e| e["id"].as_str().unwrap().to_string()));
+        seen.extend(
+            page["sessions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| e["id"].as_str().unwrap().to_string()),
+        );
         if page["truncated"] == false {
             break;
         }

@@ -33,7 +33,12 @@ impl FromRequestParts<Shared> for Auth {
     ) -> Result<Self, Self::Rejection> {
         let grant = state
             .tokens
-            .authenticate(parts.headers.get(header::AUTHORIZATION).map(|v| v.as_bytes()))
+            .authenticate(
+                parts
+                    .headers
+                    .get(header::AUTHORIZATION)
+                    .map(|v| v.as_bytes()),
+            )
             .map_err(|e| ApiError::new(StatusCode::UNAUTHORIZED, e.code(), &e.to_string()))?;
         Ok(Auth {
             project: grant.project.clone(),

@@ -45,7 +45,10 @@ pub fn project_manager(inner: Arc<dyn LogStore>, project: &str) -> memoir::manag
         lease: memoir::manager::LeasePolicy::Off,
         ..memoir::manager::ManagerOptions::default()
     };
-    memoir::manager::SessionManager::with_store(Arc::new(ProjectStore::new(inner, project)), options)
+    memoir::manager::SessionManager::with_store(
+        Arc::new(ProjectStore::new(inner, project)),
+        options,
+    )
 }
 
 /// One project's view of the shared store.

@@ -102,10 +102,15 @@ pub fn validate(text: &str, tags: &[String]) -> Result<()> {
         )));
     }
     if tags.len() > MAX_TAGS {
-        return Err(invalid(format!("at most {MAX_TAGS} tags (got {})", tags.len())));
+        return Err(invalid(format!(
+            "at most {MAX_TAGS} tags (got {})",
+            tags.len()
+        )));
     }
     for t in tags {
-        if t.trim().is_empty() || t.chars().count() > MAX_TAG_CHARS || t.chars().any(char::is_control)
+        if t.trim().is_empty()
+            || t.chars().count() > MAX_TAG_CHARS
+            || t.chars().any(char::is_control)
         {
             return Err(invalid(format!(
                 "tag {t:?}: tags are 1 to {MAX_TAG_CHARS} characters without control characters"
@@ -148,12 +153,7 @@ impl<'m> Notes<'m> {
 
     /// Store a note (one appended record; creates the notes session when
     /// missing). `session`, when given, is recorded as what the note is about.
-    pub fn remember(
-        &mut self,
-        text: &str,
-        tags: &[String],
-        session: Option<&str>,
-    ) -> Result<Note> {
+    pub fn remember(&mut self, text: &str, tags: &[String], session: Option<&str>) -> Result<Note> {
         validate(text, tags)?;
         if let Some(s) = session {
             crate::id::validate(s)?;
@@ -206,10 +206,8 @@ impl<'m> Notes<'m> {
         }
         let mut msg = Message::text(Role::System, format!("forgot note {id}"));
         msg.timestamp = Some(Utc::now());
-        msg.extra.insert(
-            FORGET_KEY.into(),
-            json!({ "v": NOTES_FORMAT, "id": id }),
-        );
+        msg.extra
+            .insert(FORGET_KEY.into(), json!({ "v": NOTES_FORMAT, "id": id }));
         self.manager
             .append_session_messages(&self.session, vec![msg])?;
         Ok(true)
@@ -218,7 +216,10 @@ impl<'m> Notes<'m> {
     /// The live notes, oldest first (empty when none was ever written).
     pub fn list(&self) -> Result<NoteList> {
         match self.manager.read_session(&self.session) {
-            Ok(t) => Ok(collect(&t.messages[t.inherited..], &t.message_seqs[t.inherited..])),
+            Ok(t) => Ok(collect(
+                &t.messages[t.inherited..],
+                &t.message_seqs[t.inherited..],
+            )),
             Err(ManagerError::Store(crate::Error::NotFound(_))) => Ok(NoteList::default()),
             Err(e) => Err(e),
         }
@@ -268,7 +269,10 @@ pub fn collect(messages: &[Message], seqs: &[u64]) -> NoteList {
             id: id.to_string(),
             text: m.text_content(),
             tags,
-            session: meta.get("session").and_then(Value::as_str).map(str::to_string),
+            session: meta
+                .get("session")
+                .and_then(Value::as_str)
+                .map(str::to_string),
             created_at: m.timestamp,
             seq,
         });
@@ -335,7 +339,10 @@ mod tests {
         let session = notes.session_id().to_string();
         drop(notes);
         let t = m.read_session(&session).unwrap();
-        assert!(t.messages.iter().any(|msg| msg.text_content().contains("ops/deploy")));
+        assert!(t
+            .messages
+            .iter()
+            .any(|msg| msg.text_content().contains("ops/deploy")));
     }
 
     #[test]
@@ -344,7 +351,9 @@ mod tests {
         let mut m = manager(dir.path());
         let mut notes = Notes::new(&mut m, "/p");
         assert!(notes.remember("  ", &[], None).is_err());
-        assert!(notes.remember(&"x".repeat(MAX_NOTE_BYTES + 1), &[], None).is_err());
+        assert!(notes
+            .remember(&"x".repeat(MAX_NOTE_BYTES + 1), &[], None)
+            .is_err());
         assert!(notes.remember("ok", &["bad\ntag".into()], None).is_err());
         assert!(notes.remember("ok", &[], Some("../etc")).is_err());
         assert!(notes.forget("../x").is_err());

@@ -147,7 +147,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(addr) => {
             memoir_server::check_listen(&addr, args.allow_public)?;
             let tokens = load_tokens(args.tokens.clone(), &args.token)?;
-            (tenant_backend(&args)?, Some(memoir_server::TokenIndex::new(tokens)))
+            (
+                tenant_backend(&args)?,
+                Some(memoir_server::TokenIndex::new(tokens)),
+            )
         }
         None if args.no_auth => return Err(CliError::usage("--no-auth needs --http ADDR")),
         None => (local_backend(&args)?, None),
@@ -177,7 +180,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     .await
                     .with_context(|| format!("listening on {addr}"))?;
                 let local = listener.local_addr()?;
-                outln!("memoir mcp: listening on http://{local}{}", memoir_mcp::http::MCP_PATH);
+                outln!(
+                    "memoir mcp: listening on http://{local}{}",
+                    memoir_mcp::http::MCP_PATH
+                );
                 let router = memoir_mcp::http::router(server, tokens, local);
                 memoir_mcp::http::serve(listener, router, memoir_server::shutdown_signal()).await?;
                 eprintln!("memoir mcp: stopped");
