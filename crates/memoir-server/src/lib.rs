@@ -7,7 +7,8 @@
 //! [`serve`] with graceful shutdown. The CLI's `memoir serve` is a thin
 //! wrapper; the blocking client and the JSON bodies live in `memoir::client`.
 //!
-//! Modules: [`config`] (tokens, store specs, listen rule), `auth` (the
+//! Modules: [`config`] (tokens, store specs, listen rule), [`background`]
+//! (a server in a background thread, for non-async callers), `auth` (the
 //! bearer extractor), [`error`] (status mapping), [`namespace`] (per-project
 //! ids), `handlers` (one file per concern; each calls the library).
 //!
@@ -21,6 +22,7 @@
 //! The API is documented in `docs/SERVER.md` and served at `/openapi.json`.
 
 mod auth;
+pub mod background;
 pub mod config;
 pub mod error;
 mod handlers;
@@ -32,6 +34,7 @@ use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 use axum::Router;
 
+pub use background::BackgroundServer;
 pub use config::{
     check_listen, open_store, parse_tokens, AuthError, ServeError, ServerConfig, TokenGrant,
     TokenIndex,

@@ -21,7 +21,7 @@ use memoir::store::postgres::VectorMode;
 use memoir::store::{Appended, Durability, Listed, LogStore, RawLog};
 use memoir::transcript::{find_in, Session};
 use memoir::Error;
-use memoir_server::{ServerConfig, TokenGrant};
+use memoir_server::{BackgroundServer, ServerConfig, TokenGrant};
 
 use postgres_common::{pg_store, pg_url, TempSchema, POSTGRES_URL};
 
@@ -50,58 +50,20 @@ fn grants() -> Vec<TokenGrant> {
 }
 
 /// A server running on its own runtime in a background thread.
-struct Running {
-    base: String,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
+struct Running(BackgroundServer);
 
 impl Running {
     fn start(config: ServerConfig) -> Running {
-        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
-        let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-                addr_tx.send(listener.local_addr().unwrap()).unwrap();
-                memoir_server::serve(listener, config, async {
-                    let _ = stop_rx.await;
-                })
-                .await
-                .unwrap();
-            });
-        });
-        let addr = addr_rx.recv().unwrap();
-        Running {
-            base: format!("http://{addr}"),
-            stop: Some(stop_tx),
-            thread: Some(thread),
-        }
+        Running(BackgroundServer::start(config).unwrap())
     }
 
     fn client(&self, token: &str) -> Client {
-        Client::new(&self.base, Some(token.into())).unwrap()
+        Client::new(&self.0.url(), Some(token.into())).unwrap()
     }
 
     /// Ask for a graceful shutdown and wait until the server has stopped.
     fn shutdown(&mut self) {
-        if let Some(tx) = self.stop.take() {
-            let _ = tx.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            t.join().unwrap();
-        }
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        self.shutdown();
+        self.0.shutdown().unwrap();
     }
 }
 
@@ -360,7 +322,7 @@ fn tokens_are_scoped(config: ServerConfig) {
         "A's log untouched"
     );
     // Missing, unknown and expired tokens.
-    let url = format!("{}/v1/sessions", server.base);
+    let url = format!("{}/v1/sessions", server.0.url());
     let (s, t) = raw("GET", &url, None, None, vec![]);
     assert_eq!((s, error_code(&t).as_str()), (401, "unauthorized"));
     let (s, t) = raw(
@@ -376,7 +338,7 @@ fn tokens_are_scoped(config: ServerConfig) {
     // Health and the OpenAPI document need no token.
     let (s, t) = raw(
         "GET",
-        &format!("{}/openapi.json", server.base),
+        &format!("{}/openapi.json", server.0.url()),
         None,
         None,
         vec![],
@@ -388,7 +350,7 @@ fn tokens_are_scoped(config: ServerConfig) {
     assert_eq!(
         raw(
             "GET",
-            &format!("{}/healthz", server.base),
+            &format!("{}/healthz", server.0.url()),
             None,
             None,
             vec![]
@@ -424,7 +386,7 @@ fn bad_input_gets_clear_4xx() {
         ..Default::default()
     })
     .unwrap();
-    let url = |p: &str| format!("{}{p}", server.base);
+    let url = |p: &str| format!("{}{p}", server.0.url());
     let json = Some("application/json");
     let post = |p: &str, ct: Option<&str>, body: &[u8]| {
         let (s, t) = raw("POST", &url(p), Some(TOKEN_A), ct, body.to_vec());
@@ -476,7 +438,7 @@ fn bad_input_gets_clear_4xx() {
     let server_big = Running::start(cfg_big);
     let (s, t) = raw(
         "POST",
-        &format!("{}/v1/sessions/s/records", server_big.base),
+        &format!("{}/v1/sessions/s/records", server_big.0.url()),
         Some(TOKEN_A),
         json,
         many.into_bytes(),
@@ -892,7 +854,7 @@ fn no_cross_project_read_or_write(config: ServerConfig) {
     // Restore brings A's own session back, records intact.
     let (s, _) = raw(
         "POST",
-        &format!("{}/v1/sessions/x/restore", first.base),
+        &format!("{}/v1/sessions/x/restore", first.0.url()),
         Some(TOKEN_A),
         Some("application/json"),
         b"{}".to_vec(),
@@ -1008,7 +970,7 @@ fn bodies_must_be_objects_and_absent_titles_are_omitted() {
         ..Default::default()
     })
     .unwrap();
-    let url = |p: &str| format!("{}{p}", server.base);
+    let url = |p: &str| format!("{}{p}", server.0.url());
     for (path, body) in [
         ("/v1/sessions", "[]"),
         ("/v1/sessions", "1"),

@@ -95,19 +95,8 @@ fn usage_endpoint_is_project_scoped_and_matches_the_library() {
         },
     ];
     let config = ServerConfig::new(store.clone() as Arc<dyn LogStore>, tokens);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let listener = rt
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = rt.spawn(memoir_server::serve(listener, config, async {
-        let _ = stop_rx.await;
-    }));
+    let server = memoir_server::BackgroundServer::start(config).unwrap();
+    let base = server.url();
 
     let (status, body) = get(&format!("{base}/v1/usage?by=session"), Some(TOKEN_A));
     assert_eq!(status, 200, "{body}");
@@ -153,6 +142,6 @@ fn usage_endpoint_is_project_scoped_and_matches_the_library() {
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["blocks"].as_array().unwrap().len(), 1);
 
-    let _ = stop_tx.send(());
-    rt.block_on(server).unwrap().unwrap();
+    let mut server = server;
+    server.shutdown().unwrap();
 }

@@ -138,6 +138,21 @@ impl EmbeddingError {
     }
 }
 
+#[cfg(feature = "search")]
+impl crate::search::SearchError {
+    /// The class of this error (see the module docs): a failing index
+    /// database is internal (the index is derived and rebuilt).
+    pub fn class(&self) -> ErrorClass {
+        use crate::search::SearchError;
+        match self {
+            SearchError::Database { .. } => ErrorClass::Internal,
+            SearchError::Store(e) => e.class(),
+            SearchError::Embedding(e) => e.class(),
+            SearchError::Invalid(_) => ErrorClass::InvalidInput,
+        }
+    }
+}
+
 /// The class of the first library error in `err`'s `source()` chain
 /// ([`Error`], [`ManagerError`] or [`EmbeddingError`]); `None` when there is none.
 pub fn class_of(err: &(dyn std::error::Error + 'static)) -> Option<ErrorClass> {
@@ -186,6 +201,20 @@ mod tests {
         );
         let wrapped: Box<dyn std::error::Error> = Box::new(e);
         assert_eq!(class_of(wrapped.as_ref()), Some(ErrorClass::NotFound));
+    }
+
+    #[cfg(feature = "search")]
+    #[test]
+    fn search_errors_classify_through_their_cause() {
+        use crate::search::SearchError;
+        assert_eq!(
+            SearchError::Invalid("q".into()).class(),
+            ErrorClass::InvalidInput
+        );
+        assert_eq!(
+            SearchError::Store(Error::NotFound("x".into())).class(),
+            ErrorClass::NotFound
+        );
     }
 
     #[test]

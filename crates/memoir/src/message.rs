@@ -10,6 +10,7 @@
 //! holding the raw JSON, so a newer writer's data survives a load and rewrite.
 
 pub mod anthropic;
+pub mod convert;
 mod de;
 pub mod openai;
 

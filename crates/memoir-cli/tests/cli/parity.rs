@@ -24,7 +24,7 @@ use memoir::record::Record;
 use memoir::store::file::FileStore;
 use memoir::store::{Durability, LogStore};
 use memoir::transcript::Session;
-use memoir_server::{ServerConfig, TokenGrant};
+use memoir_server::{BackgroundServer, ServerConfig, TokenGrant};
 use serde_json::{json, Value};
 
 const TOKEN: &str = "parity-token-0123456789";
@@ -272,8 +272,7 @@ impl Front for Cli {
 
 struct Http {
     client: Client,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    _server: BackgroundServer,
 }
 
 impl Http {
@@ -283,41 +282,10 @@ impl Http {
             project: "parity".into(),
             expires_at: None,
         }];
-        let config = ServerConfig::new(store, grants);
-        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
-        let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-                addr_tx.send(listener.local_addr().unwrap()).unwrap();
-                memoir_server::serve(listener, config, async {
-                    let _ = stop_rx.await;
-                })
-                .await
-                .unwrap();
-            });
-        });
-        let addr = addr_rx.recv().unwrap();
+        let server = BackgroundServer::start(ServerConfig::new(store, grants)).unwrap();
         Http {
-            client: Client::new(&format!("http://{addr}"), Some(TOKEN.into())).unwrap(),
-            stop: Some(stop_tx),
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for Http {
-    fn drop(&mut self) {
-        if let Some(tx) = self.stop.take() {
-            let _ = tx.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
+            client: Client::new(&server.url(), Some(TOKEN.into())).unwrap(),
+            _server: server,
         }
     }
 }

@@ -10,7 +10,7 @@
 //!
 //! [`cache::CachedEmbedder`] wraps any of them in a persistent, checksummed,
 //! size-bounded cache keyed by (model id, BLAKE3 of the input), and
-//! [`select`] builds the configured provider from `$MEMOIR_HOME/config.toml`,
+//! [`select()`] builds the configured provider from `$MEMOIR_HOME/config.toml`,
 //! environment variables and command-line overrides.
 //!
 //! Every provider returns L2-normalised vectors of exactly

@@ -22,12 +22,30 @@ impl SessionManager {
     /// Append `records` to session `id` as one atomic batch (nothing else is
     /// added: no title is derived). A no-op for an empty batch.
     pub fn append_records_to(&self, id: &str, records: &[Record]) -> Result<Option<Appended>> {
+        self.append_records_expecting(id, records, None)
+    }
+
+    /// Like [`SessionManager::append_records_to`], with optimistic
+    /// concurrency: given `expected_next`, the batch is written only if its
+    /// first record gets exactly that seq, else [`crate::Error::Conflict`]
+    /// (another writer won; re-read and retry). Records of kinds this build
+    /// does not know ([`Record::Unknown`], e.g. an adapter's own kinds) are
+    /// stored verbatim and come back from [`SessionManager::read_raw`].
+    pub fn append_records_expecting(
+        &self,
+        id: &str,
+        records: &[Record],
+        expected_next: Option<u64>,
+    ) -> Result<Option<Appended>> {
         crate::id::validate(id)?;
         if records.is_empty() {
             return Ok(None);
         }
         let session = Session::open_in(self.store(), id)?;
-        Ok(Some(session.append_records(records)?))
+        Ok(Some(match expected_next {
+            Some(next) => session.append_expecting(records, next)?,
+            None => session.append_records(records)?,
+        }))
     }
 
     /// Read session `id` (forks stitched) from the manager's store.
@@ -47,5 +65,50 @@ impl SessionManager {
         }
         let plan = fork::fork_point(self.store().as_ref(), id, &t, messages)?;
         Ok(plan.rewrite.is_none().then_some(plan.point))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use serde_json::{json, Map};
+
+    use super::*;
+    use crate::manager::ManagerOptions;
+    use crate::store::memory::MemStore;
+
+    #[test]
+    fn expecting_appends_refuse_a_lost_race_and_keep_application_kinds() {
+        let m = SessionManager::with_store(Arc::new(MemStore::new()), ManagerOptions::default());
+        m.create_with_header(SessionMeta::new("s")).unwrap();
+        let mut raw = Map::new();
+        raw.insert("entry".into(), json!({"seq": 9, "uuid": "u1"}));
+        let rec = Record::Unknown {
+            kind: "sdk_entry".into(),
+            raw,
+        };
+        let a = m
+            .append_records_expecting("s", std::slice::from_ref(&rec), Some(1))
+            .unwrap()
+            .unwrap();
+        assert_eq!((a.first_seq, a.last_seq), (1, 1));
+        let lost = m.append_records_expecting("s", std::slice::from_ref(&rec), Some(1));
+        assert!(
+            matches!(
+                lost,
+                Err(crate::manager::ManagerError::Store(
+                    crate::Error::Conflict { .. }
+                ))
+            ),
+            "{lost:?}"
+        );
+        assert!(m
+            .append_records_expecting("s", &[], Some(7))
+            .unwrap()
+            .is_none());
+        let log = m.read_raw("s").unwrap();
+        assert_eq!(log.records.len(), 1);
+        assert_eq!(log.records[0].record, rec);
     }
 }

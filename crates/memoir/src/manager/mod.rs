@@ -192,7 +192,7 @@ fn absolute(path: &Path) -> PathBuf {
     })
 }
 
-/// `text` cut to [`TITLE_CHARS`] characters, with `...` when it was longer.
+/// `text` cut to `TITLE_CHARS` characters, with `...` when it was longer.
 pub fn short_title(text: &str) -> String {
     let text = text.trim();
     let mut title: String = text.chars().take(TITLE_CHARS).collect();

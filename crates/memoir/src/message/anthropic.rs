@@ -84,11 +84,11 @@
 
 use serde_json::{json, Map, Value};
 
-use super::openai::{
+use super::convert::{
     content_from_wire, content_to_wire, counter, prepare, verify, ContentCodec, ContentForm,
     VendorData,
 };
-pub use super::openai::{ConversionError, Loss, LossKind, Lossy};
+pub use super::convert::{ConversionError, Loss, LossKind, Lossy};
 use super::{Block, Message, Role, Usage};
 
 /// The key of Anthropic vendor data in [`Message::extra`].

@@ -10,3 +10,9 @@
 
 pub mod manager;
 pub mod store;
+
+/// A shared store under test.
+pub type Store = std::sync::Arc<dyn super::LogStore>;
+
+/// One check: panics when `store` breaks the contract.
+pub type Check = fn(&Store);

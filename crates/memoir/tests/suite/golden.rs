@@ -19,10 +19,10 @@ use memoir::store::file::FileStore;
 use memoir::store::{Durability, IssueKind, LogStore};
 use memoir::transcript::read_in;
 
-const PARENT: &str = "20260101T000000-0123456789ab";
+pub(crate) const PARENT: &str = "20260101T000000-0123456789ab";
 const FORK: &str = "20260101T000500-ba9876543210";
 
-fn golden_dir() -> PathBuf {
+pub(crate) fn golden_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/v1")
 }
 
@@ -32,7 +32,7 @@ fn at(minute: u32) -> DateTime<Utc> {
         .unwrap()
 }
 
-fn header(id: &str, minute: u32, parent: Option<ForkPoint>) -> SessionMeta {
+pub(crate) fn header(id: &str, minute: u32, parent: Option<ForkPoint>) -> SessionMeta {
     let mut meta = SessionMeta::new(id);
     meta.created_at = at(minute);
     meta.provider = "anthropic".into();
@@ -44,7 +44,7 @@ fn header(id: &str, minute: u32, parent: Option<ForkPoint>) -> SessionMeta {
 }
 
 /// The records of the parent session, as appended (each inner Vec is one call).
-fn parent_appends() -> Vec<Vec<Record>> {
+pub(crate) fn parent_appends() -> Vec<Vec<Record>> {
     let mut assistant = Message::new(
         Role::Assistant,
         vec![

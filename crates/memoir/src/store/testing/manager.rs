@@ -1,4 +1,4 @@
-//! The session manager's contract as checks, over any [`LogStore`]: every
+//! The session manager's contract as checks, over any [`LogStore`](crate::store::LogStore): every
 //! check builds [`SessionManager::with_store`] on a fresh, empty store and
 //! drives it through the public API (create, append with tool calls, fork
 //! inside a tool-call group, rewrite, checkpoint, rename, delete, restore,
@@ -7,7 +7,6 @@
 //! backend calls [`run_all`]. [`scenario_digest`] renders one scenario's
 //! observable results so backends can be compared for equality.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -17,13 +16,8 @@ use crate::manager::{
     ExportFormat, ExportOptions, LeasePolicy, ManagerError, ManagerOptions, SessionManager,
 };
 use crate::message::{Block, Message, Role};
-use crate::store::LogStore;
 
-/// A shared store under test.
-pub type Store = Arc<dyn LogStore>;
-
-/// One check: panics when `store` breaks the contract.
-pub type Check = fn(&Store);
+pub use super::{Check, Store};
 
 /// Every check, by name.
 pub const CHECKS: &[(&str, Check)] = &[

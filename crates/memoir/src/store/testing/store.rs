@@ -1,4 +1,4 @@
-//! The [`LogStore`] contract as checks: every backend must pass each one on
+//! The [`LogStore`](crate::store::LogStore) contract as checks: every backend must pass each one on
 //! a fresh, empty store. `crates/memoir/tests/suite/store_conformance.rs` runs them
 //! on the file store, the in-memory store and PostgreSQL (with and without
 //! pgvector); a new backend calls [`run_all`] (or [`CHECKS`] one by one).
@@ -9,15 +9,11 @@ use std::sync::{Arc, Barrier};
 use crate::error::{ErrorKind, StoreError};
 use crate::message::Message;
 use crate::record::{ForkPoint, Record, SessionMeta};
-use crate::store::{LogStore, PROJECT_KEY};
+use crate::store::PROJECT_KEY;
 use crate::transcript::{find_in, read_in, Session};
 use crate::Error;
 
-/// A shared store under test.
-pub type Store = Arc<dyn LogStore>;
-
-/// One check: panics when `store` breaks the contract.
-pub type Check = fn(&Store);
+pub use super::{Check, Store};
 
 /// Every check, by name.
 pub const CHECKS: &[(&str, Check)] = &[
