@@ -11,7 +11,6 @@
 //! `target/release/memoir`, else `target/debug/memoir`).
 
 #[path = "../../memoir/tests/suite/support/corpus.rs"]
-#[allow(dead_code)]
 mod corpus;
 
 use std::io::{BufRead, BufReader, Write};

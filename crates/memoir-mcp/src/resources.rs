@@ -81,7 +81,7 @@ pub fn list(config: &McpConfig, tenant: Option<&str>) -> Result<Vec<Resource>, T
         .into_iter()
         .filter(|e| !memoir::notes::is_notes_session(&e.id) && scope.owns_workspace(&e.workspace))
         .collect();
-    sessions.sort_by(|a, b| b.last_activity.cmp(&a.last_activity));
+    sessions.sort_by_key(|e| std::cmp::Reverse(e.last_activity));
     for e in sessions.into_iter().take(LISTED_SESSIONS) {
         out.push(
             Resource::new(format!("{SESSION_PREFIX}{}", e.id), e.id.clone())

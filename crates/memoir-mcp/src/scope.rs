@@ -79,9 +79,12 @@ pub struct Scope {
     index_key: (PathBuf, String),
 }
 
+/// One open search index, shared by the calls that use it.
+type SharedIndex = Arc<Mutex<SearchIndex>>;
+
 /// Open search indexes, one per (index dir, project), kept between calls.
 #[derive(Default)]
-pub struct Indexes(Mutex<HashMap<(PathBuf, String), Arc<Mutex<SearchIndex>>>>);
+pub struct Indexes(Mutex<HashMap<(PathBuf, String), SharedIndex>>);
 
 impl Indexes {
     /// The index of `scope`, opened on first use.
@@ -89,7 +92,7 @@ impl Indexes {
         &self,
         scope: &Scope,
         embedder: &Arc<dyn EmbeddingProvider>,
-    ) -> Result<Arc<Mutex<SearchIndex>>, ToolError> {
+    ) -> Result<SharedIndex, ToolError> {
         let mut map = self
             .0
             .lock()

@@ -39,7 +39,7 @@ impl FromRequestParts<Shared> for Auth {
                     .get(header::AUTHORIZATION)
                     .map(|v| v.as_bytes()),
             )
-            .map_err(|e| ApiError::new(StatusCode::UNAUTHORIZED, e.code(), &e.to_string()))?;
+            .map_err(|e| ApiError::new(StatusCode::UNAUTHORIZED, e.code(), e.to_string()))?;
         Ok(Auth {
             project: grant.project.clone(),
         })

@@ -333,7 +333,7 @@ mod tests {
         assert!(!notes.forget(&a.id).unwrap(), "already forgotten");
         let list = notes.list().unwrap();
         assert_eq!(list.notes.len(), 1);
-        assert_eq!(list.forgotten, [a.id.clone()]);
+        assert_eq!(list.forgotten, std::slice::from_ref(&a.id));
         assert!(list.hidden_seqs.contains(&a.seq));
         // A tombstone, not a deletion: the note's record is still in the log.
         let session = notes.session_id().to_string();
