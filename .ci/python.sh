@@ -24,7 +24,7 @@ PIP=("$VENV_PY" -m pip install --quiet --disable-pip-version-check)
   claude-agent-sdk==0.2.184 \
   openai-agents==0.24.0 \
   langgraph==1.2.22 \
-  langgraph-checkpoint-conformance==0.0.2
+  langgraph-checkpoint-conformance==0.0.2 langgraph-checkpoint-sqlite==3.1.2
 
 # The wheel, built once (release: the tests and benchmarks run optimised code).
 "$WORK/venv/bin/maturin" build --release --quiet \

@@ -66,6 +66,17 @@ class Store:
         title: str | None = None,
     ) -> str:
         """Fork by reference; returns the child's id."""
+    def fork_state(
+        self,
+        session: str,
+        at_seq: int | None = None,
+        id: str | None = None,
+        title: str | None = None,
+        source: dict[str, Json] | None = None,
+    ) -> str:
+        """Fork the session as it was at record at_seq (later rewrites ignored), by reference; returns the child's id."""
+    def revisions(self, session: str) -> list[dict[str, Json]]:
+        """The states the session's rewrites replaced, oldest first: {rewrite_seq, seq, messages, after}."""
     def rewrite(self, session: str, messages: list[dict[str, Json]], expected_seq: int | None = None) -> SeqRange:
         """Replace the current messages (history kept in the log)."""
     def checkpoint(self, session: str, value: Json, expected_seq: int | None = None) -> int:

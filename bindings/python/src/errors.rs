@@ -1,13 +1,13 @@
 //! The Python exception hierarchy and the one mapping from the library's
-//! typed errors onto it, through [`memoir::error_class::ErrorClass`] (never
-//! by matching message text).
+//! typed errors onto it, through [`memoir::error::ErrorKind`] (never by
+//! matching message text).
 //!
 //! `MemoirError` is the base; each class of failure has its subclass:
 //! `InvalidInputError`, `NotFoundError`, `ConflictError`, `UnavailableError`,
 //! `UnsupportedError`, `CorruptError`. Anything else (an I/O failure of the machine) is a bare
 //! `MemoirError`.
 
-use memoir::error_class::ErrorClass;
+use memoir::error::ErrorKind;
 use memoir::manager::ManagerError;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
@@ -56,27 +56,30 @@ pyo3::create_exception!(
     "Stored data did not verify."
 );
 
-/// The Python exception for an error of `class`, with `message`.
-pub fn exception(class: ErrorClass, message: String) -> PyErr {
-    match class {
-        ErrorClass::InvalidInput => InvalidInputError::new_err(message),
-        ErrorClass::NotFound => NotFoundError::new_err(message),
-        ErrorClass::Conflict => ConflictError::new_err(message),
-        ErrorClass::Unavailable => UnavailableError::new_err(message),
-        ErrorClass::Unsupported => UnsupportedError::new_err(message),
-        ErrorClass::Corrupt => CorruptError::new_err(message),
-        ErrorClass::Internal => MemoirError::new_err(message),
+/// The Python exception for an error of `kind`, with `message` (every kind
+/// mapped, no catch-all: a new kind is a compile error here).
+pub fn exception(kind: ErrorKind, message: String) -> PyErr {
+    match kind {
+        ErrorKind::Invalid => InvalidInputError::new_err(message),
+        ErrorKind::NotFound => NotFoundError::new_err(message),
+        ErrorKind::Exists | ErrorKind::Conflict | ErrorKind::Busy => {
+            ConflictError::new_err(message)
+        }
+        ErrorKind::Unavailable => UnavailableError::new_err(message),
+        ErrorKind::Unsupported => UnsupportedError::new_err(message),
+        ErrorKind::Corrupt => CorruptError::new_err(message),
+        ErrorKind::Io => MemoirError::new_err(message),
     }
 }
 
 /// A library error as a Python exception (the full cause chain in the message).
 pub fn from_store(e: memoir::Error) -> PyErr {
-    exception(e.class(), memoir::error::report(&e))
+    exception(e.kind(), memoir::error::report(&e))
 }
 
 /// A manager error as a Python exception.
 pub fn from_manager(e: ManagerError) -> PyErr {
-    exception(e.class(), memoir::error::report(&e))
+    exception(e.kind(), memoir::error::report(&e))
 }
 
 /// Invalid input detected by the bindings themselves.

@@ -90,7 +90,7 @@ fn open_postgres(location: &str, durability: Durability) -> PyResult<Arc<dyn Log
 #[cfg(not(feature = "postgres"))]
 fn open_postgres(_location: &str, _durability: Durability) -> PyResult<Arc<dyn LogStore>> {
     Err(exception(
-        memoir::error_class::ErrorClass::Unsupported,
+        memoir::error::ErrorKind::Unsupported,
         "this build of memoir has no PostgreSQL support (rebuild the extension with the `postgres` feature)".into(),
     ))
 }
@@ -412,6 +412,39 @@ impl Store {
         Ok(forked.id)
     }
 
+    /// Fork the session *as it was* at record `at_seq` (its current end
+    /// when `None`): later records, rewrites included, are ignored, so this
+    /// reaches a state a pop, clear or compaction replaced (`revisions`).
+    /// By reference (nothing copied); `id`, `title` and `source` (the
+    /// header's `{agent, session, ...}`) name the child. Returns its id.
+    #[pyo3(signature = (session, at_seq=None, id=None, title=None, source=None))]
+    fn fork_state(
+        &self,
+        py: Python<'_>,
+        session: &str,
+        at_seq: Option<u64>,
+        id: Option<String>,
+        title: Option<String>,
+        source: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<String> {
+        let source = source.map(|s| from_py(s, "source")).transpose()?;
+        let target = memoir::manager::ForkTarget { id, title, source };
+        let mut m = self.manager();
+        let forked = py
+            .detach(|| m.fork_session_at_seq(session, at_seq, target))
+            .map_err(from_manager)?;
+        Ok(forked.id)
+    }
+
+    /// The states the session's own rewrites replaced, oldest first: dicts
+    /// `{rewrite_seq, seq, messages, after}` (`fork_state(session, seq)`
+    /// brings one back).
+    fn revisions<'py>(&self, py: Python<'py>, session: &str) -> PyResult<Bound<'py, PyAny>> {
+        let mut m = self.manager();
+        let revisions = py.detach(|| m.revisions(session)).map_err(from_manager)?;
+        to_py(py, &revisions)
+    }
+
     /// Replace the session's current messages with `messages` (a `rewrite`
     /// record: history is kept in the log, forks of earlier states stay
     /// valid). Returns `(first_seq, last_seq)`.
@@ -524,7 +557,7 @@ impl Store {
             .map_err(from_manager)?;
         if let Some((id, by)) = report.kept.first() {
             return Err(exception(
-                memoir::error_class::ErrorClass::Conflict,
+                memoir::error::ErrorKind::Conflict,
                 format!(
                     "session {id} is kept: forks still need its prefix ({})",
                     by.join(", ")
@@ -562,14 +595,14 @@ impl Store {
                 SessionView::rebuild_session(store.as_ref(), session, &embedder, None, &options)
                     .map_err(|e| {
                         exception(
-                            memoir::error_class::ErrorClass::Internal,
+                            memoir::error::ErrorKind::Io,
                             format!("recall: {e}"),
                         )
                     })?;
             view.graft_budget(&embedder, query, token_budget, None)
                 .map_err(|e| {
                     exception(
-                        memoir::error_class::ErrorClass::Internal,
+                        memoir::error::ErrorKind::Io,
                         format!("recall: {e}"),
                     )
                 })
@@ -602,7 +635,7 @@ impl Store {
         // A directory store's index directory is the store's own directory.
         let Some(dir) = self.store.index_dir().map(std::path::Path::to_path_buf) else {
             return Err(exception(
-                memoir::error_class::ErrorClass::Unsupported,
+                memoir::error::ErrorKind::Unsupported,
                 "search needs a directory store (its index lives beside the transcripts)".into(),
             ));
         };
@@ -626,7 +659,7 @@ impl Store {
                 }
                 ix.search(&q)
             })
-            .map_err(|e| exception(e.class(), memoir::error::report(&e)))?;
+            .map_err(|e| exception(e.kind(), memoir::error::report(&e)))?;
         to_py(py, &hits)
     }
 }

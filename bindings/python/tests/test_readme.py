@@ -16,7 +16,7 @@ def python_blocks():
 
 def test_readme_python_snippets_run(tmp_path, capsys):
     blocks = python_blocks()
-    assert len(blocks) == 2
+    assert len(blocks) == 4
     cwd = os.getcwd()
     os.chdir(tmp_path)
     try:
@@ -26,3 +26,5 @@ def test_readme_python_snippets_run(tmp_path, capsys):
         os.chdir(cwd)
     out = capsys.readouterr().out
     assert "in vault" in out and "9d1c7f4e" in out
+    assert "[{'role': 'user', 'content': 'hi'}] [{'role': 'user', 'content': 'hi'}, {'role': 'assistant'" in out
+    assert "{'value': 42}" in out

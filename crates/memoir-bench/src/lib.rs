@@ -59,7 +59,7 @@ pub fn quick(name: &str) -> (Vec<&'static str>, Vec<(&'static str, &'static str)
             vec![],
             vec![
                 ("BENCH_APPENDS", "2000"),
-                ("BENCH_ONLY", "append,rewrite,list"),
+                ("BENCH_ONLY", "append,threads,rewrite,list"),
             ],
         ),
         "manager" => (

@@ -6,8 +6,11 @@
 //!    rewritten whole (temp file + rename) on every flush, plus its
 //!    read-merge-write of a shared index. Wall time and bytes written (the
 //!    process's `wchar` from `/proc/self/io`), without and with fsync.
-//! 2. `list_sessions` over 10,000 sessions: from a fresh index, after the
-//!    index directory was deleted (full rebuild), and fresh again.
+//! 2. `list_sessions` over 10,000 sessions (issue 17): from the listing
+//!    snapshot (page cache warm, and dropped when run as root), after another
+//!    writer appended to 10 sessions, without the snapshot (a `stat` per
+//!    transcript), and after the index directory was deleted (full rebuild);
+//!    against the seed's `Session::list` (a header read per transcript).
 //!
 //! Run: `cargo run --release -p memoir-bench -- manager` (release profile). Sizes can
 //! be changed with `MEMOIR_BENCH_MESSAGES` and `MEMOIR_BENCH_SESSIONS`.
@@ -219,11 +222,6 @@ fn ms(d: Duration) -> String {
     format!("{:.1} ms", d.as_secs_f64() * 1000.0)
 }
 
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
-
 /// Run this benchmark (`memoir-bench manager ...`).
 pub fn main() {
     let n = env_usize("MEMOIR_BENCH_MESSAGES", 10_000);
@@ -271,40 +269,157 @@ pub fn main() {
         m.flush().unwrap();
     }
     eprintln!("setup: {sessions} sessions in {}", ms(t0.elapsed()));
+    let store_dir = dir.path().join(".memoir/sessions");
+    let index_dir = store_dir.join("index");
     let m = SessionManager::for_project(dir.path(), ManagerOptions::default()).unwrap();
-    let time_list = |expect_rebuilt: bool| {
-        let t = Instant::now();
+    // Wall and CPU (all threads of the process) of one listing.
+    let time_list = |want: Expect| {
+        let (c0, t) = (cpu(), Instant::now());
         let r = m.list_sessions_report().unwrap();
         let wall = t.elapsed();
+        let cpu_time = cpu().saturating_sub(c0);
         assert_eq!(r.entries.len(), sessions);
-        assert_eq!(r.rebuilt > 0, expect_rebuilt, "rebuilt {}", r.rebuilt);
-        wall
+        match want {
+            Expect::Snapshot => assert!(
+                !r.full_scan && r.rebuilt == 0,
+                "{r:?}",
+                r = (r.full_scan, r.rebuilt)
+            ),
+            Expect::FullScan => assert!(
+                r.full_scan && r.rebuilt == 0,
+                "{r:?}",
+                r = (r.full_scan, r.rebuilt)
+            ),
+            Expect::Rebuild => assert!(r.rebuilt == sessions, "rebuilt {}", r.rebuilt),
+        }
+        (wall, cpu_time)
     };
-    time_list(false); // warm the page cache
-    let fresh = median((0..5).map(|_| time_list(false)).collect());
-    let index_dir = dir.path().join(".memoir/sessions/index");
-    let mut rebuilds = Vec::new();
-    for _ in 0..3 {
-        fs::remove_dir_all(&index_dir).unwrap();
-        rebuilds.push(time_list(true));
+    time_list(Expect::FullScan); // writes the snapshot
+                                 // Let the directory's mtime settle (a change within 2 s makes the next
+                                 // listing read the directory again), then warm the page cache.
+    std::thread::sleep(Duration::from_millis(2100));
+    time_list(Expect::Snapshot);
+    let mut rows: Vec<(&str, Duration, Duration)> = Vec::new();
+    let (w, c) = median2((0..7).map(|_| time_list(Expect::Snapshot)).collect());
+    rows.push(("snapshot, page cache warm", w, c));
+    if drop_caches() {
+        let (w, c) = median2(
+            (0..3)
+                .map(|_| {
+                    drop_caches();
+                    time_list(Expect::Snapshot)
+                })
+                .collect(),
+        );
+        rows.push(("snapshot, page cache dropped (cold)", w, c));
     }
-    let rebuild = median(rebuilds);
-    let fresh_again = median((0..5).map(|_| time_list(false)).collect());
-    println!("| index state | wall (median) | per session |");
-    println!("|---|---|---|");
-    for (label, d) in [
-        ("fresh", fresh),
-        ("deleted, rebuilt from transcripts", rebuild),
-        ("fresh again after the rebuild", fresh_again),
-    ] {
+    // Another writer (no index update, as `memoir serve` appends) touched 10
+    // sessions: the journal names them, only they are re-read.
+    let store = memoir::store::file::FileStore::new(&store_dir, Durability::None);
+    let ids: Vec<String> = m
+        .list_sessions()
+        .unwrap()
+        .iter()
+        .take(10)
+        .map(|e| e.id.clone())
+        .collect();
+    let mut after_append = Vec::new();
+    for _ in 0..3 {
+        for id in &ids {
+            memoir::store::LogStore::append(
+                &store,
+                id,
+                &[memoir::Record::Message(message(7))],
+                None,
+            )
+            .unwrap();
+        }
+        let t = Instant::now();
+        let c0 = cpu();
+        let r = m.list_sessions_report().unwrap();
+        after_append.push((t.elapsed(), cpu().saturating_sub(c0)));
+        assert_eq!(r.rebuilt, ids.len(), "the 10 appended sessions are rebuilt");
+    }
+    let (w, c) = median2(after_append);
+    rows.push(("snapshot + 10 sessions appended by another writer", w, c));
+    let snapshot = index_dir.join("listing");
+    let (w, c) = median2(
+        (0..3)
+            .map(|_| {
+                fs::remove_file(&snapshot).unwrap();
+                time_list(Expect::FullScan)
+            })
+            .collect(),
+    );
+    rows.push(("no snapshot: stat every transcript (entries fresh)", w, c));
+    let (w, c) = median2(
+        (0..3)
+            .map(|_| {
+                fs::remove_dir_all(&index_dir).unwrap();
+                time_list(Expect::Rebuild)
+            })
+            .collect(),
+    );
+    rows.push(("index deleted: rebuilt from every transcript", w, c));
+    // The peer: the seed's listing, one header read per transcript.
+    let t = Instant::now();
+    let c0 = cpu();
+    let peer = memoir::transcript::Session::list(&store_dir).unwrap();
+    let (pw, pc) = (t.elapsed(), cpu().saturating_sub(c0));
+    assert_eq!(peer.len(), sessions);
+    println!("| listing | wall (median) | CPU, all threads (mean) | per session (wall) | wall vs `Session::list` |");
+    println!("|---|---|---|---|---|");
+    for (label, w, c) in rows {
         println!(
-            "| {label} | {} | {:.1} µs |",
-            ms(d),
-            d.as_secs_f64() * 1e6 / sessions as f64
+            "| {label} | {} | {} | {:.2} µs | {:.2}x |",
+            ms(w),
+            ms(c),
+            w.as_secs_f64() * 1e6 / sessions as f64,
+            w.as_secs_f64() / pw.as_secs_f64()
         );
     }
     println!(
-        "\nrebuild / fresh: {:.1}x",
-        rebuild.as_secs_f64() / fresh.as_secs_f64()
+        "| peer: `Session::list` (reads every header), warm | {} | {} | {:.2} µs | 1.00x |",
+        ms(pw),
+        ms(pc),
+        pw.as_secs_f64() * 1e6 / sessions as f64
     );
+}
+
+/// What a timed listing must have done.
+#[derive(Clone, Copy)]
+enum Expect {
+    Snapshot,
+    FullScan,
+    Rebuild,
+}
+
+/// The median wall time and the mean CPU time of several runs.
+fn median2(v: Vec<(Duration, Duration)>) -> (Duration, Duration) {
+    let cpu = v.iter().map(|(_, c)| *c).sum::<Duration>() / v.len().max(1) as u32;
+    let mut walls: Vec<Duration> = v.into_iter().map(|(w, _)| w).collect();
+    walls.sort();
+    (walls[walls.len() / 2], cpu)
+}
+
+/// CPU time of this process so far (user + system, every thread, exited
+/// ones included), from `/proc/self/stat` in clock ticks (10 ms at 100 Hz):
+/// compare differences over several calls, not one.
+fn cpu() -> Duration {
+    let ticks = fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            // Fields after the `(comm)`: state is field 3; utime, stime are 14, 15.
+            let rest = s.rsplit_once(')')?.1;
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+        })
+        .unwrap_or(0);
+    Duration::from_millis(ticks * 10)
+}
+
+/// Drop the page cache (root only); false when not allowed.
+fn drop_caches() -> bool {
+    let _ = std::process::Command::new("sync").status();
+    fs::write("/proc/sys/vm/drop_caches", b"3").is_ok()
 }

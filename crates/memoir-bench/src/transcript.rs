@@ -6,10 +6,12 @@
 //!    goose's old JSONL design) at 1k and 10k messages, flushing every 10;
 //! 3. load a ~100 MB transcript: MB/s and peak memory, against SQLite reading
 //!    the same rows back;
-//! 4. list 10,000 sessions of 10 and of 1,000 messages.
+//! 4. list 10,000 sessions of 10 and of 1,000 messages;
+//! 5. per-call durable appends from 4 threads to one session (group commit)
+//!    against SQLite with 4 connections.
 //!
 //! Run: `cargo run --release -p memoir-bench -- transcript` (env: `BENCH_APPENDS`,
-//! default 100000; `BENCH_ONLY=append,rewrite,load,list`).
+//! default 100000; `BENCH_ONLY=append,threads,rewrite,load,list`).
 
 use std::fs;
 use std::io::Write;
@@ -136,6 +138,67 @@ fn bench_append(n: usize) {
             s_rate
         );
     }
+}
+
+/// Per-call durable appends from `threads` threads to one session (memoir:
+/// one store handle, group commit) against SQLite with one connection per
+/// thread (WAL, `synchronous=FULL`, busy timeout) inserting the same rows.
+fn bench_append_threads(n: usize, threads: usize) {
+    println!("\n## append {n} messages from {threads} threads to one session, 1 per call, fsync durability");
+    println!("| store | threads | seconds | messages/s | ratio memoir/sqlite (throughput) |");
+    println!("|---|---|---|---|---|");
+    let msgs: Vec<Message> = (0..n).map(message).collect();
+    let bodies: Vec<String> = msgs
+        .iter()
+        .map(|m| serde_json::to_string(m).expect("json"))
+        .collect();
+    let tmp = tempfile::tempdir().expect("tmp");
+    let store = Arc::new(FileStore::new(tmp.path(), Durability::Fsync));
+    store.create(&meta("bench")).expect("create");
+    let per = n / threads;
+    let t0 = Instant::now();
+    std::thread::scope(|s| {
+        for part in msgs.chunks(per) {
+            let store = store.clone();
+            s.spawn(move || {
+                for m in part {
+                    store
+                        .append("bench", &[memoir::Record::Message(m.clone())], None)
+                        .expect("append");
+                }
+            });
+        }
+    });
+    let memoir_t = t0.elapsed();
+    let path = tmp.path().join("peer.db");
+    drop(sqlite(&path, true));
+    let seq = std::sync::atomic::AtomicI64::new(0);
+    let t0 = Instant::now();
+    std::thread::scope(|s| {
+        for part in bodies.chunks(per) {
+            let (path, seq) = (&path, &seq);
+            s.spawn(move || {
+                let db = sqlite(path, true);
+                db.busy_timeout(Duration::from_secs(60)).expect("busy");
+                let mut stmt = db.prepare_cached("INSERT INTO records(session, seq, kind, body) VALUES (?1, ?2, 'message', ?3)").expect("prep");
+                for body in part {
+                    let k = seq.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                    stmt.execute(rusqlite::params!["bench", k, body]).expect("insert");
+                }
+            });
+        }
+    });
+    let sqlite_t = t0.elapsed();
+    let (m_rate, s_rate) = (n as f64 / secs(memoir_t), n as f64 / secs(sqlite_t));
+    println!(
+        "| memoir (group commit) | {threads} | {:.2} | {m_rate:.0} | {:.2}x |",
+        secs(memoir_t),
+        m_rate / s_rate
+    );
+    println!(
+        "| sqlite (WAL, synchronous=FULL) | {threads} | {:.2} | {s_rate:.0} | |",
+        secs(sqlite_t)
+    );
 }
 
 /// The seed SessionManager's design: one JSON document per session,
@@ -371,7 +434,8 @@ pub fn main() {
         child_load(&args[2], Path::new(&args[3]));
         return;
     }
-    let only = std::env::var("BENCH_ONLY").unwrap_or_else(|_| "append,rewrite,load,list".into());
+    let only =
+        std::env::var("BENCH_ONLY").unwrap_or_else(|_| "append,threads,rewrite,load,list".into());
     let n: usize = std::env::var("BENCH_APPENDS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -385,6 +449,7 @@ pub fn main() {
     for part in only.split(',') {
         match part {
             "append" => bench_append(n),
+            "threads" => bench_append_threads(n, 4),
             "rewrite" => bench_rewrite(),
             "load" => bench_load(),
             "list" => bench_list(),

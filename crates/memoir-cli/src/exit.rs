@@ -10,13 +10,14 @@
 //! | 4 | not found (no such session in the store searched) |
 //! | 5 | backend unavailable (database or server down; retry later) |
 //!
-//! Library errors are classified by [`memoir::error_class`]; this module
-//! only maps each [`ErrorClass`] to a code, with no catch-all arm.
+//! Library errors are classified by the library ([`ErrorKind`], found in
+//! any error chain by [`memoir::error::kind_of`]); this module only maps
+//! each kind to a code, with no catch-all arm.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use memoir::error_class::{class_of, ErrorClass};
+use memoir::error::{kind_of, ErrorKind};
 
 /// `verify` found problems, or a search found nothing.
 pub const PROBLEMS: u8 = 1;
@@ -29,20 +30,22 @@ pub const NOT_FOUND: u8 = 4;
 /// Backend unavailable.
 pub const UNAVAILABLE: u8 = 5;
 
-/// The exit code of a class of failure.
-pub fn code_of(class: ErrorClass) -> u8 {
-    match class {
-        ErrorClass::InvalidInput => USAGE,
-        ErrorClass::NotFound => NOT_FOUND,
-        ErrorClass::Conflict => CONFLICT,
-        ErrorClass::Unavailable => UNAVAILABLE,
-        ErrorClass::Unsupported => USAGE,
-        ErrorClass::Corrupt => PROBLEMS,
-        ErrorClass::Internal => PROBLEMS,
+/// The exit code of a kind of failure.
+pub fn code_of(kind: ErrorKind) -> u8 {
+    match kind {
+        ErrorKind::Invalid => USAGE,
+        ErrorKind::NotFound => NOT_FOUND,
+        ErrorKind::Exists => CONFLICT,
+        ErrorKind::Conflict => CONFLICT,
+        ErrorKind::Busy => CONFLICT,
+        ErrorKind::Unavailable => UNAVAILABLE,
+        ErrorKind::Unsupported => USAGE,
+        ErrorKind::Corrupt => PROBLEMS,
+        ErrorKind::Io => PROBLEMS,
     }
 }
 
-/// A failure the CLI itself detects, with its class.
+/// A failure the CLI itself detects, with its kind.
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
     /// Bad arguments or input (exit 2).
@@ -64,10 +67,10 @@ impl CliError {
         CliError::Usage(message.into()).into()
     }
 
-    fn class(&self) -> ErrorClass {
+    fn kind(&self) -> ErrorKind {
         match self {
-            CliError::Usage(_) => ErrorClass::InvalidInput,
-            CliError::NotFoundIn { .. } => ErrorClass::NotFound,
+            CliError::Usage(_) => ErrorKind::Invalid,
+            CliError::NotFoundIn { .. } => ErrorKind::NotFound,
         }
     }
 }
@@ -75,7 +78,7 @@ impl CliError {
 /// Attach the store searched to a "not found" error (other errors pass).
 pub fn name_store(err: impl Into<anyhow::Error>, store: impl Into<StoreName>) -> anyhow::Error {
     let err = err.into();
-    if class(&err) == ErrorClass::NotFound {
+    if kind(&err) == ErrorKind::NotFound {
         return CliError::NotFoundIn {
             what: memoir::error::report(err.as_ref()),
             store: store.into().0,
@@ -111,25 +114,25 @@ impl From<&str> for StoreName {
 #[error("stdout closed")]
 pub struct StdoutClosed;
 
-/// The class of any failure: the CLI's own, a library error anywhere in
-/// the chain, or (for anything else) [`ErrorClass::Internal`].
-pub fn class(err: &anyhow::Error) -> ErrorClass {
+/// The kind of any failure: the CLI's own, a library error anywhere in
+/// the chain, or (for anything else) [`ErrorKind::Io`].
+pub fn kind(err: &anyhow::Error) -> ErrorKind {
     for cause in err.chain() {
         if let Some(e) = cause.downcast_ref::<CliError>() {
-            return e.class();
+            return e.kind();
         }
         #[cfg(feature = "server")]
         if let Some(e) = cause.downcast_ref::<memoir_server::ServeError>() {
-            return e.class();
+            return e.kind();
         }
-        if let Some(c) = class_of(cause) {
-            return c;
+        if let Some(k) = kind_of(cause) {
+            return k;
         }
         if cause.downcast_ref::<clap::Error>().is_some() {
-            return ErrorClass::InvalidInput;
+            return ErrorKind::Invalid;
         }
     }
-    ErrorClass::Internal
+    ErrorKind::Io
 }
 
 /// Was `--json` given (before a `--`)? Errors are then printed as JSON.
@@ -146,12 +149,12 @@ pub fn report(err: &anyhow::Error, json: bool) -> ExitCode {
     if err.chain().any(|c| c.is::<StdoutClosed>()) {
         return ExitCode::SUCCESS;
     }
-    let class = class(err);
-    let code = code_of(class);
+    let kind = kind(err);
+    let code = code_of(kind);
     let message = memoir::error::report(err.as_ref());
     if json {
         let body = serde_json::json!({
-            "error": class.code(),
+            "error": kind.code(),
             "message": message,
             "exit": code,
         });
@@ -165,9 +168,9 @@ pub fn report(err: &anyhow::Error, json: bool) -> ExitCode {
 /// Report a clap parse error: help and version go to stdout with exit 0;
 /// anything else is a usage error (exit 2), as JSON under `--json`.
 pub fn report_parse_error(err: clap::Error, json: bool) -> ExitCode {
-    use clap::error::ErrorKind;
+    use clap::error::ErrorKind as ClapKind;
     match err.kind() {
-        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+        ClapKind::DisplayHelp | ClapKind::DisplayVersion => {
             let _ = err.print();
             ExitCode::SUCCESS
         }
@@ -176,7 +179,7 @@ pub fn report_parse_error(err: clap::Error, json: bool) -> ExitCode {
             let first = text.lines().next().unwrap_or_default();
             let message = first.strip_prefix("error: ").unwrap_or(first).to_string();
             let body = serde_json::json!({
-                "error": ErrorClass::InvalidInput.code(),
+                "error": ErrorKind::Invalid.code(),
                 "message": message,
                 "exit": USAGE,
             });
@@ -228,7 +231,28 @@ mod tests {
             (anyhow::anyhow!("something else"), PROBLEMS),
         ];
         for (err, code) in cases {
-            assert_eq!(code_of(class(&err)), code, "{err:#}");
+            assert_eq!(code_of(kind(&err)), code, "{err:#}");
+        }
+    }
+
+    /// The README's exit-code table, row by row: every kind of the library
+    /// has its documented code (a new kind fails to compile in `code_of`).
+    #[test]
+    fn every_kind_has_the_readme_code() {
+        let table = [
+            (ErrorKind::NotFound, 4),
+            (ErrorKind::Exists, 3),
+            (ErrorKind::Conflict, 3),
+            (ErrorKind::Busy, 3),
+            (ErrorKind::Unavailable, 5),
+            (ErrorKind::Unsupported, 2),
+            (ErrorKind::Corrupt, 1),
+            (ErrorKind::Invalid, 2),
+            (ErrorKind::Io, 1),
+        ];
+        assert_eq!(table.len(), ErrorKind::ALL.len());
+        for (kind, code) in table {
+            assert_eq!(code_of(kind), code, "{kind:?}");
         }
     }
 
@@ -238,7 +262,7 @@ mod tests {
             memoir::Error::NotFound("abc".into()),
             std::path::Path::new("/s"),
         );
-        assert_eq!(class(&e), ErrorClass::NotFound);
+        assert_eq!(kind(&e), ErrorKind::NotFound);
         assert_eq!(e.to_string(), "no session matching \"abc\" in /s");
         let other = name_store(CliError::usage("x"), "/s");
         assert_eq!(other.to_string(), "x");

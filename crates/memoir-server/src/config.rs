@@ -9,14 +9,14 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use memoir::error_class::ErrorClass;
+use memoir::error::ErrorKind;
 use memoir::store::file::FileStore;
 use memoir::store::{Durability, LogStore};
 use memoir::Error;
 use serde::Deserialize;
 
 use crate::namespace::SEPARATOR;
-use crate::DEFAULT_MAX_BODY;
+use crate::{DEFAULT_MAX_BLOB, DEFAULT_MAX_BODY};
 
 /// Errors starting the server (bad configuration, store, socket).
 #[derive(Debug, thiserror::Error)]
@@ -33,12 +33,13 @@ pub enum ServeError {
 }
 
 impl ServeError {
-    /// The class of this error (a bad configuration is the caller's input).
-    pub fn class(&self) -> ErrorClass {
+    /// What the caller can do about this error (a bad configuration is
+    /// the caller's input).
+    pub fn kind(&self) -> ErrorKind {
         match self {
-            ServeError::Config(_) => ErrorClass::InvalidInput,
-            ServeError::Store(e) => e.class(),
-            ServeError::Io(_) => ErrorClass::Internal,
+            ServeError::Config(_) => ErrorKind::Invalid,
+            ServeError::Store(e) => e.kind(),
+            ServeError::Io(_) => ErrorKind::Io,
         }
     }
 }
@@ -167,6 +168,8 @@ pub struct ServerConfig {
     pub tokens: Vec<TokenGrant>,
     /// Largest accepted request body, in bytes.
     pub max_body: usize,
+    /// Largest accepted payload blob upload (`PUT /v1/blobs/{hash}`), in bytes.
+    pub max_blob: usize,
 }
 
 impl ServerConfig {
@@ -176,6 +179,7 @@ impl ServerConfig {
             store,
             tokens,
             max_body: DEFAULT_MAX_BODY,
+            max_blob: DEFAULT_MAX_BLOB,
         }
     }
 }

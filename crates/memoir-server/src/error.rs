@@ -1,14 +1,15 @@
 //! Error responses: [`ApiError`] (a status and a JSON `wire::ErrorBody`),
-//! the mapping from library errors (through [`ErrorClass`], with no
-//! catch-all arm: a new class does not compile until it has a status), and
-//! the mapping of axum's request rejections.
+//! the mapping from library errors (through the library's one
+//! classification, [`ErrorKind`], with no catch-all arm: a new kind does not
+//! compile until it has a status), and the mapping of axum's request
+//! rejections.
 
 use axum::extract::rejection::{JsonRejection, PathRejection};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use memoir::client::wire;
-use memoir::error_class::ErrorClass;
+use memoir::error::ErrorKind;
 use memoir::manager::ManagerError;
 use memoir::Error;
 
@@ -16,18 +17,19 @@ use memoir::Error;
 #[derive(Debug)]
 pub struct ApiError {
     status: StatusCode,
-    body: wire::ErrorBody,
+    /// Boxed: handlers return `Result<_, ApiError>` everywhere.
+    body: Box<wire::ErrorBody>,
 }
 
 impl ApiError {
     pub(crate) fn new(status: StatusCode, code: &str, message: impl Into<String>) -> Self {
         ApiError {
             status,
-            body: wire::ErrorBody {
+            body: Box::new(wire::ErrorBody {
                 error: code.into(),
                 message: message.into(),
                 ..Default::default()
-            },
+            }),
         }
     }
 
@@ -35,17 +37,25 @@ impl ApiError {
         ApiError::new(StatusCode::BAD_REQUEST, "bad_request", message)
     }
 
-    /// The HTTP status of a class of failure.
-    pub fn status_of(class: ErrorClass) -> StatusCode {
-        match class {
-            ErrorClass::InvalidInput => StatusCode::BAD_REQUEST,
-            ErrorClass::NotFound => StatusCode::NOT_FOUND,
-            ErrorClass::Conflict => StatusCode::CONFLICT,
-            ErrorClass::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
-            ErrorClass::Unsupported => StatusCode::NOT_IMPLEMENTED,
-            ErrorClass::Corrupt => StatusCode::INTERNAL_SERVER_ERROR,
-            ErrorClass::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+    /// The HTTP status of a kind of failure.
+    pub fn status_of(kind: ErrorKind) -> StatusCode {
+        match kind {
+            ErrorKind::Invalid => StatusCode::BAD_REQUEST,
+            ErrorKind::NotFound => StatusCode::NOT_FOUND,
+            ErrorKind::Exists => StatusCode::CONFLICT,
+            ErrorKind::Conflict => StatusCode::CONFLICT,
+            ErrorKind::Busy => StatusCode::CONFLICT,
+            ErrorKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            ErrorKind::Unsupported => StatusCode::NOT_IMPLEMENTED,
+            ErrorKind::Corrupt => StatusCode::INTERNAL_SERVER_ERROR,
+            ErrorKind::Io => StatusCode::INTERNAL_SERVER_ERROR,
         }
+    }
+
+    /// The response of a kind of failure: its status and the body's `error`
+    /// code ([`ErrorKind::code`]).
+    pub fn of_kind(kind: ErrorKind, message: impl Into<String>) -> Self {
+        ApiError::new(ApiError::status_of(kind), kind.code(), message)
     }
 
     /// The status of this response.
@@ -54,28 +64,26 @@ impl ApiError {
     }
 }
 
-/// The body's `error` code: the class's code, refined where clients rely on
-/// a finer one (`invalid_id`, `exists`, `busy`).
-fn code_of(e: &Error, class: ErrorClass) -> &'static str {
-    match e {
-        Error::InvalidId { .. } => "invalid_id",
-        Error::SessionExists(_) => "exists",
-        Error::Busy { .. } => "busy",
-        _ => class.code(),
+/// The body's `error` code: the kind's code, except `invalid_id` for an id
+/// the library refused (clients tell it from other bad requests).
+fn code_of(e: &Error, kind: ErrorKind) -> &'static str {
+    if let Error::InvalidId { .. } = e {
+        return "invalid_id";
     }
+    kind.code()
 }
 
 impl From<Error> for ApiError {
     fn from(e: Error) -> Self {
-        let class = e.class();
-        let status = ApiError::status_of(class);
-        let message = match (&e, class) {
+        let kind = e.kind();
+        let status = ApiError::status_of(kind);
+        let message = match (&e, kind) {
             // "No such session in this project": never says whether the id
             // exists elsewhere.
             (Error::NotFound(id) | Error::Deleted(id), _) => {
                 format!("no session {id:?} in this project")
             }
-            (_, ErrorClass::Unavailable) => format!(
+            (_, ErrorKind::Unavailable) => format!(
                 "the store is unavailable, retry later: {}",
                 memoir::error::report(&e)
             ),
@@ -84,13 +92,19 @@ impl From<Error> for ApiError {
         if status == StatusCode::INTERNAL_SERVER_ERROR {
             eprintln!("memoir serve: internal error: {message}");
         }
-        let mut err = ApiError::new(status, code_of(&e, class), message);
+        let mut err = ApiError::new(status, code_of(&e, kind), message);
         if let Error::Conflict {
             expected, actual, ..
+        } = &e
+        {
+            err.body.expected = Some(*expected);
+            err.body.actual = Some(*actual);
+        }
+        if let Error::Busy {
+            pid, host, since, ..
         } = e
         {
-            err.body.expected = Some(expected);
-            err.body.actual = Some(actual);
+            err.body.holder = Some(memoir::store::lease::Holder { pid, host, since });
         }
         err
     }
@@ -100,14 +114,7 @@ impl From<ManagerError> for ApiError {
     fn from(e: ManagerError) -> Self {
         match e {
             ManagerError::Store(e) => ApiError::from(e),
-            other => {
-                let class = other.class();
-                ApiError::new(
-                    ApiError::status_of(class),
-                    class.code(),
-                    memoir::error::report(&other),
-                )
-            }
+            other => ApiError::of_kind(other.kind(), memoir::error::report(&other)),
         }
     }
 }
@@ -167,5 +174,58 @@ pub(crate) async fn blocking<T: Send + 'static, E: Into<ApiError> + Send + 'stat
             "internal",
             format!("store task failed: {e}"),
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// docs/SERVER.md's status table, row by row: every kind of the library
+    /// has its status and body code (a new kind fails to compile in
+    /// `status_of`).
+    #[test]
+    fn every_kind_has_its_status_and_code() {
+        let table = [
+            (ErrorKind::NotFound, 404, "not_found"),
+            (ErrorKind::Exists, 409, "exists"),
+            (ErrorKind::Conflict, 409, "conflict"),
+            (ErrorKind::Busy, 409, "busy"),
+            (ErrorKind::Unavailable, 503, "unavailable"),
+            (ErrorKind::Unsupported, 501, "unsupported"),
+            (ErrorKind::Corrupt, 500, "corrupt"),
+            (ErrorKind::Invalid, 400, "bad_request"),
+            (ErrorKind::Io, 500, "internal"),
+        ];
+        assert_eq!(table.len(), ErrorKind::ALL.len());
+        for (kind, status, code) in table {
+            let e = ApiError::of_kind(kind, "x");
+            assert_eq!(e.status().as_u16(), status, "{kind:?}");
+            assert_eq!(e.body.error, code, "{kind:?}");
+        }
+    }
+
+    #[test]
+    fn library_errors_keep_their_refined_codes() {
+        let e = ApiError::from(Error::InvalidId {
+            id: "../x".into(),
+            reason: "escapes",
+        });
+        assert_eq!(
+            (e.status().as_u16(), e.body.error.as_str()),
+            (400, "invalid_id")
+        );
+        let e = ApiError::from(Error::Conflict {
+            id: "s".into(),
+            expected: 3,
+            actual: 5,
+        });
+        assert_eq!(e.status().as_u16(), 409);
+        assert_eq!((e.body.expected, e.body.actual), (Some(3), Some(5)));
+        let e = ApiError::from(ManagerError::InTrash("s".into()));
+        assert_eq!(
+            (e.status().as_u16(), e.body.error.as_str()),
+            (409, "conflict")
+        );
     }
 }

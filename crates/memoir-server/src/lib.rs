@@ -31,7 +31,7 @@ pub mod namespace;
 use std::sync::Arc;
 
 use axum::extract::DefaultBodyLimit;
-use axum::routing::{get, post};
+use axum::routing::{get, post, put};
 use axum::Router;
 
 pub use background::BackgroundServer;
@@ -40,13 +40,16 @@ pub use config::{
     TokenIndex,
 };
 pub use error::ApiError;
-use handlers::{fork, read, search, write, AppState};
+use handlers::{blobs, fork, lease, read, search, trash, write, AppState};
 
 /// The OpenAPI 3.1 description of the API (served at `/openapi.json`).
 pub const OPENAPI_JSON: &str = include_str!("openapi.json");
 
 /// Default request body limit: 8 MiB.
 pub const DEFAULT_MAX_BODY: usize = 8 << 20;
+
+/// Default largest payload blob one upload may carry: 256 MiB.
+pub const DEFAULT_MAX_BLOB: usize = 256 << 20;
 
 /// Most records one append may carry.
 pub const MAX_RECORDS_PER_APPEND: usize = 10_000;
@@ -59,8 +62,27 @@ pub fn router(config: ServerConfig) -> Router {
     let state = Arc::new(AppState {
         store: config.store,
         tokens: auth::index(config.tokens),
+        leases: Default::default(),
+        blob_grants: Default::default(),
     });
+    // Trash reads, owner leases and payload blobs (issue 10.1/10.7): what
+    // `RemoteStore` needs to run the manager like any other store.
+    let engine_routes = Router::new()
+        .route("/v1/trash", get(trash::list_trash))
+        .route("/v1/trash/{id}/log", get(trash::get_trashed_log))
+        .route("/v1/sessions/{id}/lease", post(lease::acquire))
+        .route(
+            "/v1/sessions/{id}/lease/{lease}",
+            post(lease::renew).delete(lease::release),
+        )
+        .route(
+            "/v1/blobs/{hash}",
+            put(blobs::put_blob)
+                .get(blobs::get_blob)
+                .layer(DefaultBodyLimit::max(config.max_blob)),
+        );
     Router::new()
+        .merge(engine_routes)
         .route("/healthz", get(handlers::health))
         .route("/openapi.json", get(handlers::openapi))
         .route(
@@ -178,6 +200,11 @@ mod tests {
             "/v1/sessions/{id}/restore",
             "/v1/sessions/{id}/purge",
             "/v1/usage",
+            "/v1/trash",
+            "/v1/trash/{id}/log",
+            "/v1/sessions/{id}/lease",
+            "/v1/sessions/{id}/lease/{lease}",
+            "/v1/blobs/{hash}",
         ] {
             assert!(doc["paths"][path].is_object(), "{path} missing");
         }

@@ -208,6 +208,16 @@ impl LogStore for ProjectStore {
         self.inner.blobs()
     }
 
+    fn blob_scope(&self) -> Option<Arc<dyn LogStore>> {
+        // Blobs are shared by every project: a purge keeps what any
+        // project's session still references.
+        Some(
+            self.inner
+                .blob_scope()
+                .unwrap_or_else(|| self.inner.clone()),
+        )
+    }
+
     fn list(&self) -> Result<(Vec<Listed>, usize)> {
         let (listed, unreadable) = self.inner.list()?;
         Ok((self.visible_listing(listed), unreadable))

@@ -7,6 +7,8 @@
 
 #[path = "../../memoir/tests/suite/postgres_common/mod.rs"]
 mod postgres_common;
+// The manager conformance suite on a RemoteStore (issue 10.1).
+mod remote_conformance;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

@@ -6,8 +6,14 @@
 //! seconds and peak RSS, and, when `CCUSAGE` names a `ccusage` binary, its
 //! `daily --json --offline` time over the same trees.
 //!
-//! `IMPORT_BENCH_MB=200 CCUSAGE=/tmp/ccusage/node_modules/.bin/ccusage \
-//!  cargo bench -p memoir --bench import`
+//! Then `memoir usage --by day` (the library's report) and `ccusage daily
+//! --json --offline --timezone UTC` over the same tree, side by side.
+//! ccusage is pinned at 20.0.24 (20.0.26 has no linux-x64 native package on
+//! the registry, so its launcher exits with "native binary is not
+//! available": that, not the trees, is why it failed before):
+//!
+//! `npm install --prefix target/ccusage ccusage@20.0.24 && IMPORT_BENCH_MB=1024 \
+//!  CCUSAGE=target/ccusage/node_modules/.bin/ccusage cargo bench -p memoir --features import,usage --bench import`
 
 use std::fs;
 use std::io::{BufWriter, Write};
@@ -45,8 +51,29 @@ fn payload(n: usize, seed: usize) -> String {
     s
 }
 
-fn claude_turn(w: &mut impl Write, sid: &str, t: usize, parent: &mut String, big: usize) -> usize {
-    let ts = format!("2026-06-15T10:{:02}:{:02}.000Z", (t / 60) % 60, t % 60);
+/// A turn's time: session `s` runs on day `1 + s % 28` of its month, from
+/// hour `s / 28 % 24`, one turn a second (distinct sessions never share
+/// timestamps, as real ones do not; ccusage treats identical events in two
+/// files as copies).
+fn turn_time(month: &str, s: usize, t: usize) -> String {
+    format!(
+        "{month}-{:02}T{:02}:{:02}:{:02}.000Z",
+        1 + s % 28,
+        (s / 28 + t / 3600) % 24,
+        (t / 60) % 60,
+        t % 60
+    )
+}
+
+fn claude_turn(
+    w: &mut impl Write,
+    sid: &str,
+    s: usize,
+    t: usize,
+    parent: &mut String,
+    big: usize,
+) -> usize {
+    let ts = turn_time("2026-06", s, t);
     let u = format!("u{t}-{sid}");
     let a1 = format!("a{t}-{sid}");
     let a2 = format!("b{t}-{sid}");
@@ -89,8 +116,8 @@ fn claude_turn(w: &mut impl Write, sid: &str, t: usize, parent: &mut String, big
     n
 }
 
-fn codex_turn(w: &mut impl Write, t: usize, total: &mut u64, big: usize) -> usize {
-    let ts = format!("2026-01-02T03:{:02}:{:02}.000Z", (t / 60) % 60, t % 60);
+fn codex_turn(w: &mut impl Write, s: usize, t: usize, total: &mut u64, big: usize) -> usize {
+    let ts = turn_time("2026-01", s, t);
     let out = serde_json::to_string(&payload(big, t)).unwrap_or_default();
     *total += 50_000;
     let lines = [
@@ -138,12 +165,15 @@ fn codex_turn(w: &mut impl Write, t: usize, total: &mut u64, big: usize) -> usiz
 struct Tree {
     files: Vec<PathBuf>,
     bytes: u64,
+    /// Per file: turns written and the last cumulative Codex token total.
+    ends: Vec<(usize, u64)>,
 }
 
 /// Sessions of ~`session_mb` MB until `total_mb` MB.
 fn generate(agent: Agent, root: &Path, total_mb: usize) -> Tree {
     let session_bytes = 4 << 20;
     let mut files = Vec::new();
+    let mut ends = Vec::new();
     let mut bytes = 0u64;
     let mut s = 0usize;
     while bytes < (total_mb as u64) << 20 {
@@ -172,39 +202,130 @@ fn generate(agent: Agent, root: &Path, total_mb: usize) -> Tree {
             // Large tool results: mostly 8 KB, every 10th turn 200 KB.
             let big = if t % 10 == 9 { 200_000 } else { 8_000 };
             n += match agent {
-                Agent::Codex => codex_turn(&mut w, t, &mut total, big),
-                _ => claude_turn(&mut w, &sid, t, &mut parent, big),
+                Agent::Codex => codex_turn(&mut w, s, t, &mut total, big),
+                _ => claude_turn(&mut w, &sid, s, t, &mut parent, big),
             };
             t += 1;
         }
         w.flush().unwrap();
         bytes += n as u64;
         files.push(path);
+        ends.push((t, total));
         s += 1;
     }
-    Tree { files, bytes }
+    Tree { files, bytes, ends }
 }
 
 /// Append ~1% of the tree's bytes to its newest sessions.
 fn grow(agent: Agent, tree: &Tree) -> u64 {
     let target = tree.bytes / 100;
     let mut added = 0u64;
-    for (k, path) in tree.files.iter().rev().enumerate() {
+    for (s, path) in tree.files.iter().enumerate().rev() {
         if added >= target {
             break;
         }
         let mut w = fs::OpenOptions::new().append(true).open(path).unwrap();
         let sid = path.file_stem().unwrap().to_string_lossy().to_string();
-        let mut parent = String::new();
-        let mut total = 10_000_000u64;
-        for t in 0..20 {
+        let (turns, mut total) = tree.ends[s];
+        // The conversation goes on from its last entry.
+        let mut parent = format!("r{}-{sid}", turns.saturating_sub(1));
+        for t in turns..turns + 20 {
             added += match agent {
-                Agent::Codex => codex_turn(&mut w, 100_000 + t + k, &mut total, 8_000),
-                _ => claude_turn(&mut w, &sid, 100_000 + t, &mut parent, 8_000),
+                Agent::Codex => codex_turn(&mut w, s, t, &mut total, 8_000),
+                _ => claude_turn(&mut w, &sid, s, t, &mut parent, 8_000),
             } as u64;
         }
     }
     added
+}
+
+/// CPU seconds (user + system) this process has used.
+fn cpu_s() -> f64 {
+    fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            let rest = s.rsplit_once(')')?.1;
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            let ticks = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+            Some(ticks / 100.0)
+        })
+        .unwrap_or(0.0)
+}
+
+/// Per-day totals: day → (input, output, cache read, cache write, cost).
+type Daily = std::collections::BTreeMap<String, (u64, u64, u64, u64, f64)>;
+
+fn memoir_daily(m: &SessionManager) -> (Daily, f64) {
+    use memoir::usage::{self, GroupKey, PriceTable, UsageQuery};
+    let t = Instant::now();
+    let prices = PriceTable::shipped().unwrap();
+    let query = UsageQuery {
+        group_by: vec![GroupKey::Day],
+        ..UsageQuery::default()
+    };
+    let r = usage::report(m.store().as_ref(), &query, &prices).unwrap();
+    let secs = t.elapsed().as_secs_f64();
+    let mut out = Daily::new();
+    for row in r.rows {
+        let t = &row.totals;
+        out.insert(
+            row.key()[0].to_string(),
+            (
+                t.input_tokens,
+                t.output_tokens,
+                t.cache_read_tokens,
+                t.cache_write_tokens,
+                t.cost_usd,
+            ),
+        );
+    }
+    (out, secs)
+}
+
+/// `ccusage daily --json --offline` over `src` (the agent's home), timed.
+fn ccusage_daily(bin: &str, agent: Agent, src: &Path, home: &Path) -> Result<(Daily, f64), String> {
+    let t = Instant::now();
+    let mut cmd = std::process::Command::new(bin);
+    cmd.args(["daily", "--json", "--offline", "--timezone", "UTC"])
+        .env("HOME", home);
+    // ccusage refuses a CLAUDE_CONFIG_DIR without `projects/`: give it an empty one.
+    let empty = home.join("none");
+    let _ = fs::create_dir_all(empty.join("projects"));
+    match agent {
+        Agent::Codex => cmd.env("CODEX_HOME", src).env("CLAUDE_CONFIG_DIR", &empty),
+        _ => cmd.env("CLAUDE_CONFIG_DIR", src).env("CODEX_HOME", &empty),
+    };
+    let out = cmd.output().map_err(|e| e.to_string())?;
+    let secs = t.elapsed().as_secs_f64();
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+    }
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|e| e.to_string())?;
+    let n = |d: &serde_json::Value, k: &str| d.get(k).and_then(|x| x.as_u64()).unwrap_or(0);
+    let mut daily = Daily::new();
+    for d in v["daily"].as_array().cloned().unwrap_or_default() {
+        let day = d
+            .get("period")
+            .or_else(|| d.get("date"))
+            .and_then(|x| x.as_str())
+            .unwrap_or("")
+            .to_string();
+        // ccusage's inputTokens exclude cache reads for Codex too, as memoir's.
+        daily.insert(
+            day,
+            (
+                n(&d, "inputTokens"),
+                n(&d, "outputTokens"),
+                n(&d, "cacheReadTokens"),
+                n(&d, "cacheCreationTokens"),
+                d.get("totalCost")
+                    .or_else(|| d.get("costUSD"))
+                    .and_then(|x| x.as_f64())
+                    .unwrap_or(0.0),
+            ),
+        );
+    }
+    Ok((daily, secs))
 }
 
 fn main() {
@@ -213,8 +334,9 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(200);
     let ccusage = std::env::var("CCUSAGE").ok();
-    println!("| tree | MB | sessions | first import | MB/s | unchanged re-run | +1% re-run | peak RSS | ccusage daily --json --offline |");
-    println!("|---|---|---|---|---|---|---|---|---|");
+    let mut comparisons = Vec::new();
+    println!("| tree | MB | sessions | first import (wall / CPU) | MB/s wall / CPU | unchanged re-run | +1% re-run (wall / CPU) | peak RSS | memoir usage --by day | ccusage daily --json --offline |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     for agent in [Agent::ClaudeCode, Agent::Codex] {
         let tmp = tempfile::tempdir().unwrap();
         let src = tmp.path().join("src");
@@ -229,9 +351,9 @@ fn main() {
         )
         .unwrap();
         let sources = import::sources_of(agent, Some(&src)).unwrap();
-        let t0 = Instant::now();
+        let (t0, c0) = (Instant::now(), cpu_s());
         let r = import::import(&m, &sources, &mut |_| {}).unwrap();
-        let first = t0.elapsed().as_secs_f64();
+        let (first, first_cpu) = (t0.elapsed().as_secs_f64(), cpu_s() - c0);
         assert!(
             r.errors.is_empty() && r.skipped.is_empty(),
             "{:?}",
@@ -242,42 +364,70 @@ fn main() {
         let unchanged = t1.elapsed().as_secs_f64();
         assert_eq!(again.records, 0);
         let added = grow(agent, &tree);
-        let t2 = Instant::now();
+        let (t2, c2) = (Instant::now(), cpu_s());
         let inc = import::import(&m, &sources, &mut |_| {}).unwrap();
-        let incremental = t2.elapsed().as_secs_f64();
+        let (incremental, inc_cpu) = (t2.elapsed().as_secs_f64(), cpu_s() - c2);
         assert_eq!(inc.sessions.forked, 0);
-        let peer = ccusage.as_ref().map(|bin| {
-            let t = Instant::now();
-            let mut cmd = std::process::Command::new(bin);
-            cmd.args(["daily", "--json", "--offline"])
-                .env("HOME", tmp.path());
-            match agent {
-                Agent::Codex => cmd
-                    .env("CODEX_HOME", &src)
-                    .env("CLAUDE_CONFIG_DIR", tmp.path().join("none")),
-                _ => cmd
-                    .env("CLAUDE_CONFIG_DIR", &src)
-                    .env("CODEX_HOME", tmp.path().join("none")),
-            };
-            let ok = cmd.output().map(|o| o.status.success()).unwrap_or(false);
-            format!(
-                "{:.2} s{}",
-                t.elapsed().as_secs_f64(),
-                if ok { "" } else { " (failed)" }
-            )
-        });
+        assert!(
+            inc.bytes_read <= added,
+            "the re-run read {} bytes for {added} appended",
+            inc.bytes_read
+        );
+        let rss = peak_rss_mb();
+        let (ours, usage_s) = memoir_daily(&m);
+        let peer = ccusage
+            .as_ref()
+            .map(|bin| ccusage_daily(bin, agent, &src, tmp.path()));
+        let peer_cell = match &peer {
+            None => "not run".to_string(),
+            Some(Ok((_, s))) => format!("{s:.2} s"),
+            Some(Err(e)) => format!("failed: {}", e.lines().next().unwrap_or("")),
+        };
+        let total_mb = tree.bytes as f64 / 1048576.0;
         println!(
-            "| {} | {:.0} | {} | {:.2} s | {:.0} | {:.3} s | {:.2} s (+{:.1} MB) | {:.0} MB | {} |",
+            "| {} | {:.0} | {} | {:.2} s / {:.2} s | {:.0} / {:.0} | {:.3} s | {:.3} s / {:.3} s (+{:.1} MB) | {:.0} MB | {:.2} s | {} |",
             agent.as_str(),
-            tree.bytes as f64 / 1048576.0,
+            total_mb,
             tree.files.len(),
             first,
-            tree.bytes as f64 / 1048576.0 / first,
+            first_cpu,
+            total_mb / first,
+            total_mb / first_cpu.max(0.01),
             unchanged,
             incremental,
+            inc_cpu,
             added as f64 / 1048576.0,
-            peak_rss_mb(),
-            peer.unwrap_or_else(|| "not run".into())
+            rss,
+            usage_s,
+            peer_cell
         );
+        if let Some(Ok((theirs, _))) = peer {
+            comparisons.push((agent, ours, theirs));
+        }
+    }
+    for (agent, ours, theirs) in comparisons {
+        println!();
+        println!(
+            "{} per day (input / output / cache read / cache write tokens, USD): memoir vs ccusage",
+            agent.as_str()
+        );
+        println!();
+        println!("| day | memoir | ccusage | same tokens |");
+        println!("|---|---|---|---|");
+        let days: std::collections::BTreeSet<&String> = ours.keys().chain(theirs.keys()).collect();
+        let cell = |d: Option<&(u64, u64, u64, u64, f64)>| match d {
+            Some((i, o, r, w, c)) => format!("{i} / {o} / {r} / {w}, ${c:.2}"),
+            None => "-".into(),
+        };
+        for day in days {
+            let (a, b) = (ours.get(day), theirs.get(day));
+            let same = matches!((a, b), (Some(x), Some(y)) if (x.0, x.1, x.2, x.3) == (y.0, y.1, y.2, y.3));
+            println!(
+                "| {day} | {} | {} | {} |",
+                cell(a),
+                cell(b),
+                if same { "yes" } else { "no" }
+            );
+        }
     }
 }

@@ -353,12 +353,65 @@ pub mod wire {
         pub hits: Vec<SearchHit>,
     }
 
+    /// `GET /v1/trash`: the token's project's deleted sessions.
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    pub struct TrashResponse {
+        /// Most recently deleted first.
+        pub sessions: Vec<TrashedSession>,
+    }
+
+    /// One session in the trash.
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    pub struct TrashedSession {
+        /// Its header.
+        pub meta: SessionMeta,
+        /// When it was deleted, when the store knows.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub deleted_at: Option<chrono::DateTime<chrono::Utc>>,
+    }
+
+    /// `POST /v1/sessions/{id}/lease`: take the owner lease for `holder`.
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct LeaseRequest {
+        /// Who drives the session (the client's process).
+        pub holder: crate::store::lease::Holder,
+        /// Seconds the lease lives without a renewal (default 60, 5 to 3600).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub ttl_secs: Option<u64>,
+    }
+
+    /// A granted lease: renew it (`POST .../lease/{lease}`) before `ttl_secs`
+    /// pass, release it with `DELETE .../lease/{lease}`.
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    pub struct LeaseGranted {
+        /// The lease's secret handle.
+        pub lease: String,
+        /// Its holder.
+        pub holder: crate::store::lease::Holder,
+        /// A previous holder whose lease expired without release, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub recovered_from: Option<crate::store::lease::Holder>,
+        /// Seconds it lives without a renewal.
+        pub ttl_secs: u64,
+    }
+
+    /// `PUT /v1/blobs/{hash}`: what was stored.
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    pub struct BlobStored {
+        /// The BLAKE3 hash (the path's, verified against the body).
+        pub hash: String,
+        /// Its size in bytes.
+        pub size: u64,
+    }
+
     /// Every error response: a stable code and a sentence.
     #[derive(Debug, Clone, Default, Serialize, Deserialize)]
     pub struct ErrorBody {
         /// `bad_request`, `invalid_id`, `unauthorized`, `token_expired`,
-        /// `not_found`, `exists`, `conflict`, `too_large`,
-        /// `unsupported_media_type`, `unavailable` or `internal`.
+        /// `not_found`, `exists`, `conflict`, `busy`, `too_large`,
+        /// `unsupported_media_type`, `unsupported`, `unavailable`,
+        /// `corrupt` or `internal`.
         pub error: String,
         /// What went wrong, for people.
         pub message: String,
@@ -368,6 +421,9 @@ pub mod wire {
         /// For `conflict`: the seq the log is at.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub actual: Option<u64>,
+        /// For `busy`: who holds the session.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub holder: Option<crate::store::lease::Holder>,
     }
 
     /// Parse record objects into records.
@@ -448,6 +504,25 @@ impl Client {
 
     /// Send a request; returns the status and the body text.
     fn call(&self, method: &str, path: &str, body: Option<Vec<u8>>) -> Result<(u16, String)> {
+        let body = body.map(|b| (b, "application/json"));
+        let (status, bytes) = self.call_raw(method, path, body)?;
+        let text = String::from_utf8(bytes).map_err(|_| {
+            unavailable(
+                "http response",
+                &self.url(path),
+                "the body is not UTF-8".into(),
+            )
+        })?;
+        Ok((status, text))
+    }
+
+    /// Send a request with a body of any type; returns the status and the body bytes.
+    fn call_raw(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<(Vec<u8>, &str)>,
+    ) -> Result<(u16, Vec<u8>)> {
         let url = self.url(path);
         let builder = ureq::http::Request::builder()
             .method(method)
@@ -458,9 +533,9 @@ impl Client {
             None => builder,
         };
         let result = match body {
-            Some(b) => {
+            Some((b, content_type)) => {
                 let req = builder
-                    .header("Content-Type", "application/json")
+                    .header("Content-Type", content_type)
                     .body(b)
                     .map_err(|e| Error::Invalid(format!("bad request for {url}: {e}")))?;
                 self.agent.run(req)
@@ -474,13 +549,13 @@ impl Client {
         };
         let mut resp = result.map_err(|e| unavailable("http request", &url, e.to_string()))?;
         let status = resp.status().as_u16();
-        let text = resp
+        let bytes = resp
             .body_mut()
             .with_config()
             .limit(1 << 30)
-            .read_to_string()
+            .read_to_vec()
             .map_err(|e| unavailable("http response", &url, e.to_string()))?;
-        Ok((status, text))
+        Ok((status, bytes))
     }
 
     /// Send, and turn an error status into a typed [`Error`].
@@ -489,24 +564,31 @@ impl Client {
         if (200..300).contains(&status) {
             return Ok(text);
         }
-        let err: wire::ErrorBody =
-            serde_json::from_str(&text).unwrap_or_else(|_| wire::ErrorBody {
-                error: String::new(),
-                message: text.clone(),
-                ..Default::default()
-            });
-        Err(match (status, err.error.as_str()) {
+        Err(self.error_of(status, &text, path, id))
+    }
+
+    /// The typed [`Error`] of an error response.
+    fn error_of(&self, status: u16, text: &str, path: &str, id: &str) -> Error {
+        let err: wire::ErrorBody = serde_json::from_str(text).unwrap_or_else(|_| wire::ErrorBody {
+            error: String::new(),
+            message: text.to_string(),
+            ..Default::default()
+        });
+        match (status, err.error.as_str()) {
             (404, _) => Error::NotFound(id.to_string()),
             (409, "conflict") => Error::Conflict {
                 id: id.to_string(),
                 expected: err.expected.unwrap_or_default(),
                 actual: err.actual.unwrap_or_default(),
             },
-            (409, "busy") | (423, _) => Error::Busy {
-                id: id.to_string(),
-                pid: 0,
-                host: "remote".into(),
-                since: err.message.clone(),
+            (409, "busy") | (423, _) => match err.holder {
+                Some(h) => crate::store::lease::busy(id, h),
+                None => Error::Busy {
+                    id: id.to_string(),
+                    pid: 0,
+                    host: "remote".into(),
+                    since: err.message.clone(),
+                },
             },
             (409, _) => Error::SessionExists(id.to_string()),
             (501, _) => crate::error::StoreError::Unsupported {
@@ -516,7 +598,7 @@ impl Client {
             (401 | 403, _) => Error::Config(format!("server refused the token: {}", err.message)),
             (502..=504, _) => unavailable("http request", &self.url(path), err.message),
             _ => Error::Invalid(format!("server said {status}: {}", err.message)),
-        })
+        }
     }
 
     fn json<T: serde::de::DeserializeOwned>(text: &str) -> Result<T> {
@@ -562,10 +644,78 @@ impl Client {
         Self::json(&text)
     }
 
-    /// The verified log as the server's store read it.
+    /// The verified log as the server's store read it (payloads inline).
     pub fn log(&self, id: &str) -> Result<RawLog> {
         let text = self.ok("GET", &format!("/v1/sessions/{}/log", seg(id)), None, id)?;
         Ok(Self::json::<wire::LogResponse>(&text)?.into_raw()?)
+    }
+
+    /// The verified log with payload references kept (resolve them with
+    /// [`Client::get_blob`]).
+    pub fn log_refs(&self, id: &str) -> Result<RawLog> {
+        let path = format!("/v1/sessions/{}/log?blobs=refs", seg(id));
+        let text = self.ok("GET", &path, None, id)?;
+        Ok(Self::json::<wire::LogResponse>(&text)?.into_raw()?)
+    }
+
+    /// The token's project's trash, most recently deleted first.
+    pub fn trash(&self) -> Result<wire::TrashResponse> {
+        let text = self.ok("GET", "/v1/trash", None, "")?;
+        Self::json(&text)
+    }
+
+    /// A trashed session's verified log, payload references kept.
+    pub fn trashed_log(&self, id: &str) -> Result<RawLog> {
+        let path = format!("/v1/trash/{}/log?blobs=refs", seg(id));
+        let text = self.ok("GET", &path, None, id)?;
+        Ok(Self::json::<wire::LogResponse>(&text)?.into_raw()?)
+    }
+
+    /// Take the owner lease of `id` for `holder` (renew within `ttl_secs`).
+    pub fn acquire_lease(
+        &self,
+        id: &str,
+        holder: crate::store::lease::Holder,
+        ttl_secs: Option<u64>,
+    ) -> Result<wire::LeaseGranted> {
+        let body = wire::LeaseRequest { holder, ttl_secs };
+        let path = format!("/v1/sessions/{}/lease", seg(id));
+        let text = self.ok("POST", &path, Some(serde_json::to_vec(&body)?), id)?;
+        Self::json(&text)
+    }
+
+    /// Renew a lease for another TTL ([`Error::NotFound`] once it is lost).
+    pub fn renew_lease(&self, id: &str, lease: &str) -> Result<()> {
+        let path = format!("/v1/sessions/{}/lease/{}", seg(id), seg(lease));
+        self.ok("POST", &path, Some(b"{}".to_vec()), id).map(|_| ())
+    }
+
+    /// Release a lease.
+    pub fn release_lease(&self, id: &str, lease: &str) -> Result<()> {
+        let path = format!("/v1/sessions/{}/lease/{}", seg(id), seg(lease));
+        self.ok("DELETE", &path, None, id).map(|_| ())
+    }
+
+    /// Upload a payload blob (its hash is checked by the server).
+    pub fn put_blob(&self, hash: &str, bytes: &[u8], media_type: &str) -> Result<()> {
+        let path = format!("/v1/blobs/{}", seg(hash));
+        let (status, body) = self.call_raw("PUT", &path, Some((bytes.to_vec(), media_type)))?;
+        if (200..300).contains(&status) {
+            return Ok(());
+        }
+        Err(self.error_of(status, &String::from_utf8_lossy(&body), &path, hash))
+    }
+
+    /// Download a payload blob as stored (`None` when the project has no
+    /// such blob); the caller verifies it.
+    pub fn get_blob(&self, hash: &str) -> Result<Option<Vec<u8>>> {
+        let path = format!("/v1/blobs/{}", seg(hash));
+        let (status, body) = self.call_raw("GET", &path, None)?;
+        match status {
+            200..=299 => Ok(Some(body)),
+            404 => Ok(None),
+            _ => Err(self.error_of(status, &String::from_utf8_lossy(&body), &path, hash)),
+        }
     }
 
     /// The header only.
@@ -700,7 +850,9 @@ impl LogStore for RemoteStore {
 
     fn read(&self, id: &str) -> Result<RawLog> {
         crate::id::validate(id)?;
-        self.client.log(id)
+        // Payloads stay references; the readers resolve them through
+        // `blobs()` (one download per blob, verified).
+        self.client.log_refs(id)
     }
 
     fn read_header(&self, id: &str) -> Result<Option<SessionMeta>> {
@@ -737,5 +889,170 @@ impl LogStore for RemoteStore {
     fn restore(&self, id: &str) -> Result<()> {
         crate::id::validate(id)?;
         self.client.restore(id)
+    }
+
+    fn blobs(&self) -> Option<crate::blob::PayloadStore> {
+        Some(crate::blob::PayloadStore {
+            store: std::sync::Arc::new(crate::blob::ArtifactStore::custom(std::sync::Arc::new(
+                RemoteBlobs {
+                    client: self.client.clone(),
+                },
+            ))),
+            policy: crate::blob::ExternalizePolicy::TRANSCRIPT,
+        })
+    }
+
+    fn list_deleted(&self) -> Result<Vec<crate::store::DeletedListed>> {
+        Ok(self
+            .client
+            .trash()?
+            .sessions
+            .into_iter()
+            .map(|t| crate::store::DeletedListed {
+                location: self.location(&t.meta.id),
+                meta: t.meta,
+                deleted_at: t.deleted_at,
+            })
+            .collect())
+    }
+
+    fn read_deleted(&self, id: &str) -> Result<RawLog> {
+        crate::id::validate(id)?;
+        self.client.trashed_log(id)
+    }
+
+    fn purge(&self, id: &str) -> Result<()> {
+        crate::id::validate(id)?;
+        // The server's purge runs its manager (which keeps what forks still
+        // need, and drops blobs no session of the whole store references).
+        let purged = self.client.purge(id)?;
+        if purged.purged.iter().any(|p| p == id) {
+            Ok(())
+        } else {
+            Err(Error::NotFound(id.to_string()))
+        }
+    }
+
+    fn acquire_lease(&self, id: &str) -> Result<crate::store::Lease> {
+        crate::id::validate(id)?;
+        let holder = crate::store::lease::current_holder();
+        let granted = self
+            .client
+            .acquire_lease(id, holder, Some(REMOTE_LEASE_TTL.as_secs()))?;
+        let guard = RemoteLeaseGuard::start(self.client.clone(), id, granted.lease.clone());
+        Ok(crate::store::Lease::new(
+            id,
+            granted.holder,
+            granted.recovered_from,
+            Box::new(guard),
+        ))
+    }
+}
+
+#[cfg(feature = "client")]
+/// How long a remote lease lives without a renewal (the guard renews it
+/// every third of that): a client that dies without releasing its lease
+/// loses it after this long.
+pub const REMOTE_LEASE_TTL: Duration = Duration::from_secs(30);
+
+#[cfg(feature = "client")]
+/// Keeps a remote lease alive (a thread renewing it) and releases it on drop.
+struct RemoteLeaseGuard {
+    stop: Option<std::sync::mpsc::Sender<()>>,
+    renewer: Option<std::thread::JoinHandle<()>>,
+    client: Client,
+    id: String,
+    lease: String,
+}
+
+#[cfg(feature = "client")]
+impl RemoteLeaseGuard {
+    fn start(client: Client, id: &str, lease: String) -> RemoteLeaseGuard {
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let (c, i, l) = (client.clone(), id.to_string(), lease.clone());
+        let renewer = std::thread::Builder::new()
+            .name("memoir-lease".into())
+            .spawn(move || {
+                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                    stopped.recv_timeout(REMOTE_LEASE_TTL / 3)
+                {
+                    // A lost lease (NotFound) or an outage: keep trying
+                    // until dropped; the server is the judge of ownership.
+                    let _ = c.renew_lease(&i, &l);
+                }
+            })
+            .ok();
+        RemoteLeaseGuard {
+            stop: Some(stop),
+            renewer,
+            client,
+            id: id.to_string(),
+            lease,
+        }
+    }
+}
+
+#[cfg(feature = "client")]
+impl Drop for RemoteLeaseGuard {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(t) = self.renewer.take() {
+            let _ = t.join();
+        }
+        // Best effort: an unreachable server lets the lease expire.
+        let _ = self.client.release_lease(&self.id, &self.lease);
+    }
+}
+
+#[cfg(feature = "client")]
+/// The blob store of a [`RemoteStore`]: the server's, through
+/// `PUT`/`GET /v1/blobs/{hash}`. Listing and deleting are the server's
+/// business (its purge and collection), never a client's.
+#[derive(Debug)]
+struct RemoteBlobs {
+    client: Client,
+}
+
+#[cfg(feature = "client")]
+impl crate::blob::BlobBackend for RemoteBlobs {
+    fn put(
+        &self,
+        hash: &str,
+        bytes: &[u8],
+        media_type: Option<&str>,
+    ) -> std::result::Result<(), crate::blob::BlobError> {
+        let media_type = media_type.unwrap_or("application/octet-stream");
+        Ok(self.client.put_blob(hash, bytes, media_type)?)
+    }
+
+    fn get(&self, hash: &str) -> std::result::Result<Option<Vec<u8>>, crate::blob::BlobError> {
+        Ok(self.client.get_blob(hash)?)
+    }
+
+    fn contains(&self, hash: &str) -> std::result::Result<bool, crate::blob::BlobError> {
+        Ok(self.client.get_blob(hash)?.is_some())
+    }
+
+    fn remove(&self, _hash: &str) -> std::result::Result<bool, crate::blob::BlobError> {
+        Err(crate::blob::BlobError::Storage(crate::store::unsupported(
+            "delete blobs on a remote server (its purge does)",
+        )))
+    }
+
+    fn list(
+        &self,
+    ) -> std::result::Result<Vec<(String, u64, std::time::SystemTime)>, crate::blob::BlobError>
+    {
+        Err(crate::blob::BlobError::Storage(crate::store::unsupported(
+            "list blobs on a remote server",
+        )))
+    }
+
+    fn locate(&self, hash: &str) -> PathBuf {
+        PathBuf::from(format!("{}/v1/blobs/{hash}", self.client.base))
+    }
+
+    fn collected_elsewhere(&self) -> bool {
+        true
     }
 }

@@ -5,7 +5,9 @@
 //! names what it was working on, so the CLI can print it as it is.
 //! Backend failures that need their own type ([`StoreError`]: unavailable,
 //! unsupported, ...) are wrapped as [`Error::Store`]; [`Error::kind`] sorts
-//! every error by what the caller can do about it ([`ErrorKind`]).
+//! every error by what the caller can do about it ([`ErrorKind`]): the one
+//! classification the fronts map to exit codes and HTTP statuses
+//! ([`kind_of`] finds it in any error chain).
 
 use std::path::PathBuf;
 
@@ -224,7 +226,84 @@ impl StoreError {
     }
 }
 
-/// The kind of an OS error: connection failures are [`ErrorKind::Unavailable`].
+impl ErrorKind {
+    /// Every kind, in declaration order (for tables that pin a mapping).
+    pub const ALL: [ErrorKind; 9] = [
+        ErrorKind::NotFound,
+        ErrorKind::Exists,
+        ErrorKind::Conflict,
+        ErrorKind::Busy,
+        ErrorKind::Unavailable,
+        ErrorKind::Unsupported,
+        ErrorKind::Corrupt,
+        ErrorKind::Invalid,
+        ErrorKind::Io,
+    ];
+
+    /// The stable machine-readable code: the `error` field of the server's
+    /// error bodies and of the CLI's `--json` errors.
+    pub fn code(self) -> &'static str {
+        match self {
+            ErrorKind::NotFound => "not_found",
+            ErrorKind::Exists => "exists",
+            ErrorKind::Conflict => "conflict",
+            ErrorKind::Busy => "busy",
+            ErrorKind::Unavailable => "unavailable",
+            ErrorKind::Unsupported => "unsupported",
+            ErrorKind::Corrupt => "corrupt",
+            ErrorKind::Invalid => "bad_request",
+            ErrorKind::Io => "internal",
+        }
+    }
+}
+
+#[cfg(feature = "view")]
+impl crate::embed::EmbeddingError {
+    /// What the caller can do about this error (see [`ErrorKind`]).
+    pub fn kind(&self) -> ErrorKind {
+        use crate::embed::EmbeddingError as E;
+        match self {
+            E::ModelNotLoaded(_) => ErrorKind::Unavailable,
+            E::DimensionMismatch { .. } => ErrorKind::Io,
+            E::BackendError(_) => ErrorKind::Unavailable,
+            E::RateLimited { .. } => ErrorKind::Unavailable,
+            E::BadInput(_) => ErrorKind::Invalid,
+            E::Config(_) => ErrorKind::Invalid,
+            E::Cache(_) => ErrorKind::Io,
+        }
+    }
+}
+
+/// The kind of the first library error in `err`'s `source()` chain
+/// ([`Error`], [`StoreError`], [`crate::manager::ManagerError`] or, with the
+/// `view` feature, [`crate::embed::EmbeddingError`]); `None` when there is
+/// none. The one classification every front maps (CLI exit codes, HTTP
+/// statuses, JSON error bodies).
+pub fn kind_of(err: &(dyn std::error::Error + 'static)) -> Option<ErrorKind> {
+    let mut next = Some(err);
+    while let Some(e) = next {
+        if let Some(e) = e.downcast_ref::<Error>() {
+            return Some(e.kind());
+        }
+        if let Some(e) = e.downcast_ref::<StoreError>() {
+            return Some(e.kind());
+        }
+        if let Some(e) = e.downcast_ref::<crate::manager::ManagerError>() {
+            return Some(e.kind());
+        }
+        #[cfg(feature = "view")]
+        if let Some(e) = e.downcast_ref::<crate::embed::EmbeddingError>() {
+            return Some(e.kind());
+        }
+        next = e.source();
+    }
+    None
+}
+
+/// The kind of an OS error: connection failures are
+/// [`ErrorKind::Unavailable`]; anything else is [`ErrorKind::Io`] (a missing
+/// file is a failure of the machine or of the caller's path, never "no such
+/// session": that is [`Error::NotFound`], which the stores return themselves).
 fn io_kind(kind: std::io::ErrorKind) -> ErrorKind {
     use std::io::ErrorKind as K;
     match kind {
@@ -234,9 +313,6 @@ fn io_kind(kind: std::io::ErrorKind) -> ErrorKind {
         | K::NotConnected
         | K::BrokenPipe
         | K::TimedOut => ErrorKind::Unavailable,
-        K::NotFound => ErrorKind::NotFound,
-        K::AlreadyExists => ErrorKind::Exists,
-        K::InvalidInput => ErrorKind::Invalid,
         _ => ErrorKind::Io,
     }
 }
@@ -274,4 +350,62 @@ pub fn report(err: &(dyn std::error::Error + 'static)) -> String {
         source = s.source();
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connection_failures_are_unavailable_and_other_io_is_io() {
+        let io = |kind| Error::Io {
+            op: "connect",
+            path: "db".into(),
+            source: std::io::Error::new(kind, "x"),
+        };
+        assert_eq!(
+            io(std::io::ErrorKind::ConnectionRefused).kind(),
+            ErrorKind::Unavailable
+        );
+        assert_eq!(
+            io(std::io::ErrorKind::PermissionDenied).kind(),
+            ErrorKind::Io
+        );
+        // A missing file is not a missing session (CLI exit 1, not 4).
+        assert_eq!(io(std::io::ErrorKind::NotFound).kind(), ErrorKind::Io);
+    }
+
+    #[test]
+    fn kind_of_finds_the_library_error_in_a_chain() {
+        let e = crate::manager::ManagerError::Store(Error::NotFound("x".into()));
+        assert_eq!(e.kind(), ErrorKind::NotFound);
+        assert_eq!(
+            crate::manager::ManagerError::InTrash("x".into()).kind(),
+            ErrorKind::Conflict
+        );
+        let wrapped: Box<dyn std::error::Error> = Box::new(e);
+        assert_eq!(kind_of(wrapped.as_ref()), Some(ErrorKind::NotFound));
+        let store: Box<dyn std::error::Error> =
+            Box::new(StoreError::Unsupported { operation: "x" });
+        assert_eq!(kind_of(store.as_ref()), Some(ErrorKind::Unsupported));
+    }
+
+    #[test]
+    fn codes_are_distinct() {
+        let codes: std::collections::HashSet<&str> =
+            ErrorKind::ALL.iter().map(|k| k.code()).collect();
+        assert_eq!(codes.len(), ErrorKind::ALL.len());
+    }
+
+    #[test]
+    fn report_names_an_os_error_once() {
+        let e = Error::Io {
+            op: "open",
+            path: "/nope".into(),
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        };
+        let text = report(&e);
+        assert_eq!(text.matches("not found").count(), 1, "{text}");
+        assert!(text.starts_with("open /nope: "), "{text}");
+    }
 }

@@ -62,7 +62,6 @@ pub mod doctor;
 #[cfg(feature = "view")]
 pub mod embed;
 pub mod error;
-pub mod error_class;
 pub mod frame;
 pub mod id;
 #[cfg(feature = "import")]

@@ -13,7 +13,7 @@ use memoir::manager::PROJECT_SESSIONS_DIR;
 use memoir::store::file::FileStore;
 use memoir::store::Durability;
 use memoir::usage::{
-    self, BillingBlock, GroupKey, PriceTable, ProjectFilter, Totals, UsageQuery, UsageReport,
+    self, BillingBlock, GroupKey, PriceTable, ProjectFilter, Totals, UsageQuery, UsageReport, Zone,
 };
 
 use super::store::StoreArgs;
@@ -38,7 +38,7 @@ pub struct Args {
     /// Only responses whose model contains this text (case-insensitive).
     #[arg(long)]
     model: Option<String>,
-    /// From this day (YYYY-MM-DD or YYYYMMDD, UTC) or instant (RFC 3339), inclusive.
+    /// From this day (YYYY-MM-DD or YYYYMMDD, in --timezone) or instant (RFC 3339), inclusive.
     #[arg(long)]
     since: Option<String>,
     /// Up to this day (inclusive) or before this instant (RFC 3339).
@@ -50,6 +50,11 @@ pub struct Args {
     /// Show 5-hour billing blocks instead of groups.
     #[arg(long)]
     blocks: bool,
+    /// Time zone of days, weeks, months, --since/--until days and block
+    /// hours: an IANA name (Europe/Paris), UTC, or local (the default: TZ,
+    /// else /etc/localtime), as ccusage's --timezone.
+    #[arg(long, short = 'z', default_value = "local")]
+    timezone: String,
     /// Price table (memoir's prices.json or a LiteLLM JSON) instead of the configured one.
     #[arg(long, value_name = "FILE")]
     prices: Option<PathBuf>,
@@ -102,6 +107,7 @@ pub fn price_table(explicit: Option<&Path>) -> anyhow::Result<PriceTable> {
 /// Run `memoir usage`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let prices = price_table(args.prices.as_deref())?;
+    let zone: Zone = args.timezone.parse()?;
     let (dir, project) = store_and_project(&args)?;
     let store = FileStore::new(&dir, Durability::Fsync);
     let group_by = args
@@ -117,14 +123,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         since: args
             .since
             .as_deref()
-            .map(|s| parse_bound(s, false))
+            .map(|s| parse_bound(s, false, zone))
             .transpose()?,
         until: args
             .until
             .as_deref()
-            .map(|s| parse_bound(s, true))
+            .map(|s| parse_bound(s, true, zone))
             .transpose()?,
         group_by,
+        timezone: zone,
     };
     // Without --width or $COLUMNS: 120 on a terminal, no limit in a pipe.
     let width = args
@@ -143,7 +150,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         } else if args.csv {
             print!("{}", blocks_csv(&blocks));
         } else {
-            print!("{}", blocks_table(&blocks, width));
+            print!("{}", blocks_table(&blocks, width, zone));
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -275,8 +282,8 @@ fn workspace_filter(p: &Path) -> ProjectFilter {
     ProjectFilter::Workspace(std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf()))
 }
 
-/// `YYYY-MM-DD`, `YYYYMMDD` (a UTC day; as an upper bound, the end of it) or RFC 3339.
-fn parse_bound(s: &str, upper: bool) -> anyhow::Result<DateTime<Utc>> {
+/// `YYYY-MM-DD`, `YYYYMMDD` (a day in `zone`; as an upper bound, the end of it) or RFC 3339.
+fn parse_bound(s: &str, upper: bool, zone: Zone) -> anyhow::Result<DateTime<Utc>> {
     if let Ok(t) = DateTime::parse_from_rfc3339(s) {
         return Ok(t.with_timezone(&Utc));
     }
@@ -290,7 +297,7 @@ fn parse_bound(s: &str, upper: bool) -> anyhow::Result<DateTime<Utc>> {
     } else {
         day
     };
-    Ok(day.and_hms_opt(0, 0, 0).unwrap_or_default().and_utc())
+    Ok(zone.start_of(day))
 }
 
 /// A cost cell: `$1.23`, `≥$1.23` when part is unpriced, `unpriced` when all is.
@@ -585,8 +592,8 @@ fn report_csv(report: &UsageReport) -> String {
     out
 }
 
-fn blocks_table(blocks: &[BillingBlock], width: usize) -> String {
-    let mut header = vec!["block (UTC)".to_string(), "models".to_string()];
+fn blocks_table(blocks: &[BillingBlock], width: usize, zone: Zone) -> String {
+    let mut header = vec![format!("block ({zone})"), "models".to_string()];
     let mut cols: Vec<String> = COLUMNS.iter().map(|s| s.to_string()).collect();
     cols.insert(5, "total".into());
     header.extend(cols);
@@ -597,8 +604,8 @@ fn blocks_table(blocks: &[BillingBlock], width: usize) -> String {
         let mut r = vec![
             format!(
                 "{} - {}{}",
-                b.start.format("%Y-%m-%d %H:%M"),
-                b.end.format("%H:%M"),
+                zone.at(b.start).format("%Y-%m-%d %H:%M"),
+                zone.at(b.end).format("%H:%M"),
                 if b.active { " (active)" } else { "" }
             ),
             b.models.iter().cloned().collect::<Vec<_>>().join(" "),
@@ -634,14 +641,26 @@ mod tests {
     #[test]
     fn bounds_and_cells() {
         assert_eq!(
-            parse_bound("2026-05-12", true).unwrap().to_rfc3339(),
+            parse_bound("2026-05-12", true, Zone::Utc)
+                .unwrap()
+                .to_rfc3339(),
             "2026-05-13T00:00:00+00:00"
         );
         assert_eq!(
-            parse_bound("20260512", false).unwrap().to_rfc3339(),
+            parse_bound("20260512", false, Zone::Utc)
+                .unwrap()
+                .to_rfc3339(),
             "2026-05-12T00:00:00+00:00"
         );
-        assert!(parse_bound("yesterday", false).is_err());
+        // A day in Tokyo (UTC+9) starts at 15:00 UTC the day before.
+        let tokyo: Zone = "Asia/Tokyo".parse().unwrap();
+        assert_eq!(
+            parse_bound("2026-05-12", false, tokyo)
+                .unwrap()
+                .to_rfc3339(),
+            "2026-05-11T15:00:00+00:00"
+        );
+        assert!(parse_bound("yesterday", false, Zone::Utc).is_err());
         assert_eq!(thousands(1234567), "1,234,567");
         assert_eq!(thousands(12), "12");
         let mut t = Totals {

@@ -66,3 +66,94 @@ fn import_claude_home_then_list_shows_the_source() {
     assert_eq!(show["meta"]["source"]["agent"], "claude-code");
     assert_eq!(show["messages"].as_array().unwrap().len(), 9);
 }
+
+/// A Claude Code home of `n` copies of a fixture session (each its own
+/// session id), every fifth one with a 100 KB tool result (stored as a blob).
+fn claude_home(home: &Path, n: usize) {
+    let project = home.join("claude/projects/-work");
+    std::fs::create_dir_all(&project).unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testdata/transcripts/claude-code/55550000-0000-4000-8000-000000000001.jsonl");
+    let text = std::fs::read_to_string(fixture).unwrap();
+    for i in 0..n {
+        let sid = format!("{i:08}-0000-4000-8000-000000000001");
+        let mut t = text.replace("55550000-0000-4000-8000-000000000001", &sid);
+        if i % 5 == 0 {
+            let big = serde_json::json!({
+                "type": "user", "uuid": "big-1", "parentUuid": "sc-a5", "sessionId": sid,
+                "timestamp": "2026-06-15T10:09:00.000Z", "cwd": "/work",
+                "message": {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "toolu_big", "content": "x".repeat(100_000)}
+                ]}
+            });
+            t.push_str(&format!("{big}\n"));
+        }
+        std::fs::write(project.join(format!("{sid}.jsonl")), t).unwrap();
+    }
+}
+
+/// Session id → its messages, as stored in `dir`.
+fn stored(dir: &Path) -> Vec<(String, Vec<memoir::Message>)> {
+    let m = memoir::manager::SessionManager::open(dir, Default::default()).unwrap();
+    let mut ids: Vec<String> = m
+        .list_sessions()
+        .unwrap()
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+    ids.sort();
+    ids.into_iter()
+        .map(|id| {
+            let t = m.read_stored(&id).unwrap();
+            (id, t.messages)
+        })
+        .collect()
+}
+
+#[test]
+fn an_import_killed_midway_resumes_without_duplicates() {
+    let tmp = tempfile::tempdir().unwrap();
+    claude_home(tmp.path(), 120);
+    let store = tmp.path().join("store");
+    let dir = store.to_str().unwrap();
+    // SIGKILL it at a few points (some may come after it finished).
+    for delay_ms in [40u64, 150, 400] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_memoir"))
+            .args(["import", "claude", "--json", "--dir", dir])
+            .env("HOME", tmp.path())
+            .env("MEMOIR_HOME", tmp.path().join("memoir"))
+            .env("CLAUDE_CONFIG_DIR", tmp.path().join("claude"))
+            .env_remove("MEMOIR_SESSION_DIR")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    let (ok, last) = memoir(tmp.path(), &["import", "claude", "--json", "--dir", dir]);
+    assert!(ok, "{last}");
+    assert_eq!(last["sessions"]["forked"], 0, "{last}");
+    let clean = tmp.path().join("clean");
+    let (ok, _) = memoir(
+        tmp.path(),
+        &[
+            "import",
+            "claude",
+            "--json",
+            "--dir",
+            clean.to_str().unwrap(),
+        ],
+    );
+    assert!(ok);
+    let (resumed, fresh) = (stored(&store), stored(&clean));
+    assert_eq!(resumed.len(), 120);
+    assert_eq!(
+        resumed, fresh,
+        "the killed-and-resumed store differs from a clean import"
+    );
+    let (ok, again) = memoir(tmp.path(), &["import", "claude", "--json", "--dir", dir]);
+    assert!(ok);
+    assert_eq!(again["records"], 0, "{again}");
+}

@@ -4,7 +4,6 @@
 
 #[allow(dead_code)]
 mod common;
-#[allow(dead_code)]
 #[path = "../../../memoir/tests/suite/postgres_common/mod.rs"]
 mod postgres_common;
 

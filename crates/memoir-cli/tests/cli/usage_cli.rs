@@ -15,7 +15,9 @@ use serde_json::{json, Value};
 
 fn memoir(home: &Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_memoir"));
+    // Days are dated in the local zone by default: pin it.
     c.env("MEMOIR_HOME", home)
+        .env("TZ", "UTC")
         .env_remove("MEMOIR_SESSION_DIR")
         .env_remove("COLUMNS");
     c
@@ -245,6 +247,61 @@ fn usage_table_json_csv_and_blocks() {
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown grouping"));
+}
+
+#[test]
+fn usage_days_follow_the_time_zone() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    fill(dir.path());
+    let d = dir.path().to_str().unwrap();
+    let days = |extra: &[&str], tz: &str| -> Vec<String> {
+        let out = ok(memoir(home.path())
+            .env("TZ", tz)
+            .args(["usage", "--dir", d, "--by", "day", "--json"])
+            .args(extra)
+            .output()
+            .unwrap());
+        let v: Value = serde_json::from_str(&out).unwrap();
+        v["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["group"]["day"].as_str().unwrap().to_string())
+            .collect()
+    };
+    // The last response (2026-05-13T10:00:01Z) is already 14 May at UTC+14.
+    assert_eq!(
+        days(&["--timezone", "UTC"], "Pacific/Kiritimati"),
+        ["2026-05-12", "2026-05-13"]
+    );
+    assert_eq!(
+        days(&["--timezone", "Pacific/Kiritimati"], "UTC"),
+        ["2026-05-12", "2026-05-13", "2026-05-14"]
+    );
+    // The default is the local zone (TZ).
+    assert_eq!(
+        days(&[], "Pacific/Kiritimati"),
+        ["2026-05-12", "2026-05-13", "2026-05-14"]
+    );
+    // --since is a day of that zone too: 14 May there holds one response.
+    assert_eq!(
+        days(
+            &["--timezone", "Pacific/Kiritimati", "--since", "2026-05-14"],
+            "UTC"
+        ),
+        ["2026-05-14"]
+    );
+    let bad = memoir(home.path())
+        .args(["usage", "--dir", d, "--timezone", "Mars/Olympus"])
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("unknown time zone"),
+        "{}",
+        String::from_utf8_lossy(&bad.stderr)
+    );
 }
 
 #[test]

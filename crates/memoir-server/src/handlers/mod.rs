@@ -2,9 +2,12 @@
 //! parses, and calls the library on the caller's [`ProjectStore`]; session
 //! logic (fork cut, export framing, search ranking) lives in `memoir`.
 
+pub(crate) mod blobs; // PUT/GET /v1/blobs/{hash} (issue 10.7)
 pub(crate) mod fork;
+pub(crate) mod lease; // /v1/sessions/{id}/lease (issue 10.1)
 pub(crate) mod read;
 pub(crate) mod search;
+pub(crate) mod trash; // GET /v1/trash, /v1/trash/{id}/log
 pub(crate) mod usage; // GET /v1/usage (issue 14)
 pub(crate) mod write;
 
@@ -30,6 +33,10 @@ pub(crate) struct AppState {
     pub store: Arc<dyn LogStore>,
     /// Accepted tokens.
     pub tokens: Tokens,
+    /// Owner leases held for clients.
+    pub leases: lease::LeaseTable,
+    /// Which blobs each project may read.
+    pub blob_grants: blobs::BlobGrants,
 }
 
 impl AppState {
@@ -42,6 +49,29 @@ impl AppState {
     /// operation (fork, export, trash, restore, purge) goes through it.
     pub fn manager(&self, auth: &Auth) -> SessionManager {
         crate::namespace::project_manager(self.store.clone(), &auth.project)
+    }
+}
+
+/// `?blobs=` of a log read: `refs` keeps payload references for a client
+/// that resolves them itself (`GET /v1/blobs/{hash}`); `resolved` (the
+/// default) sends payloads inline.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct LogQuery {
+    #[serde(default)]
+    blobs: Option<String>,
+}
+
+impl LogQuery {
+    /// True when the client asked for references.
+    pub fn keeps_refs(&self) -> ApiResult<bool> {
+        match self.blobs.as_deref() {
+            None | Some("resolved") => Ok(false),
+            Some("refs") => Ok(true),
+            Some(other) => Err(ApiError::bad_request(format!(
+                "unknown blobs={other:?} (refs or resolved)"
+            ))),
+        }
     }
 }
 

@@ -84,6 +84,7 @@ pub(crate) async fn get_usage(
             since: p.since,
             until: p.until,
             group_by,
+            ..UsageQuery::default()
         };
         let prices = prices()?;
         if p.blocks {

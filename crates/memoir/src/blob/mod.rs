@@ -32,7 +32,7 @@ pub use externalize::{
     retain_refs, ExternalizePolicy, TRANSCRIPT_MIN_BYTES,
 };
 pub use payload::{BlobIssue, BlobProblem, BlobRef};
-pub use store::{ArtifactStore, BlobInfo, GcReport};
+pub use store::{ArtifactStore, BlobBackend, BlobInfo, GcReport};
 
 /// The blob store of a session store, and what it externalizes: handed out
 /// by [`crate::store::LogStore::blobs`] to the transcript's write and read

@@ -64,8 +64,45 @@ struct MemBlob {
     stored: SystemTime,
 }
 
+/// A blob backend other than files and memory: PostgreSQL's blobs table,
+/// a remote `memoir serve`. It stores bytes under their hash and lists them;
+/// [`ArtifactStore`] verifies every load and runs the collection on top.
+/// Such backends keep no reference counts (their blobs are transcript
+/// payloads, kept by reachability: [`crate::transcript::blobs`]).
+pub trait BlobBackend: Send + Sync + std::fmt::Debug {
+    /// Store `bytes` under `hash` (their BLAKE3, checked by the caller);
+    /// storing the same bytes again only refreshes the blob's stored time.
+    fn put(&self, hash: &str, bytes: &[u8], media_type: Option<&str>) -> Result<(), BlobError>;
+    /// The bytes stored under `hash`, as stored (`None` when absent).
+    fn get(&self, hash: &str) -> Result<Option<Vec<u8>>, BlobError>;
+    /// Whether a blob is stored under `hash`.
+    fn contains(&self, hash: &str) -> Result<bool, BlobError>;
+    /// Delete the blob; whether it existed.
+    fn remove(&self, hash: &str) -> Result<bool, BlobError>;
+    /// Every blob: hash, size and when it was last stored.
+    fn list(&self) -> Result<Vec<(String, u64, SystemTime)>, BlobError>;
+    /// Where the blob lives, for messages (e.g. `postgres://.../blobs/<hash>`).
+    fn locate(&self, hash: &str) -> PathBuf;
+    /// True when this side never collects these blobs: another party does
+    /// (a remote server collects its own after its purges).
+    fn collected_elsewhere(&self) -> bool {
+        false
+    }
+}
+
+/// The error of a reference-count operation on a backend without counts.
+fn uncounted() -> BlobError {
+    BlobError::Storage(
+        crate::error::StoreError::Unsupported {
+            operation: "count blob references",
+        }
+        .into(),
+    )
+}
+
 #[derive(Debug)]
 enum Backend {
+    Custom(Arc<dyn BlobBackend>),
     Memory(Mutex<HashMap<String, MemBlob>>),
     File {
         /// `<root>/blobs`.
@@ -115,6 +152,13 @@ impl ArtifactStore {
         }
     }
 
+    /// A store over another backend ([`BlobBackend`]: PostgreSQL, HTTP).
+    pub fn custom(backend: Arc<dyn BlobBackend>) -> Self {
+        ArtifactStore {
+            backend: Backend::Custom(backend),
+        }
+    }
+
     /// A store that lives in memory only (tests, throwaway views).
     pub fn in_memory() -> Self {
         ArtifactStore {
@@ -122,11 +166,20 @@ impl ArtifactStore {
         }
     }
 
+    /// True when collection after a purge is not this side's job (see
+    /// [`BlobBackend::collected_elsewhere`]).
+    pub fn collected_elsewhere(&self) -> bool {
+        match &self.backend {
+            Backend::Custom(b) => b.collected_elsewhere(),
+            Backend::Memory(_) | Backend::File { .. } => false,
+        }
+    }
+
     /// The blob directory of a file-backed store (`None` in memory).
     pub fn dir(&self) -> Option<&Path> {
         match &self.backend {
             Backend::File { dir, .. } => Some(dir),
-            Backend::Memory(_) => None,
+            Backend::Memory(_) | Backend::Custom(_) => None,
         }
     }
 
@@ -187,7 +240,7 @@ impl ArtifactStore {
     /// Identical content is stored once: a second `put` only increments the
     /// count. A stored copy that no longer verifies is rewritten.
     pub fn put(&self, bytes: &[u8]) -> Result<String, BlobError> {
-        self.store_bytes(bytes, 1)
+        self.store_bytes(bytes, 1, None)
     }
 
     /// Store `bytes` without taking a reference (the count is unchanged, 0
@@ -197,12 +250,29 @@ impl ArtifactStore {
     /// references them. An existing blob's modification time is refreshed,
     /// so a collection running meanwhile sees it as fresh.
     pub fn put_unreferenced(&self, bytes: &[u8]) -> Result<String, BlobError> {
-        self.store_bytes(bytes, 0)
+        self.store_bytes(bytes, 0, None)
     }
 
-    fn store_bytes(&self, bytes: &[u8], refs: u64) -> Result<String, BlobError> {
+    /// [`ArtifactStore::put_unreferenced`] of a payload whose media type is
+    /// known (kept by backends that store one, e.g. PostgreSQL).
+    pub fn put_payload(&self, bytes: &[u8], media_type: &str) -> Result<String, BlobError> {
+        self.store_bytes(bytes, 0, Some(media_type))
+    }
+
+    fn store_bytes(
+        &self,
+        bytes: &[u8],
+        refs: u64,
+        media_type: Option<&str>,
+    ) -> Result<String, BlobError> {
         let hash = hash_bytes(bytes);
         match &self.backend {
+            Backend::Custom(b) => {
+                if refs > 0 {
+                    return Err(uncounted());
+                }
+                b.put(&hash, bytes, media_type)?;
+            }
             Backend::Memory(map) => {
                 let mut map = lock_mutex(map);
                 let entry = map.entry(hash.clone()).or_insert_with(|| MemBlob {
@@ -261,6 +331,7 @@ impl ArtifactStore {
     fn adjust_refs(&self, hash: &str, change: impl Fn(u64) -> u64) -> Result<u64, BlobError> {
         check_hash(hash)?;
         match &self.backend {
+            Backend::Custom(_) => Err(uncounted()),
             Backend::Memory(map) => {
                 let mut map = lock_mutex(map);
                 let b = map
@@ -285,6 +356,10 @@ impl ArtifactStore {
     pub fn ref_count(&self, hash: &str) -> Result<u64, BlobError> {
         check_hash(hash)?;
         match &self.backend {
+            Backend::Custom(b) => match b.contains(hash)? {
+                true => Ok(0),
+                false => Err(BlobError::NotFound(hash.to_string())),
+            },
             Backend::Memory(map) => lock_mutex(map)
                 .get(hash)
                 .map(|b| b.refs)
@@ -304,6 +379,7 @@ impl ArtifactStore {
             return false;
         }
         match &self.backend {
+            Backend::Custom(b) => b.contains(hash).unwrap_or(false),
             Backend::Memory(map) => lock_mutex(map).contains_key(hash),
             Backend::File { dir, .. } => dir.join(&hash[..2]).join(hash).is_file(),
         }
@@ -313,6 +389,10 @@ impl ArtifactStore {
     pub fn load(&self, hash: &str) -> Result<Vec<u8>, BlobError> {
         check_hash(hash)?;
         let (bytes, path) = match &self.backend {
+            Backend::Custom(b) => match b.get(hash)? {
+                Some(bytes) => (bytes, b.locate(hash)),
+                None => return Err(BlobError::NotFound(hash.to_string())),
+            },
             Backend::Memory(map) => {
                 let bytes = lock_mutex(map)
                     .get(hash)
@@ -351,6 +431,7 @@ impl ArtifactStore {
     pub fn remove(&self, hash: &str) -> Result<bool, BlobError> {
         check_hash(hash)?;
         match &self.backend {
+            Backend::Custom(b) => b.remove(hash),
             Backend::Memory(map) => Ok(lock_mutex(map).remove(hash).is_some()),
             Backend::File { dir, mutex } => {
                 let _guard = Self::write_lock(dir, mutex)?;
@@ -366,6 +447,15 @@ impl ArtifactStore {
     /// Every stored blob with its size and count, sorted by hash.
     pub fn list(&self) -> Result<Vec<BlobInfo>, BlobError> {
         let mut out = match &self.backend {
+            Backend::Custom(b) => b
+                .list()?
+                .into_iter()
+                .map(|(hash, size, _)| BlobInfo {
+                    hash,
+                    size,
+                    ref_count: 0,
+                })
+                .collect(),
             Backend::Memory(map) => lock_mutex(map)
                 .iter()
                 .map(|(h, b)| BlobInfo {
@@ -409,6 +499,9 @@ impl ArtifactStore {
     pub fn gc(&self) -> Result<GcReport, BlobError> {
         let mut report = GcReport::default();
         match &self.backend {
+            // Without counts, "count 0" is every blob: collect by
+            // reachability instead (`gc_keeping`).
+            Backend::Custom(_) => return Err(uncounted()),
             Backend::Memory(map) => {
                 let mut map = lock_mutex(map);
                 map.retain(|_, b| {
@@ -492,6 +585,18 @@ impl ArtifactStore {
         let now = SystemTime::now();
         let old = |t: SystemTime| now.duration_since(t).is_ok_and(|age| age >= grace);
         match &self.backend {
+            Backend::Custom(b) => {
+                for (hash, size, stored) in b.list()? {
+                    if keep.contains(&hash) || !old(stored) {
+                        report.kept_blobs += 1;
+                        continue;
+                    }
+                    if b.remove(&hash)? {
+                        report.removed_blobs += 1;
+                        report.removed_bytes += size;
+                    }
+                }
+            }
             Backend::Memory(map) => {
                 let mut map = lock_mutex(map);
                 map.retain(|h, b| {

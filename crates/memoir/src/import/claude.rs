@@ -18,11 +18,12 @@
 //! describe how Claude Code masks tool results in the model's context: the
 //! file keeps the original results, which are what is imported.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::Path;
 
 use serde_json::{json, Map, Value};
 
+use super::cursor::TailState;
 use super::lines::{self, Line};
 use super::{
     make_id, source_record, str_of, time_of, Agent, ForkAt, ForkFrom, ParentRef, ParseContext,
@@ -47,13 +48,12 @@ pub fn parse(path: &Path, bytes: &[u8], ctx: &ParseContext) -> Parsed {
         complete_lines: file.complete_lines,
         ..Parsed::default()
     };
-    let entries = file.lines;
+    let mut entries = file.lines;
     let stem = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let child_file =
-        path.components().any(|c| c.as_os_str() == "subagents") || stem.starts_with("agent-");
+    let child_file = is_child_path(path);
     let tree = Tree::build(&entries, child_file, path, &mut parsed.notes);
 
     let session_id = entries
@@ -75,7 +75,7 @@ pub fn parse(path: &Path, bytes: &[u8], ctx: &ParseContext) -> Parsed {
 
     // Who spawned which subagent (for this file's sidechains and for
     // subagent files read later).
-    let calls = agent_calls(&entries, &tree);
+    let calls = agent_calls(&entries, &tree.main);
     for c in &calls {
         if let Some(agent) = &c.agent_id {
             parsed.spawns.insert(agent.clone(), c.tool_use_id.clone());
@@ -139,6 +139,7 @@ pub fn parse(path: &Path, bytes: &[u8], ctx: &ParseContext) -> Parsed {
         .filter(|i| !on_line.contains(i) && !tree.sidechain.contains(i))
         .collect();
     let mut main_meta: Option<SessionMeta> = None;
+    let mut custom_title = false;
     for (job, path_nodes) in jobs_done {
         let (fork, inherited) = match &job.parent {
             Some((pkey, node)) => {
@@ -163,14 +164,19 @@ pub fn parse(path: &Path, bytes: &[u8], ctx: &ParseContext) -> Parsed {
             stream.sort_unstable();
         }
         let mut counts = HashMap::new();
+        let mut titled = false;
         let records = build_records(
-            &entries,
+            &mut entries,
             &stream,
-            ctx,
+            &ctx.cuts,
             job.key == "main",
             inherited,
             &mut counts,
+            &mut titled,
         );
+        if job.key == "main" {
+            custom_title = titled;
+        }
         message_counts.insert(job.key.clone(), counts);
         let mut meta = header(
             &entries,
@@ -219,7 +225,15 @@ pub fn parse(path: &Path, bytes: &[u8], ctx: &ParseContext) -> Parsed {
     if !child_file && !tree.sidechain.is_empty() {
         for group in sidechain_groups(&entries, &tree, &calls) {
             let mut counts = HashMap::new();
-            let records = build_records(&entries, &group.nodes, ctx, false, 0, &mut counts);
+            let records = build_records(
+                &mut entries,
+                &group.nodes,
+                &ctx.cuts,
+                false,
+                0,
+                &mut counts,
+                &mut false,
+            );
             let id = make_id(AGENT, &[&stem, "agent", &group.key]);
             let mut meta = header(
                 &entries,
@@ -259,7 +273,219 @@ pub fn parse(path: &Path, bytes: &[u8], ctx: &ParseContext) -> Parsed {
         }
     }
     parsed.sessions = out;
+    parsed.tail = main_leaf.and_then(|leaf| tail_state(&entries, &tree, leaf, custom_title));
     parsed
+}
+
+/// Most entries a resumable main line may have below its last message.
+const MAX_LEAF: usize = 4096;
+
+/// The state a later run resumes from: the main line's last message and
+/// the (message-free) entries below it, and the last main entry.
+fn tail_state(entries: &[Line], tree: &Tree, leaf: usize, custom_title: bool) -> Option<TailState> {
+    let mut below: HashSet<usize> = HashSet::from([leaf]);
+    let mut leaf_uuids = vec![str_of(&entries[leaf].value, "uuid")?.to_string()];
+    for &i in tree.main.iter().filter(|&&i| i > leaf) {
+        if tree.parent.get(&i).is_some_and(|p| below.contains(p)) {
+            below.insert(i);
+            leaf_uuids.push(str_of(&entries[i].value, "uuid")?.to_string());
+        }
+    }
+    if leaf_uuids.len() > MAX_LEAF {
+        return None;
+    }
+    let last_main = tree
+        .main
+        .last()
+        .and_then(|&i| str_of(&entries[i].value, "uuid"))
+        .map(str::to_string);
+    Some(TailState::ClaudeCode {
+        leaf: leaf_uuids,
+        last_main,
+        custom_title,
+    })
+}
+
+/// Parse only what was appended to a file after its first `lines_before`
+/// lines, from the state the previous import left. `None` when the new
+/// entries do not simply continue the main line (a rewind branch, a
+/// sidechain, a parent the state does not know): then the file is parsed
+/// again in full. The records returned go after the main session's; the
+/// first new message never merges into the last imported one (its line is
+/// returned in [`Parsed::cuts`] so a full parse later agrees).
+pub fn parse_tail(
+    path: &Path,
+    bytes: &[u8],
+    lines_before: u64,
+    state: &TailState,
+    ctx: &ParseContext,
+) -> Option<Parsed> {
+    let TailState::ClaudeCode {
+        leaf,
+        last_main,
+        custom_title,
+    } = state
+    else {
+        return None;
+    };
+    let file = lines::parse_from(path, bytes, lines_before);
+    let child_file = is_child_path(path);
+    let mut entries = file.lines;
+    let known: HashSet<&str> = leaf.iter().map(String::as_str).collect();
+    // Parent of each new entry with a uuid: `Some(i)` a new entry, `None` the known leaf.
+    let mut parent: HashMap<usize, Option<usize>> = HashMap::new();
+    let mut by_uuid: HashMap<&str, usize> = HashMap::new();
+    let mut prev_main: Option<&str> = last_main.as_deref();
+    for (i, e) in entries.iter().enumerate() {
+        let Some(uuid) = str_of(&e.value, "uuid") else {
+            continue;
+        };
+        if !child_file && e.value.get("isSidechain") == Some(&Value::Bool(true)) {
+            return None;
+        }
+        if known.contains(uuid) || by_uuid.contains_key(uuid) {
+            return None;
+        }
+        let named =
+            str_of(&e.value, "parentUuid").or_else(|| str_of(&e.value, "logicalParentUuid"));
+        match named.or(prev_main) {
+            Some(p) if by_uuid.contains_key(p) => parent.insert(i, Some(by_uuid[p])),
+            Some(p) if known.contains(p) => parent.insert(i, None),
+            _ => return None,
+        };
+        by_uuid.insert(uuid, i);
+        prev_main = Some(uuid);
+    }
+    let messages: Vec<usize> = (0..entries.len())
+        .filter(|&i| is_message(&entries[i]))
+        .collect();
+    let mut leaf_uuids: Vec<String>;
+    match messages.last() {
+        None => {
+            leaf_uuids = leaf.clone();
+            leaf_uuids.extend(
+                parent
+                    .keys()
+                    .filter_map(|&i| str_of(&entries[i].value, "uuid").map(str::to_string)),
+            );
+        }
+        Some(&new_leaf) => {
+            let mut on_path: HashSet<usize> = HashSet::new();
+            let mut at = Some(new_leaf);
+            while let Some(i) = at {
+                on_path.insert(i);
+                at = parent.get(&i).copied().flatten();
+            }
+            if messages.iter().any(|m| !on_path.contains(m)) {
+                return None; // a branch with messages: the full parse plans it
+            }
+            let mut below: HashSet<usize> = HashSet::from([new_leaf]);
+            leaf_uuids = vec![str_of(&entries[new_leaf].value, "uuid")?.to_string()];
+            for (i, e) in entries.iter().enumerate().skip(new_leaf + 1) {
+                if parent
+                    .get(&i)
+                    .copied()
+                    .flatten()
+                    .is_some_and(|p| below.contains(&p))
+                {
+                    below.insert(i);
+                    leaf_uuids.push(str_of(&e.value, "uuid")?.to_string());
+                }
+            }
+        }
+    }
+    let mut cuts = ctx.cuts.clone();
+    let mut new_cuts = Vec::new();
+    if let Some(&first) = messages.first() {
+        let n = entries[first].number;
+        if str_of(&entries[first].value, "type") == Some("assistant") && cuts.insert(n) {
+            new_cuts.push(n);
+        }
+    }
+    // Subagent links, before the records take the contents out.
+    let mut spawns = HashMap::new();
+    let mut mains: Vec<usize> = by_uuid.values().copied().collect();
+    mains.sort_unstable();
+    for c in agent_calls(&entries, &mains) {
+        if let Some(agent) = c.agent_id {
+            spawns.insert(agent, c.tool_use_id);
+        }
+    }
+    for e in &entries {
+        spawned_by_result(e, &mut spawns);
+    }
+    let last_main = prev_main.map(str::to_string);
+    let stream: Vec<usize> = (0..entries.len()).collect();
+    let mut titled = *custom_title;
+    let records = build_records(
+        &mut entries,
+        &stream,
+        &cuts,
+        true,
+        0,
+        &mut HashMap::new(),
+        &mut titled,
+    );
+    let mut parsed = Parsed {
+        skipped: file.skipped,
+        torn: file.torn,
+        consumed: file.consumed,
+        complete_lines: file.complete_lines,
+        cuts: new_cuts,
+        resumed: true,
+        spawns,
+        ..Parsed::default()
+    };
+    parsed.tail = (leaf_uuids.len() <= MAX_LEAF).then_some(TailState::ClaudeCode {
+        leaf: leaf_uuids,
+        last_main,
+        custom_title: titled,
+    });
+    parsed.sessions.push(Planned {
+        key: "main".into(),
+        meta: SessionMeta::new(""),
+        fork: None,
+        records,
+    });
+    Some(parsed)
+}
+
+/// A tool result naming the subagent it ran (`toolUseResult.agentId`)
+/// whose call was imported earlier: agent id → tool call id.
+fn spawned_by_result(e: &Line, spawns: &mut HashMap<String, String>) {
+    let Some(agent) = e
+        .value
+        .get("toolUseResult")
+        .and_then(|r| r.get("agentId"))
+        .and_then(Value::as_str)
+    else {
+        return;
+    };
+    let Some(content) = e
+        .value
+        .get("message")
+        .and_then(|m| m.get("content"))
+        .and_then(Value::as_array)
+    else {
+        return;
+    };
+    for block in content {
+        if block.get("type").and_then(Value::as_str) == Some("tool_result") {
+            if let Some(id) = block.get("tool_use_id").and_then(Value::as_str) {
+                spawns
+                    .entry(agent.to_string())
+                    .or_insert_with(|| id.to_string());
+            }
+        }
+    }
+}
+
+/// Subagent files: under `subagents/`, or the older `agent-*.jsonl`.
+fn is_child_path(path: &Path) -> bool {
+    path.components().any(|c| c.as_os_str() == "subagents")
+        || path
+            .file_stem()
+            .is_some_and(|s| s.to_string_lossy().starts_with("agent-"))
 }
 
 #[derive(Debug, Clone, Default)]
@@ -400,24 +626,22 @@ fn parent_dir_session(path: &Path) -> String {
 /// Turn a stream of entries into records: messages (split responses
 /// merged), source records, and renames (main line only).
 fn build_records(
-    entries: &[Line],
+    entries: &mut [Line],
     stream: &[usize],
-    ctx: &ParseContext,
+    cuts: &BTreeSet<u64>,
     main: bool,
     inherited: usize,
     counts: &mut HashMap<usize, usize>,
+    custom_title: &mut bool,
 ) -> Vec<Record> {
     let mut records: Vec<Record> = Vec::with_capacity(stream.len());
     let mut last_message: Option<usize> = None;
     let mut messages = inherited;
-    let mut custom_title = false;
     for &i in stream {
-        let e = &entries[i];
-        let kind = str_of(&e.value, "type").unwrap_or("");
-        if is_message(e) {
-            let m = to_message(e);
+        if is_message(&entries[i]) {
+            let m = to_message(&mut entries[i]);
             let merge = m.role == Role::Assistant
-                && !ctx.cuts.contains(&e.number)
+                && !cuts.contains(&entries[i].number)
                 && m.provider_id.is_some()
                 && last_message.is_some_and(|k| match &records[k] {
                     Record::Message(prev) => {
@@ -440,6 +664,8 @@ fn build_records(
             counts.insert(i, messages);
             continue;
         }
+        let e = &entries[i];
+        let kind = str_of(&e.value, "type").unwrap_or("");
         counts.insert(i, messages);
         records.push(source_record(AGENT, e.number, e.value.clone()));
         if !main {
@@ -447,11 +673,11 @@ fn build_records(
         }
         let title = match kind {
             "custom-title" => {
-                custom_title = true;
+                *custom_title = true;
                 str_of(&e.value, "customTitle")
             }
-            "ai-title" if !custom_title => str_of(&e.value, "aiTitle"),
-            "summary" if !custom_title => str_of(&e.value, "summary"),
+            "ai-title" if !*custom_title => str_of(&e.value, "aiTitle"),
+            "summary" if !*custom_title => str_of(&e.value, "summary"),
             _ => None,
         };
         if let Some(t) = title.filter(|t| !t.trim().is_empty()) {
@@ -463,39 +689,44 @@ fn build_records(
     records
 }
 
-/// One message entry as a memoir message, with its source trace.
-fn to_message(e: &Line) -> Message {
-    let v = &e.value;
-    let msg = v
-        .get("message")
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default();
-    let role = if str_of(v, "type") == Some("assistant") {
-        "assistant"
-    } else {
-        "user"
-    };
-    let content = msg
-        .get("content")
-        .cloned()
+/// One message entry as a memoir message, with its source trace. The
+/// entry's `message.content` and `toolUseResult` (the bulky parts) are
+/// moved out of it, not copied: nothing reads them after this.
+fn to_message(e: &mut Line) -> Message {
+    let number = e.number;
+    let v = &mut e.value;
+    let is_assistant = str_of(v, "type") == Some("assistant");
+    let role = if is_assistant { "assistant" } else { "user" };
+    let content = v
+        .get_mut("message")
+        .and_then(|m| m.get_mut("content"))
+        .map(Value::take)
         .unwrap_or(Value::Array(Vec::new()));
     let wire = json!({"role": role, "content": content});
     let mut m = match from_anthropic(None, std::slice::from_ref(&wire)) {
         Ok(mut v) if v.len() == 1 => v.remove(0),
-        _ => Message::new(
-            if role == "assistant" {
-                Role::Assistant
-            } else {
-                Role::User
-            },
-            vec![Block::Unknown(content)],
-        ),
+        _ => {
+            let mut wire = wire;
+            let content = wire
+                .get_mut("content")
+                .map(Value::take)
+                .unwrap_or(Value::Null);
+            Message::new(
+                if is_assistant {
+                    Role::Assistant
+                } else {
+                    Role::User
+                },
+                vec![Block::Unknown(content)],
+            )
+        }
     };
+    let v = &mut e.value;
     m.timestamp = time_of(v, "timestamp");
-    if role == "assistant" {
-        m.provider_id = str_of(&msg, "id").map(str::to_string);
-        m.model = str_of(&msg, "model").map(str::to_string);
+    let msg = v.get("message").and_then(Value::as_object);
+    if let (true, Some(msg)) = (is_assistant, msg) {
+        m.provider_id = str_of(msg, "id").map(str::to_string);
+        m.model = str_of(msg, "model").map(str::to_string);
         if let Some(u) = msg.get("usage").and_then(|u| usage_from_anthropic(u).ok()) {
             let mut u = u;
             // A line written before the response finished carries placeholder counts.
@@ -506,7 +737,7 @@ fn to_message(e: &Line) -> Message {
         }
     }
     let mut trace = Map::new();
-    trace.insert("line".into(), json!(e.number));
+    trace.insert("line".into(), json!(number));
     for (key, name) in [
         ("uuid", "uuid"),
         ("parentUuid", "parent_uuid"),
@@ -522,12 +753,28 @@ fn to_message(e: &Line) -> Message {
     if v.get("isCompactSummary") == Some(&Value::Bool(true)) {
         trace.insert("compact_summary".into(), json!(true));
     }
-    let mut entry: Map<String, Value> = v
-        .iter()
-        .filter(|(k, _)| !TRACE_KEYS.contains(&k.as_str()))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    let rest: Map<String, Value> = msg.into_iter().filter(|(k, _)| k != "content").collect();
+    let rest: Map<String, Value> = v
+        .get("message")
+        .and_then(Value::as_object)
+        .map(|msg| {
+            msg.iter()
+                .filter(|(k, _)| k.as_str() != "content")
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut entry: Map<String, Value> = Map::new();
+    for (k, val) in v.iter_mut() {
+        if TRACE_KEYS.contains(&k.as_str()) {
+            continue;
+        }
+        let val = if k == "toolUseResult" {
+            val.take()
+        } else {
+            val.clone()
+        };
+        entry.insert(k.clone(), val);
+    }
     entry.insert("message".into(), Value::Object(rest));
     trace.insert("entry".into(), Value::Object(entry));
     m.extra.insert(SOURCE_KEY.into(), Value::Object(trace));
@@ -601,19 +848,14 @@ fn header(
 
 /// The first real prompt: not harness metadata, not a compaction summary.
 fn title_of(records: &[Record]) -> Option<String> {
-    let real: Vec<Record> = records
-        .iter()
-        .filter(|r| match r {
-            Record::Message(m) => {
-                let trace = m.extra.get(SOURCE_KEY);
-                let flag = |k: &str| trace.and_then(|t| t.get(k)) == Some(&Value::Bool(true));
-                !flag("is_meta") && !flag("compact_summary")
-            }
-            _ => false,
-        })
-        .cloned()
-        .collect();
-    super::first_user_title(&real)
+    super::first_user_title_of(records.iter().filter(|r| match r {
+        Record::Message(m) => {
+            let trace = m.extra.get(SOURCE_KEY);
+            let flag = |k: &str| trace.and_then(|t| t.get(k)) == Some(&Value::Bool(true));
+            !flag("is_meta") && !flag("compact_summary")
+        }
+        _ => false,
+    }))
 }
 
 /// A `Task`/`Agent` call of the main thread and what came back.
@@ -626,10 +868,10 @@ struct AgentCall {
     agent_id: Option<String>,
 }
 
-fn agent_calls(entries: &[Line], tree: &Tree) -> Vec<AgentCall> {
+fn agent_calls(entries: &[Line], main: &[usize]) -> Vec<AgentCall> {
     let mut calls: Vec<AgentCall> = Vec::new();
     let mut by_id: HashMap<String, usize> = HashMap::new();
-    for &i in &tree.main {
+    for &i in main {
         let v = &entries[i].value;
         let Some(content) = v
             .get("message")

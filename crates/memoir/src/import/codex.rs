@@ -24,6 +24,7 @@ use std::path::Path;
 
 use serde_json::{json, Map, Value};
 
+use super::cursor::TailState;
 use super::lines::{self, Line};
 use super::{
     make_id, source_record, str_of, time_of, Agent, ForkAt, ForkFrom, ImportError, ParentRef,
@@ -56,34 +57,37 @@ const ASSISTANT_ITEMS: &[&str] = &[
     "image_generation_call",
 ];
 
-/// The first line of a rollout (at most 4 MiB of it), read-only.
+/// The first line of a rollout (at most 4 MiB of it), read-only: read up
+/// to its newline, not the rest of the file.
 pub fn first_line(path: &Path) -> Result<Option<Vec<u8>>, ImportError> {
-    let file = std::fs::File::open(path).map_err(|e| ImportError::io("open", path, e))?;
+    use std::io::BufRead;
+    let file = lines::open(path)?;
+    let mut reader = std::io::BufReader::with_capacity(64 << 10, file.take(4 << 20));
     let mut buf = Vec::new();
-    file.take(4 << 20)
-        .read_to_end(&mut buf)
+    reader
+        .read_until(b'\n', &mut buf)
         .map_err(|e| ImportError::io("read", path, e))?;
-    Ok(buf
-        .iter()
-        .position(|&b| b == b'\n')
-        .map(|i| buf[..i].to_vec()))
+    Ok((buf.last() == Some(&b'\n')).then(|| {
+        buf.pop();
+        buf
+    }))
 }
 
 /// One line, normalised: `(type, payload)`.
-fn item(line: &Line, index: usize) -> (String, Map<String, Value>) {
+fn item(line: &Line, index: usize) -> (&str, &Map<String, Value>) {
     let v = &line.value;
     if let (Some(kind), Some(Value::Object(p))) = (str_of(v, "type"), v.get("payload")) {
-        return (kind.to_string(), p.clone());
+        return (kind, p);
     }
     // Older rollouts: a bare meta object first, then bare response items.
     if index == 0 && v.contains_key("id") && !v.contains_key("type") {
-        return ("session_meta".into(), v.clone());
+        return ("session_meta", v);
     }
     match str_of(v, "type") {
         Some(t) if t == "message" || ASSISTANT_ITEMS.contains(&t) || t.ends_with("_output") => {
-            ("response_item".into(), v.clone())
+            ("response_item", v)
         }
-        _ => (String::new(), v.clone()),
+        _ => ("", v),
     }
 }
 
@@ -203,15 +207,14 @@ fn thread_id(lines: &[Line], path: &Path) -> String {
         .find_map(|(i, l)| {
             let (kind, p) = item(l, i);
             (kind == "session_meta")
-                .then(|| str_of(&p, "id").map(str::to_string))
+                .then(|| str_of(p, "id").map(str::to_string))
                 .flatten()
         })
         .unwrap_or_else(|| id_from_name(path))
 }
 
 /// The record builder's state.
-struct Builder<'a> {
-    path: &'a Path,
+struct Builder {
     /// Texts emitted from one stream and not yet seen in the other:
     /// `(role, text, from_events)`.
     unmatched: Vec<(Role, String, bool)>,
@@ -222,9 +225,94 @@ struct Builder<'a> {
     turns: Vec<usize>,
     rollbacks: Vec<(u64, Vec<Record>, usize)>,
     last_total: Option<Usage>,
+    /// Records before this index belong to an earlier import: usage never
+    /// attaches to them (set at an import boundary, see [`ParseContext::cuts`]).
+    floor: usize,
+    /// The rollout's usage comes from `token_usage_record`s.
+    usage_records: bool,
+    seen_meta: bool,
 }
 
-impl Builder<'_> {
+impl Builder {
+    fn new(usage_records: bool) -> Builder {
+        Builder {
+            unmatched: Vec::new(),
+            records: Vec::new(),
+            assistant: None,
+            tools: None,
+            turns: Vec::new(),
+            rollbacks: Vec::new(),
+            last_total: None,
+            floor: 0,
+            usage_records,
+            seen_meta: false,
+        }
+    }
+
+    /// A builder resuming from the state an earlier import left.
+    fn resume(state: &TailState) -> Option<Builder> {
+        let TailState::Codex {
+            unmatched,
+            last_total,
+            usage_records,
+            seen_meta,
+        } = state
+        else {
+            return None;
+        };
+        let mut b = Builder::new(*usage_records);
+        b.unmatched = unmatched.clone();
+        b.last_total = *last_total;
+        b.seen_meta = *seen_meta;
+        Some(b)
+    }
+
+    /// What a later run needs to resume after everything fed so far.
+    fn state(&self) -> TailState {
+        TailState::Codex {
+            unmatched: self.unmatched.clone(),
+            last_total: self.last_total,
+            usage_records: self.usage_records,
+            seen_meta: self.seen_meta,
+        }
+    }
+
+    /// An import boundary: what follows never merges into earlier records.
+    fn boundary(&mut self) {
+        self.flush();
+        self.turns.clear();
+        self.floor = self.records.len();
+    }
+
+    /// One line of the rollout.
+    fn feed(&mut self, line: &Line, kind: &str, payload: &Map<String, Value>) {
+        let raw = || source_record(AGENT, line.number, line.value.clone());
+        match kind {
+            "session_meta" => {
+                self.seen_meta = true;
+                self.raw(raw());
+            }
+            "turn_context" => {
+                self.flush();
+                self.records
+                    .push(Record::Config(Box::new(run_config(line, payload))));
+            }
+            "response_item" => response_item(self, line, payload, &raw),
+            "event_msg" => event(self, line, payload, self.usage_records, &raw),
+            "token_usage_record" => {
+                self.raw(raw());
+                if let Some(u) = payload.get("usage").and_then(Value::as_object) {
+                    self.usage(line, usage_of(u), str_of(payload, "response_id"));
+                }
+            }
+            "compacted" => {
+                self.flush();
+                self.raw(raw());
+            }
+            _ => self.raw(raw()),
+        }
+    }
+
     /// Whether `text` (of `role`) was already emitted from the other stream:
     /// the first copy written is the message, the later one a source record.
     fn duplicate(&mut self, role: Role, text: &str, from_events: bool) -> bool {
@@ -419,7 +507,12 @@ impl Builder<'_> {
             self.flush();
             return;
         }
-        let turn_start = self.turns.last().copied().unwrap_or(0);
+        let turn_start = self
+            .turns
+            .last()
+            .copied()
+            .unwrap_or(self.floor)
+            .max(self.floor);
         let last = self.records[turn_start..]
             .iter_mut()
             .rev()
@@ -494,15 +587,15 @@ pub fn parse(path: &Path, bytes: &[u8], ctx: &ParseContext) -> Parsed {
         ..Parsed::default()
     };
     let lines = file.lines;
-    let items: Vec<(String, Map<String, Value>)> =
+    let items: Vec<(&str, &Map<String, Value>)> =
         lines.iter().enumerate().map(|(i, l)| item(l, i)).collect();
-    let has_usage_records = items.iter().any(|(k, _)| k == "token_usage_record");
+    let has_usage_records = items.iter().any(|(k, _)| *k == "token_usage_record");
     let tid = thread_id(&lines, path);
     let id = make_id(AGENT, &[&tid]);
     let meta_payload = items
         .iter()
-        .find(|(k, _)| k == "session_meta")
-        .map(|(_, p)| p.clone())
+        .find(|(k, _)| *k == "session_meta")
+        .map(|(_, p)| (*p).clone())
         .unwrap_or_default();
 
     // The replayed prefix of a fork: lines up to `copied_through`.
@@ -537,20 +630,10 @@ pub fn parse(path: &Path, bytes: &[u8], ctx: &ParseContext) -> Parsed {
     }
     let copied_through = fork.as_ref().map_or(0, |f| f.1);
 
-    let mut b = Builder {
-        path,
-        unmatched: Vec::new(),
-        records: Vec::new(),
-        assistant: None,
-        tools: None,
-        turns: Vec::new(),
-        rollbacks: Vec::new(),
-        last_total: None,
-    };
+    let mut b = Builder::new(has_usage_records);
     let mut inherited_records = 0usize;
     let mut inherited_messages = 0usize;
     let mut split_done = copied_through == 0;
-    let mut seen_meta = false;
     for (i, line) in lines.iter().enumerate() {
         if !split_done && line.number > copied_through {
             split_done = true;
@@ -563,42 +646,16 @@ pub fn parse(path: &Path, bytes: &[u8], ctx: &ParseContext) -> Parsed {
                 .count();
             b.turns.clear();
         }
-        let (kind, payload) = &items[i];
-        let raw = || source_record(AGENT, line.number, line.value.clone());
-        match kind.as_str() {
-            "session_meta" => {
-                if seen_meta {
-                    b.raw(raw());
-                    continue;
-                }
-                seen_meta = true;
-                b.raw(raw());
-            }
-            "turn_context" => {
-                b.flush();
-                b.records
-                    .push(Record::Config(Box::new(run_config(line, payload))));
-            }
-            "response_item" => {
-                response_item(&mut b, line, payload, &raw);
-            }
-            "event_msg" => event(&mut b, line, payload, has_usage_records, &raw),
-            "token_usage_record" => {
-                b.raw(raw());
-                if let Some(u) = payload.get("usage").and_then(Value::as_object) {
-                    b.usage(line, usage_of(u), str_of(payload, "response_id"));
-                }
-            }
-            "compacted" => {
-                b.flush();
-                b.raw(raw());
-            }
-            _ => b.raw(raw()),
+        if ctx.cuts.contains(&line.number) {
+            b.boundary();
         }
+        let (kind, payload) = items[i];
+        b.feed(line, kind, payload);
     }
     b.flush();
-    let _ = b.path;
-
+    if split_done && !lines.is_empty() {
+        parsed.tail = Some(b.state());
+    }
     let mut records = b.records;
     let own = if !split_done {
         // Everything was replayed: nothing of its own (yet).
@@ -651,12 +708,53 @@ pub fn parse(path: &Path, bytes: &[u8], ctx: &ParseContext) -> Parsed {
     parsed
 }
 
-fn response_item(
-    b: &mut Builder<'_>,
-    line: &Line,
-    p: &Map<String, Value>,
-    raw: &dyn Fn() -> Record,
-) {
+/// Parse only what was appended to a rollout after its first
+/// `lines_before` lines, from the state the previous import left. `None`
+/// when the new lines need the whole rollout (a roll-back, the first
+/// `token_usage_record` of a rollout counted from `token_count`s).
+pub fn parse_tail(
+    path: &Path,
+    bytes: &[u8],
+    lines_before: u64,
+    state: &TailState,
+    _ctx: &ParseContext,
+) -> Option<Parsed> {
+    let mut b = Builder::resume(state)?;
+    let file = lines::parse_from(path, bytes, lines_before);
+    let lines = file.lines;
+    // Index 1+: a bare first line is never taken for a meta object here.
+    let items: Vec<(&str, &Map<String, Value>)> = lines.iter().map(|l| item(l, 1)).collect();
+    let needs_all = items.iter().any(|(k, p)| {
+        (*k == "token_usage_record" && !b.usage_records)
+            || (*k == "event_msg" && str_of(p, "type") == Some("thread_rolled_back"))
+    });
+    if needs_all {
+        return None;
+    }
+    for (line, (kind, payload)) in lines.iter().zip(&items) {
+        b.feed(line, kind, payload);
+    }
+    b.flush();
+    let mut parsed = Parsed {
+        skipped: file.skipped,
+        torn: file.torn,
+        consumed: file.consumed,
+        complete_lines: file.complete_lines,
+        resumed: true,
+        cuts: lines.first().map(|l| vec![l.number]).unwrap_or_default(),
+        tail: Some(b.state()),
+        ..Parsed::default()
+    };
+    parsed.sessions.push(Planned {
+        key: "main".into(),
+        meta: SessionMeta::new(""),
+        fork: None,
+        records: b.records,
+    });
+    Some(parsed)
+}
+
+fn response_item(b: &mut Builder, line: &Line, p: &Map<String, Value>, raw: &dyn Fn() -> Record) {
     let t = str_of(p, "type").unwrap_or("");
     match t {
         "message" => match str_of(p, "role") {
@@ -748,7 +846,7 @@ fn response_item(
 }
 
 fn event(
-    b: &mut Builder<'_>,
+    b: &mut Builder,
     line: &Line,
     p: &Map<String, Value>,
     has_usage_records: bool,

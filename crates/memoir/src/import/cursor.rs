@@ -5,6 +5,11 @@
 //! describes are durable, so a crash can only make a cursor lag behind the
 //! store, never run ahead of it (a lagging cursor is caught up by comparing
 //! records: re-import stays a no-op).
+//!
+//! A grown source is checked without reading it again: its inode, the length
+//! and a hash of the first and last [`CHECK_WINDOW`] bytes of the imported
+//! prefix ([`FileCursor::verify`]); the parser then resumes at `offset` from
+//! the state it left in [`TailState`] (see `docs/FORMAT.md`, "Import cursors").
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -16,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use super::{Agent, ImportError};
 
 /// The cursor file's format version.
-pub const CURSORS_VERSION: u32 = 1;
+pub const CURSORS_VERSION: u32 = 2;
 
 /// Bytes hashed at each end of the imported prefix to recognise a rewrite.
 pub const CHECK_WINDOW: usize = 64 * 1024;
@@ -28,7 +33,9 @@ pub struct SessionCursor {
     pub id: String,
     /// How many of the planned session's records are imported.
     pub records: usize,
-    /// Hash (BLAKE3, hex) of those records' JSON lines.
+    /// Hash of those records' JSON lines: `c:<hex>`, a BLAKE3 chain over
+    /// the records one by one ([`Digest`]), so appending extends it without
+    /// the earlier records; plain hex (format 1) is one BLAKE3 over them all.
     pub digest: String,
     /// How many leading planned records live in the ancestors of `id`
     /// (non-zero after a rewrite was re-imported as a fork).
@@ -64,6 +71,44 @@ pub struct FileCursor {
     /// another rollout without reading every unchanged rollout again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_line: Option<String>,
+    /// What the parser needs to resume at `offset` without the prefix
+    /// (absent: a grown source is parsed again in full).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tail: Option<TailState>,
+    /// Claude Code: subagent id → the `Task`/`Agent` call that spawned it,
+    /// as found in this file (for subagent files read in a later run).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub spawns: BTreeMap<String, String>,
+}
+
+/// A parser's state at the end of the imported prefix, to parse only what
+/// was appended after it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "format", rename_all = "kebab-case")]
+pub enum TailState {
+    /// Claude Code: where new entries may attach to the main line.
+    ClaudeCode {
+        /// The uuids of the main line's last message and of the entries
+        /// (no messages) below it: an appended entry hanging from one of
+        /// them continues the main line.
+        leaf: Vec<String>,
+        /// The uuid of the last main-line entry in file order (where an
+        /// entry without a parent attaches).
+        last_main: Option<String>,
+        /// A `custom-title` was seen (AI titles no longer rename).
+        custom_title: bool,
+    },
+    /// Codex: the record builder's carried state.
+    Codex {
+        /// Texts of one stream not yet seen in the other: `(role, text, from_events)`.
+        unmatched: Vec<(crate::message::Role, String, bool)>,
+        /// The last cumulative `total_token_usage`.
+        last_total: Option<crate::message::Usage>,
+        /// Usage comes from `token_usage_record`s.
+        usage_records: bool,
+        /// The `session_meta` was seen.
+        seen_meta: bool,
+    },
 }
 
 /// Every cursor of a store.
@@ -199,6 +244,34 @@ impl FileCursor {
             && self.offset == stat.size
     }
 
+    /// How the file at `path` (now `stat`) relates to what was imported,
+    /// reading only the two check windows of the imported prefix.
+    pub fn verify(&self, path: &Path, stat: &FileStat) -> Result<Change, ImportError> {
+        if self.unchanged(stat) {
+            return Ok(Change::Unchanged);
+        }
+        if stat.size < self.offset {
+            return Ok(Change::Truncated);
+        }
+        if stat.inode != self.inode && self.inode != 0 {
+            return Ok(Change::Rewritten);
+        }
+        let file = fs::File::open(path).map_err(|e| ImportError::io("open", path, e))?;
+        let window = |at: u64, len: usize| -> Result<Vec<u8>, ImportError> {
+            let mut buf = vec![0u8; len];
+            read_exact_at(&file, &mut buf, at).map_err(|e| ImportError::io("read", path, e))?;
+            Ok(buf)
+        };
+        let head_len = (self.offset as usize).min(CHECK_WINDOW);
+        let tail_len = head_len;
+        let head = window(0, head_len)?;
+        let tail = window(self.offset - tail_len as u64, tail_len)?;
+        if window_hash(self.offset, &head, &tail) != self.prefix_hash {
+            return Ok(Change::Rewritten);
+        }
+        Ok(Change::Grown)
+    }
+
     /// How `bytes` (the file now) relate to what was imported.
     pub fn change(&self, stat: &FileStat, bytes: &[u8]) -> Change {
         if self.unchanged(stat) {
@@ -227,6 +300,8 @@ impl FileCursor {
             cuts: Vec::new(),
             sessions: BTreeMap::new(),
             first_line: None,
+            tail: None,
+            spawns: BTreeMap::new(),
         }
     }
 }
@@ -235,23 +310,102 @@ impl FileCursor {
 pub fn prefix_hash(prefix: &[u8]) -> String {
     let head = &prefix[..prefix.len().min(CHECK_WINDOW)];
     let tail = &prefix[prefix.len().saturating_sub(CHECK_WINDOW)..];
+    window_hash(prefix.len() as u64, head, tail)
+}
+
+/// The check hash of the first `offset` bytes of the file at `path`,
+/// reading only its two windows.
+pub fn prefix_hash_of_file(path: &Path, offset: u64) -> Result<String, ImportError> {
+    let file = fs::File::open(path).map_err(|e| ImportError::io("open", path, e))?;
+    let len = (offset as usize).min(CHECK_WINDOW);
+    let mut head = vec![0u8; len];
+    let mut tail = vec![0u8; len];
+    read_exact_at(&file, &mut head, 0).map_err(|e| ImportError::io("read", path, e))?;
+    read_exact_at(&file, &mut tail, offset - len as u64)
+        .map_err(|e| ImportError::io("read", path, e))?;
+    Ok(window_hash(offset, &head, &tail))
+}
+
+fn window_hash(len: u64, head: &[u8], tail: &[u8]) -> String {
     format!(
         "{}:{}:{}",
-        prefix.len(),
+        len,
         &blake3::hash(head).to_hex()[..32],
         &blake3::hash(tail).to_hex()[..32]
     )
 }
 
+#[cfg(unix)]
+fn read_exact_at(file: &fs::File, buf: &mut [u8], at: u64) -> std::io::Result<()> {
+    std::os::unix::fs::FileExt::read_exact_at(file, buf, at)
+}
+
+#[cfg(not(unix))]
+fn read_exact_at(file: &fs::File, buf: &mut [u8], at: u64) -> std::io::Result<()> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = file;
+    f.seek(SeekFrom::Start(at))?;
+    f.read_exact(buf)
+}
+
+/// The chained digest of a planned session's records: `d₀ = BLAKE3("")`,
+/// `dₖ₊₁ = BLAKE3(dₖ ‖ json(recordₖ) ‖ "\n")`, written `c:<hex of dₙ>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Digest(blake3::Hash);
+
+impl Default for Digest {
+    fn default() -> Self {
+        Digest(blake3::hash(b""))
+    }
+}
+
+impl Digest {
+    /// A stored chained digest (`None` for a format-1 digest or garbage).
+    pub fn parse(s: &str) -> Option<Digest> {
+        blake3::Hash::from_hex(s.strip_prefix("c:")?)
+            .ok()
+            .map(Digest)
+    }
+
+    /// Extend the chain with `records`.
+    pub fn extend(mut self, records: &[crate::record::Record]) -> Result<Digest, ImportError> {
+        for r in records {
+            let line = r.to_json_string().map_err(crate::Error::from)?;
+            let mut h = blake3::Hasher::new();
+            h.update(self.0.as_bytes());
+            h.update(line.as_bytes());
+            h.update(b"\n");
+            self.0 = h.finalize();
+        }
+        Ok(self)
+    }
+
+    /// As stored in a cursor.
+    pub fn to_stored(self) -> String {
+        format!("c:{}", self.0.to_hex())
+    }
+}
+
 /// The digest a [`SessionCursor`] keeps of `records`.
 pub fn digest(records: &[crate::record::Record]) -> Result<String, ImportError> {
+    Ok(Digest::default().extend(records)?.to_stored())
+}
+
+/// Whether `stored` (either format) is the digest of `records`.
+pub fn digest_matches(
+    stored: &str,
+    records: &[crate::record::Record],
+) -> Result<bool, ImportError> {
+    if stored.starts_with("c:") {
+        return Ok(digest(records)? == stored);
+    }
     let mut h = blake3::Hasher::new();
     for r in records {
         let line = r.to_json_string().map_err(crate::Error::from)?;
         h.update(line.as_bytes());
         h.update(b"\n");
     }
-    Ok(h.finalize().to_hex().to_string())
+    Ok(h.finalize().to_hex().as_str() == stored)
 }
 
 #[cfg(test)]

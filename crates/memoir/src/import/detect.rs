@@ -12,7 +12,7 @@ use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use super::{Agent, ImportError};
+use super::{lines, Agent, ImportError};
 use crate::paths::env_path;
 
 /// The agent's default home (its database for OpenCode), when it exists.
@@ -94,7 +94,10 @@ fn is_session_file(agent: Agent, p: &Path) -> bool {
                 && name != "history.jsonl"
                 && !p.components().any(|c| c.as_os_str() == "tool-results")
         }
-        Agent::Codex => name.starts_with("rollout-") && name.ends_with(".jsonl"),
+        Agent::Codex => {
+            name.starts_with("rollout-")
+                && (name.ends_with(".jsonl") || name.ends_with(lines::ZSTD_SUFFIX))
+        }
         Agent::GeminiCli => {
             name.starts_with("session-") && (name.ends_with(".json") || name.ends_with(".jsonl"))
         }
@@ -121,8 +124,7 @@ fn walk(dir: &Path, f: &mut dyn FnMut(&Path)) -> Result<(), ImportError> {
 /// Which agent wrote `path`, from its first bytes (`None`: not recognised).
 pub fn detect_file(path: &Path) -> Result<Option<Agent>, ImportError> {
     let mut head = Vec::new();
-    fs::File::open(path)
-        .map_err(|e| ImportError::io("open", path, e))?
+    lines::open(path)?
         .take(256 * 1024)
         .read_to_end(&mut head)
         .map_err(|e| ImportError::io("read", path, e))?;

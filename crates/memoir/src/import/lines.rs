@@ -4,6 +4,8 @@
 //! skipped instead of stopping the import. A last line without its newline
 //! that does not parse is a torn write in progress: it is reported apart and
 //! left for the next run (the consumed offset stops before it).
+//! Codex's cold rollouts, compressed with zstd (`*.jsonl.zst`), are read
+//! through a decoder.
 
 use std::fs::File;
 use std::io::Read;
@@ -37,9 +39,51 @@ pub struct JsonlFile {
     pub complete_lines: u64,
 }
 
-/// Read all of `path` read-only.
+/// The name ending of a zstd-compressed JSONL file.
+pub const ZSTD_SUFFIX: &str = ".jsonl.zst";
+
+/// Most bytes a compressed file may expand to (a bomb stops here and the
+/// rest reads as a torn line).
+const MAX_DECOMPRESSED: u64 = 16 << 30;
+
+/// Whether `path` is zstd-compressed (read whole, never resumed).
+pub fn is_compressed(path: &Path) -> bool {
+    path.to_string_lossy().ends_with(ZSTD_SUFFIX)
+}
+
+/// `path` opened read-only, decompressed when it is a `.jsonl.zst`.
+pub fn open(path: &Path) -> Result<Box<dyn Read>, ImportError> {
+    let file = File::open(path).map_err(|e| ImportError::io("open", path, e))?;
+    if !is_compressed(path) {
+        return Ok(Box::new(file));
+    }
+    let decoder =
+        ruzstd::decoding::StreamingDecoder::new(std::io::BufReader::new(file)).map_err(|e| {
+            ImportError::io(
+                "decompress",
+                path,
+                std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()),
+            )
+        })?;
+    Ok(Box::new(decoder.take(MAX_DECOMPRESSED)))
+}
+
+/// Read all of `path` read-only (decompressed).
 pub fn read_all(path: &Path) -> Result<Vec<u8>, ImportError> {
+    let mut reader = open(path)?;
+    let mut bytes = Vec::new();
+    reader
+        .read_to_end(&mut bytes)
+        .map_err(|e| ImportError::io("read", path, e))?;
+    Ok(bytes)
+}
+
+/// Read `path` read-only from byte `offset` to its end.
+pub fn read_from(path: &Path, offset: u64) -> Result<Vec<u8>, ImportError> {
+    use std::io::{Seek, SeekFrom};
     let mut file = File::open(path).map_err(|e| ImportError::io("open", path, e))?;
+    file.seek(SeekFrom::Start(offset))
+        .map_err(|e| ImportError::io("seek", path, e))?;
     let mut bytes = Vec::new();
     file.read_to_end(&mut bytes)
         .map_err(|e| ImportError::io("read", path, e))?;
@@ -48,9 +92,19 @@ pub fn read_all(path: &Path) -> Result<Vec<u8>, ImportError> {
 
 /// Split and parse `bytes` (the content of `path`) as JSONL.
 pub fn parse(path: &Path, bytes: &[u8]) -> JsonlFile {
-    let mut out = JsonlFile::default();
+    parse_from(path, bytes, 0)
+}
+
+/// Split and parse `bytes`, the part of `path` after its first
+/// `lines_before` lines (line numbers continue from there; `consumed` and
+/// `complete_lines` count from the start of `bytes` and of the file).
+pub fn parse_from(path: &Path, bytes: &[u8], lines_before: u64) -> JsonlFile {
+    let mut out = JsonlFile {
+        complete_lines: lines_before,
+        ..JsonlFile::default()
+    };
     let mut start = 0usize;
-    let mut number = 0u64;
+    let mut number = lines_before;
     while start < bytes.len() {
         number += 1;
         let (end, complete) = match memchr_newline(&bytes[start..]) {
@@ -103,7 +157,7 @@ fn skipped(path: &Path, line: u64, reason: &str) -> Skipped {
 }
 
 fn memchr_newline(bytes: &[u8]) -> Option<usize> {
-    bytes.iter().position(|&b| b == b'\n')
+    memchr::memchr(b'\n', bytes)
 }
 
 /// The line without surrounding whitespace, a `\r` or NUL padding (torn

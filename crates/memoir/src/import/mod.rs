@@ -221,6 +221,15 @@ pub struct Parsed {
     pub complete_lines: u64,
     /// Claude Code: subagent id → the `Task`/`Agent` tool call that spawned it.
     pub spawns: HashMap<String, String>,
+    /// The parser's state at `consumed`, for the next run to resume from
+    /// (`None`: the next growth is parsed in full).
+    pub tail: Option<cursor::TailState>,
+    /// Lines that must start a new message from now on (import boundaries
+    /// a resumed parse did not merge across).
+    pub cuts: Vec<u64>,
+    /// The sessions hold only the records after the previous import
+    /// (`parse_tail`): `main` continues the source's main session.
+    pub resumed: bool,
 }
 
 /// What a parser may need beyond the source itself.
@@ -343,6 +352,23 @@ pub fn parse_source(source: &Source, ctx: &ParseContext) -> Result<Parsed, Impor
     parse_bytes(source, &bytes, ctx)
 }
 
+/// Parse only the part of a source after the imported prefix (`bytes`,
+/// following its first `lines_before` lines), from the state the previous
+/// import left. `None` when the format or the new records need a full parse.
+pub(crate) fn parse_tail(
+    source: &Source,
+    bytes: &[u8],
+    lines_before: u64,
+    state: &cursor::TailState,
+    ctx: &ParseContext,
+) -> Option<Parsed> {
+    match source.agent {
+        Agent::ClaudeCode => claude::parse_tail(&source.path, bytes, lines_before, state, ctx),
+        Agent::Codex => codex::parse_tail(&source.path, bytes, lines_before, state, ctx),
+        Agent::GeminiCli | Agent::OpenCode => None,
+    }
+}
+
 /// Parse a source whose content was read as `bytes` (OpenCode databases
 /// are opened by path instead).
 pub(crate) fn parse_bytes(
@@ -416,7 +442,14 @@ pub(crate) fn time_of(
 
 /// The first user text of `records`, as a title.
 pub(crate) fn first_user_title(records: &[Record]) -> Option<String> {
-    records.iter().find_map(|r| match r {
+    first_user_title_of(records.iter())
+}
+
+/// The first user text among `records`, as a title.
+pub(crate) fn first_user_title_of<'a>(
+    records: impl IntoIterator<Item = &'a Record>,
+) -> Option<String> {
+    records.into_iter().find_map(|r| match r {
         Record::Message(m) if m.role == crate::message::Role::User => {
             let t = m.text_content();
             let t = t.trim();

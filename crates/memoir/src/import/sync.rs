@@ -38,11 +38,17 @@ pub(super) fn run(
     crate::paths::create_private_dir(&import_dir)?;
     let _lock = OwnerLock::acquire(&import_dir.join("lock"), "import")?;
     let mut cursors = Cursors::load(&dir)?;
+    // Subagent links found in earlier runs (the spawning file may be unchanged now).
+    let spawns = cursors
+        .files
+        .values()
+        .flat_map(|fc| fc.spawns.iter().map(|(k, v)| (k.clone(), v.clone())))
+        .collect();
     let mut run = Run {
         manager,
         report: ImportReport::default(),
         touched: BTreeSet::new(),
-        spawns: HashMap::new(),
+        spawns,
         first_lines: HashMap::new(),
     };
     let mut order: Vec<&Source> = sources.iter().collect();
@@ -91,7 +97,7 @@ pub(super) fn run(
         };
         let result = run.session(&mut cursors, &mut fc, planned, true);
         cursors.files.insert(path.clone(), fc);
-        if let Err(e) = result {
+        if let Err(e) = result.map(|_| ()) {
             run.report.errors.push(FileError {
                 file: path,
                 error: e.to_string(),
@@ -144,10 +150,17 @@ impl Run<'_> {
             spawns: self.spawns.clone(),
             codex_parent: None,
         };
+        if self.resume(cursors, &mut fc, source, &stat, &ctx)? {
+            cursors.files.insert(source.path.clone(), fc);
+            return Ok(());
+        }
         if source.agent == Agent::Codex {
-            ctx.codex_parent = self.note_first_line(source, None)?;
-            fc.first_line = super::codex::first_line(&source.path)?
+            let hash = super::codex::first_line(&source.path)?
                 .map(|l| blake3::hash(&l).to_hex().to_string());
+            if let Some(h) = &hash {
+                ctx.codex_parent = self.note_first_line(source, Some(h))?;
+            }
+            fc.first_line = hash;
         }
         let bytes = if source.agent == Agent::OpenCode {
             Vec::new()
@@ -177,21 +190,29 @@ impl Run<'_> {
         }
         self.spawns
             .extend(parsed.spawns.iter().map(|(k, v)| (k.clone(), v.clone())));
+        fc.spawns = parsed
+            .spawns
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        fc.tail = parsed.tail.take();
         self.report.skipped.append(&mut parsed.skipped);
         self.report.notes.append(&mut parsed.notes);
         if let Some(t) = parsed.torn.take() {
             self.report.torn.push(t);
         }
         for planned in std::mem::take(&mut parsed.sessions) {
-            if !self.session(cursors, &mut fc, planned.clone(), false)? {
+            if let Some(planned) = self.session(cursors, &mut fc, planned, false)? {
                 deferred.push((source.path.clone(), planned));
             }
         }
         fc.inode = stat.inode;
         fc.size = stat.size;
         fc.mtime_ns = stat.mtime_ns;
-        // A database is read whole: consumed means "as of this stat".
-        fc.offset = if source.agent == Agent::OpenCode {
+        // A database or a compressed rollout is read whole: consumed means
+        // "as of this stat".
+        fc.offset = if source.agent == Agent::OpenCode || super::lines::is_compressed(&source.path)
+        {
             stat.size
         } else {
             parsed.consumed
@@ -201,6 +222,77 @@ impl Run<'_> {
         fc.prefix_hash = cursor::prefix_hash(&bytes[..end]);
         cursors.files.insert(source.path.clone(), fc);
         Ok(())
+    }
+
+    /// A grown source whose cursor can resume: verify the imported prefix
+    /// (two check windows, not the whole file), parse only what follows it
+    /// and append that to the main session. `Ok(false)` when the source
+    /// needs the full path (new, rewritten, truncated, or new records that
+    /// change the structure).
+    fn resume(
+        &mut self,
+        cursors: &mut Cursors,
+        fc: &mut FileCursor,
+        source: &Source,
+        stat: &FileStat,
+        ctx: &ParseContext,
+    ) -> Result<bool, ImportError> {
+        let (Some(state), Some(main)) = (fc.tail.clone(), fc.sessions.get("main").cloned()) else {
+            return Ok(false);
+        };
+        let Some(digest) = cursor::Digest::parse(&main.digest) else {
+            return Ok(false);
+        };
+        if super::lines::is_compressed(&source.path) {
+            return Ok(false);
+        }
+        if fc.offset == 0 || fc.verify(&source.path, stat)? != Change::Grown {
+            return Ok(false);
+        }
+        if !exists(self.manager, &main.id)? {
+            return Ok(false);
+        }
+        let bytes = super::lines::read_from(&source.path, fc.offset)?;
+        let Some(mut parsed) = super::parse_tail(source, &bytes, fc.lines, &state, ctx) else {
+            return Ok(false);
+        };
+        if source.agent == Agent::Codex {
+            self.note_first_line(source, fc.first_line.as_deref())?;
+        }
+        self.report.files_read += 1;
+        self.report.bytes_read += parsed.consumed;
+        for (k, v) in parsed.spawns.drain() {
+            fc.spawns.insert(k.clone(), v.clone());
+            self.spawns.insert(k, v);
+        }
+        self.report.skipped.append(&mut parsed.skipped);
+        self.report.notes.append(&mut parsed.notes);
+        if let Some(t) = parsed.torn.take() {
+            self.report.torn.push(t);
+        }
+        let records = parsed.sessions.pop().map(|p| p.records).unwrap_or_default();
+        let added = self.append(&main.id, &records)?;
+        self.count(added);
+        self.report.sessions.unchanged += fc.sessions.len() - 1;
+        let digest = digest.extend(&records)?;
+        if let Some(sc) = fc.sessions.get_mut("main") {
+            sc.records += records.len();
+            sc.digest = digest.to_stored();
+        }
+        for c in parsed.cuts {
+            if !fc.cuts.contains(&c) {
+                fc.cuts.push(c);
+            }
+        }
+        fc.tail = parsed.tail;
+        fc.offset += parsed.consumed;
+        fc.lines = parsed.complete_lines;
+        fc.inode = stat.inode;
+        fc.size = stat.size;
+        fc.mtime_ns = stat.mtime_ns;
+        fc.prefix_hash = cursor::prefix_hash_of_file(&source.path, fc.offset)?;
+        let _ = cursors;
+        Ok(true)
     }
 
     /// Codex: remember the rollout's first line; return an earlier rollout
@@ -233,34 +325,34 @@ impl Run<'_> {
             parsed.sessions.iter().any(|p| {
                 &p.key == key
                     && p.records.len() >= sc.records
-                    && cursor::digest(&p.records[..sc.records]).ok().as_ref() == Some(&sc.digest)
+                    && cursor::digest_matches(&sc.digest, &p.records[..sc.records]).unwrap_or(false)
             })
         })
     }
 
-    /// Bring one planned session into the store. `Ok(false)` when its fork
-    /// parent does not exist yet (retry after the other sources, or with
-    /// `last_chance`, import it without the reference).
+    /// Bring one planned session into the store. `Ok(Some(planned))` (handed
+    /// back) when its fork parent does not exist yet (retry after the other
+    /// sources, or with `last_chance`, import it without the reference).
     fn session(
         &mut self,
         cursors: &mut Cursors,
         fc: &mut FileCursor,
         mut planned: Planned,
         last_chance: bool,
-    ) -> Result<bool, ImportError> {
+    ) -> Result<Option<Planned>, ImportError> {
         let known = fc.sessions.get(&planned.key).cloned();
         if let Some(sc) = &known {
             if sc.records <= planned.records.len()
-                && cursor::digest(&planned.records[..sc.records])? == sc.digest
+                && cursor::digest_matches(&sc.digest, &planned.records[..sc.records])?
             {
                 let id = sc.id.clone();
                 let added = self.append(&id, &planned.records[sc.records..])?;
                 self.count(added);
                 self.remember(fc, &planned, &id, sc.base)?;
-                return Ok(true);
+                return Ok(None);
             }
             self.refork(cursors, fc, &planned, &sc.id.clone())?;
-            return Ok(true);
+            return Ok(None);
         }
         let id = planned.meta.id.clone();
         if exists(self.manager, &id)? {
@@ -273,7 +365,7 @@ impl Run<'_> {
             } else {
                 self.refork(cursors, fc, &planned, &id)?;
             }
-            return Ok(true);
+            return Ok(None);
         }
         if let Some(fork) = planned.fork.clone() {
             let parent = match &fork.parent {
@@ -282,7 +374,7 @@ impl Run<'_> {
             };
             let parent = match parent {
                 Some(p) if exists(self.manager, &p)? => Some(p),
-                _ if !last_chance => return Ok(false),
+                _ if !last_chance => return Ok(Some(planned)),
                 _ => None,
             };
             match parent {
@@ -326,7 +418,7 @@ impl Run<'_> {
         let added = self.append(&id, &planned.records)?;
         self.tally(added);
         self.remember(fc, &planned, &id, 0)?;
-        Ok(true)
+        Ok(None)
     }
 
     /// The source no longer matches what `old` holds: fork `old` at the last
@@ -385,6 +477,8 @@ impl Run<'_> {
         if records.is_empty() {
             return Ok((0, 0));
         }
+        let with_images = self.images_as_blobs(records)?;
+        let records = with_images.as_deref().unwrap_or(records);
         self.manager.append_records_to(id, records)?;
         self.touched.insert(id.to_string());
         let messages = records
@@ -392,6 +486,36 @@ impl Run<'_> {
             .filter(|r| matches!(r, Record::Message(_)))
             .count();
         Ok((records.len(), messages))
+    }
+
+    /// Imported images go to the store's blob store whatever their size (not
+    /// inline base64; larger payloads of every kind go there anyway):
+    /// `Some(records)` with the images replaced by references, `None` when
+    /// there is none (or the store keeps no blobs).
+    fn images_as_blobs(&self, records: &[Record]) -> Result<Option<Vec<Record>>, ImportError> {
+        let has_image = |r: &Record| matches!(r, Record::Message(m) if m.content.iter().any(|b| matches!(b, crate::message::Block::Image { .. })));
+        if !records.iter().any(has_image) {
+            return Ok(None);
+        }
+        let Some(payloads) = self.manager.store().blobs() else {
+            return Ok(None);
+        };
+        let images = crate::blob::PayloadStore {
+            store: payloads.store,
+            policy: crate::blob::ExternalizePolicy {
+                min_bytes: 0,
+                tool_results: false,
+                images: true,
+                text: false,
+            },
+        };
+        let mut out = records.to_vec();
+        for r in out.iter_mut() {
+            if let Record::Message(m) = r {
+                crate::transcript::blobs::externalize_message(m, &images)?;
+            }
+        }
+        Ok(Some(out))
     }
 
     /// Count an append to an existing session.
@@ -456,11 +580,13 @@ fn exists(manager: &SessionManager, id: &str) -> Result<bool, ImportError> {
     }
 }
 
-/// The records of session `id` itself (not its ancestors), as stored.
+/// The records of session `id` itself (not its ancestors), as stored, with
+/// large payloads read back from the blob store (so they compare equal to a
+/// fresh parse of their source).
 fn own_records(manager: &SessionManager, id: &str) -> Result<Vec<Record>, ImportError> {
-    Ok(manager
-        .store()
-        .read(id)?
+    let store = manager.store();
+    let raw = store.read(id)?;
+    Ok(crate::transcript::blobs::resolve_raw(store.as_ref(), raw)
         .records
         .into_iter()
         .map(|r| r.record)

@@ -9,20 +9,26 @@
 //! computed from and the `seq` of the last record it covers.
 //!
 //! - An update costs O(1): one entry file, written after each append.
-//! - Listing stats every transcript and reads every entry; an entry that is
-//!   missing, unparsable, of another version or whose stamp differs from the
-//!   `stat` is rebuilt from its transcript (and rewritten); an entry without a
-//!   transcript is removed.
+//! - Listing reads one file, the listing snapshot ([`snapshot`]), plus the
+//!   tail of the store's change journal ([`crate::store::file::changes`]):
+//!   only the sessions changed since are looked at, so a listing costs
+//!   O(sessions) in parsing, never a `stat` per transcript. Without a usable
+//!   snapshot (first listing, corrupt, from before a reboot, journal
+//!   restarted) it stats every transcript and reads every entry; an entry that
+//!   is missing, unparsable, of another version or whose stamp differs from
+//!   the `stat` is rebuilt from its transcript (and rewritten); an entry
+//!   without a transcript is removed; then a snapshot is written.
 //! - Processes never lose each other's entries: each session has its own
 //!   file. An entry computed while another process appended to the same
 //!   transcript is detected before it is written (the last line at the
 //!   stat'ed length must carry the entry's `seq`) and left to be rebuilt.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fs::{self, File, OpenOptions};
 use std::io::ErrorKind;
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -31,12 +37,16 @@ use crate::error::{IoContext, Result};
 use crate::message::{Block, Message, Usage};
 use crate::paths;
 use crate::record::{ForkPoint, Record};
+use crate::store::file::changes::{Journal, Since};
 use crate::store::file::EXT;
 use crate::store::{Appended, LogStore};
 use crate::transcript::{read_in, Transcript};
 
+#[path = "index_snapshot.rs"]
+pub mod snapshot;
+
 /// Name of the index directory inside a store directory.
-pub const INDEX_DIR: &str = "index";
+pub use crate::store::file::INDEX_DIR;
 
 /// Version of the entry format written by this build.
 pub const ENTRY_VERSION: u32 = 1;
@@ -242,6 +252,10 @@ pub struct Listing {
     pub removed: usize,
     /// Transcripts that could not be read (no valid header or bad name).
     pub unreadable: usize,
+    /// True when the listing snapshot could not be used (missing, corrupt,
+    /// from before a reboot, or the change journal restarted) and every
+    /// transcript was `stat`ed against its entry.
+    pub full_scan: bool,
 }
 
 /// The index of one store directory.
@@ -366,17 +380,224 @@ impl Index {
         Ok((entry, false))
     }
 
-    /// Every session of the store, from the index where it is fresh and from
-    /// the transcripts where it is not (healing the index as it goes).
+    fn snapshot_path(&self) -> PathBuf {
+        self.dir.join(snapshot::SNAPSHOT_FILE)
+    }
+
+    /// Every session of the store, newest activity first.
+    ///
+    /// From the listing snapshot when it can be trusted (this boot, same
+    /// change journal epoch): only the sessions the journal names since the
+    /// snapshot, the ones a changed store directory gained or lost, and a few
+    /// sampled at random (writers that bypass the journal) are looked at.
+    /// Otherwise every transcript is `stat`ed against its entry, stale
+    /// entries are rebuilt, and a new snapshot is written.
     pub fn list(&self, reader: &dyn LogStore) -> Result<Listing> {
+        let journal = Journal::new(&self.store_dir);
+        let boot = snapshot::boot_id();
+        let trusted = boot
+            .as_ref()
+            .and_then(|b| snapshot::load(&self.snapshot_path()).filter(|s| &s.header.boot == b));
+        if let (Some(snap), Some(boot)) = (trusted, &boot) {
+            if let Some(listing) = self.list_from_snapshot(reader, &journal, snap, boot)? {
+                return Ok(listing);
+            }
+        }
+        self.list_full(reader, &journal, boot)
+    }
+
+    /// The listing from a trusted snapshot, or `None` when the change
+    /// journal cannot say what changed since it.
+    fn list_from_snapshot(
+        &self,
+        reader: &dyn LogStore,
+        journal: &Journal,
+        snap: snapshot::Snapshot,
+        boot: &str,
+    ) -> Result<Option<Listing>> {
+        let Since::Changes { ids, end } = journal
+            .since(&snap.header.position())
+            .ctx("read", journal.path())?
+        else {
+            return Ok(None);
+        };
+        let dir_mtime = match fs::metadata(&self.store_dir) {
+            Ok(m) => Stamp::of(&m).mtime_ns,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Some(Listing::default())),
+            Err(e) => return Err(e).ctx("stat", &self.store_dir),
+        };
+        let mut header = snap.header;
+        let mut entries = snap.entries;
         let mut listing = Listing::default();
+        let mut changed: BTreeSet<String> = ids
+            .into_iter()
+            .filter(|id| crate::id::validate(id).is_ok())
+            .collect();
+        let mut gone: HashSet<String> = HashSet::new();
+        let rescan = dir_mtime != header.dir_mtime_ns || !header.dir_settled;
+        if rescan {
+            let (live, bad_names) = transcript_ids(&self.store_dir)?;
+            let known: HashSet<&str> = entries
+                .iter()
+                .map(|e| e.id.as_str())
+                .chain(header.unreadable.iter().map(String::as_str))
+                .collect();
+            changed.extend(
+                live.iter()
+                    .filter(|id| !known.contains(id.as_str()))
+                    .cloned(),
+            );
+            gone.extend(
+                known
+                    .iter()
+                    .filter(|id| !live.contains(**id))
+                    .map(|id| id.to_string()),
+            );
+            // Entry files left without a transcript (removed behind the
+            // index's back) go too.
+            gone.extend(
+                read_dir_files(&self.dir)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter_map(|(name, _)| name.strip_suffix(".json").map(str::to_string))
+                    .filter(|id| !live.contains(id)),
+            );
+            header.bad_names = bad_names;
+            header.dir_mtime_ns = dir_mtime;
+            header.dir_settled = settled(dir_mtime);
+        }
+        // Lazy verification: a few entries per listing are checked against
+        // their transcript, so a writer that bypassed the journal (an older
+        // build, a hand edit) is noticed eventually.
+        for e in sample(&entries, VERIFY_SAMPLE.load(Ordering::Relaxed)) {
+            let fresh =
+                fs::metadata(self.transcript_path(&e.id)).is_ok_and(|m| Stamp::of(&m) == e.stamp);
+            if !fresh {
+                changed.insert(e.id.clone());
+            }
+        }
+        let moved = end != header.position();
+        if changed.is_empty() && gone.is_empty() && !moved && !rescan {
+            listing.entries = entries;
+            listing.unreadable = header.unreadable.len() + header.bad_names;
+            return Ok(Some(listing));
+        }
+        let mut refreshed: HashMap<String, IndexEntry> = HashMap::new();
+        let mut unreadable: BTreeSet<String> = header.unreadable.iter().cloned().collect();
+        for id in &changed {
+            unreadable.remove(id);
+            match self.refresh_locked(reader, id) {
+                Ok(Some((e, rebuilt))) => {
+                    listing.rebuilt += usize::from(rebuilt);
+                    refreshed.insert(id.clone(), e);
+                }
+                Ok(None) => {
+                    gone.insert(id.clone());
+                }
+                Err(_) => {
+                    unreadable.insert(id.clone());
+                }
+            }
+        }
+        for id in &gone {
+            unreadable.remove(id);
+            if self.remove(id).is_ok() {
+                listing.removed += 1;
+            }
+        }
+        entries.retain(|e| {
+            !gone.contains(&e.id) && !changed.contains(&e.id) && !unreadable.contains(&e.id)
+        });
+        entries.extend(refreshed.into_values());
+        sort_newest_first(&mut entries);
+        header.unreadable = unreadable.into_iter().collect();
+        let mut position = end;
+        if position.offset > COMPACT_AT {
+            if let Ok(Some(fresh)) = journal.compact(&position) {
+                position = fresh;
+            }
+        }
+        header.epoch = position.epoch;
+        header.offset = position.offset;
+        header.boot = boot.to_string();
+        let _ = snapshot::write(&self.snapshot_path(), &header, &entries);
+        listing.unreadable = header.unreadable.len() + header.bad_names;
+        listing.entries = entries;
+        Ok(Some(listing))
+    }
+
+    /// Refresh one session's entry while holding its transcript's lock
+    /// shared (so an append the journal announced has finished): the stored
+    /// entry when it matches the transcript, else rebuilt from it. `None`
+    /// when the transcript is gone; the flag tells whether it was rebuilt.
+    fn refresh_locked(
+        &self,
+        reader: &dyn LogStore,
+        id: &str,
+    ) -> Result<Option<(IndexEntry, bool)>> {
+        let path = self.transcript_path(id);
+        let file = match OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(&path)
+        {
+            Ok(f) => f,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e).ctx("open", &path),
+        };
+        if !file.metadata().ctx("stat", &path)?.is_file() {
+            return Err(crate::Error::NotRegularFile {
+                path,
+                kind: "special file",
+            });
+        }
+        file.lock_shared().ctx("lock", &path)?;
+        let out = match self.load_fresh(id) {
+            Some(e) => Ok(Some((e, false))),
+            None => match self.rebuild(reader, id) {
+                Ok((e, _)) => Ok(Some((e, true))),
+                Err(crate::Error::NotFound(_)) => Ok(None),
+                Err(e) => Err(e),
+            },
+        };
+        let _ = file.unlock();
+        out
+    }
+
+    /// The listing without a usable snapshot: every transcript is `stat`ed
+    /// against its entry, stale and missing entries are rebuilt (on several
+    /// threads), entries without a transcript are removed, and a snapshot is
+    /// written for the next listing.
+    fn list_full(
+        &self,
+        reader: &dyn LogStore,
+        journal: &Journal,
+        boot: Option<String>,
+    ) -> Result<Listing> {
+        // A missing store lists empty, and a read never creates it.
+        if !self.store_dir.is_dir() {
+            return Ok(Listing {
+                full_scan: true,
+                ..Listing::default()
+            });
+        }
+        // Taken before looking: what changes while we look is replayed next time.
+        let position = journal.position().ok();
+        let dir_mtime = fs::metadata(&self.store_dir)
+            .ok()
+            .map(|m| Stamp::of(&m).mtime_ns);
+        let mut listing = Listing {
+            full_scan: true,
+            ..Listing::default()
+        };
         let mut live: HashMap<String, Stamp> = HashMap::new();
+        let mut bad_names = 0;
         for (name, meta) in read_dir_files(&self.store_dir)? {
             let Some(id) = name.strip_suffix(&format!(".{EXT}")) else {
                 continue;
             };
             if crate::id::validate(id).is_err() {
-                listing.unreadable += 1;
+                bad_names += 1;
                 continue;
             }
             live.insert(id.to_string(), Stamp::of(&meta));
@@ -387,6 +608,7 @@ impl Index {
             .into_iter()
             .filter_map(|(name, _)| name.strip_suffix(".json").map(str::to_string))
             .collect();
+        let mut stale = Vec::new();
         for (id, stamp) in &live {
             let fresh = indexed
                 .contains(id)
@@ -395,13 +617,17 @@ impl Index {
                 .filter(|e| e.stamp == *stamp);
             match fresh {
                 Some(e) => listing.entries.push(e),
-                None => match self.rebuild(reader, id) {
-                    Ok((e, _)) => {
-                        listing.rebuilt += 1;
-                        listing.entries.push(e);
-                    }
-                    Err(_) => listing.unreadable += 1,
-                },
+                None => stale.push(id.as_str()),
+            }
+        }
+        let mut unreadable = Vec::new();
+        for (id, rebuilt) in self.rebuild_all(reader, &stale) {
+            match rebuilt {
+                Some(e) => {
+                    listing.rebuilt += 1;
+                    listing.entries.push(e);
+                }
+                None => unreadable.push(id.to_string()),
             }
         }
         for id in indexed.iter().filter(|id| !live.contains_key(*id)) {
@@ -410,8 +636,116 @@ impl Index {
             }
         }
         sort_newest_first(&mut listing.entries);
+        listing.unreadable = unreadable.len() + bad_names;
+        if let (Some(position), Some(boot), Some(dir_mtime)) = (position, boot, dir_mtime) {
+            unreadable.sort();
+            let header = snapshot::Header {
+                v: snapshot::SNAPSHOT_VERSION,
+                boot,
+                epoch: position.epoch,
+                offset: position.offset,
+                dir_mtime_ns: dir_mtime,
+                dir_settled: settled(dir_mtime),
+                unreadable,
+                bad_names,
+                entries: listing.entries.len(),
+            };
+            let _ = snapshot::write(&self.snapshot_path(), &header, &listing.entries);
+        }
         Ok(listing)
     }
+
+    /// Rebuild the entries of `ids` from their transcripts, on several
+    /// threads when there are many; `None` for an unreadable one.
+    fn rebuild_all<'a>(
+        &self,
+        reader: &dyn LogStore,
+        ids: &[&'a str],
+    ) -> Vec<(&'a str, Option<IndexEntry>)> {
+        let one = |id: &'a str| (id, self.rebuild(reader, id).ok().map(|(e, _)| e));
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(ids.len() / 32)
+            .clamp(1, 8);
+        if threads == 1 {
+            return ids.iter().map(|id| one(id)).collect();
+        }
+        let share = ids.len().div_ceil(threads);
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = ids
+                .chunks(share)
+                .map(|part| scope.spawn(move || part.iter().map(|id| one(id)).collect::<Vec<_>>()))
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap_or_default())
+                .collect()
+        })
+    }
+
+    /// Forget the listing snapshot (the next listing stats every transcript).
+    pub fn invalidate(&self) -> Result<()> {
+        snapshot::remove(&self.snapshot_path())
+    }
+}
+
+/// Entries checked against their transcript per snapshot listing (32).
+/// Tests of the change journal set it to 0, so that only the journal can
+/// reveal a change; nothing else should touch it.
+#[doc(hidden)]
+pub static VERIFY_SAMPLE: AtomicUsize = AtomicUsize::new(32);
+
+/// The change journal is compacted by a listing once it is this long.
+const COMPACT_AT: u64 = 1 << 20;
+
+/// A directory modification time this close to now may be followed by
+/// another change within the same clock tick (racy-git): not settled.
+const SETTLE_NS: i64 = 2_000_000_000;
+
+fn settled(mtime_ns: i64) -> bool {
+    let now = chrono::Utc::now().timestamp_nanos_opt().unwrap_or(i64::MAX);
+    now.saturating_sub(mtime_ns) > SETTLE_NS
+}
+
+/// Up to `n` entries picked at random (a different few each call).
+fn sample(entries: &[IndexEntry], n: usize) -> impl Iterator<Item = &IndexEntry> {
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos() as usize ^ d.as_secs() as usize);
+    let len = entries.len();
+    let stride = if len == 0 { 0 } else { (len / n.max(1)).max(1) };
+    (0..n.min(len)).map(move |k| &entries[(seed % len.max(1) + k * stride) % len.max(1)])
+}
+
+/// The ids of the transcripts in `dir` (names only: no `stat` where the
+/// file system reports types), and how many `.jsonl` names are no valid id.
+fn transcript_ids(dir: &Path) -> Result<(HashSet<String>, usize)> {
+    let entries = match fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok((HashSet::new(), 0)),
+        Err(e) => return Err(e).ctx("read directory", dir),
+    };
+    let mut ids = HashSet::new();
+    let mut bad = 0;
+    let suffix = format!(".{EXT}");
+    for entry in entries {
+        let entry = entry.ctx("read directory", dir)?;
+        let Ok(name) = entry.file_name().into_string() else {
+            continue;
+        };
+        let Some(id) = name.strip_suffix(&suffix) else {
+            continue;
+        };
+        if !entry.file_type().is_ok_and(|t| t.is_file()) {
+            continue;
+        }
+        if crate::id::validate(id).is_ok() {
+            ids.insert(id.to_string());
+        } else {
+            bad += 1;
+        }
+    }
+    Ok((ids, bad))
 }
 
 /// Sort entries by last activity, newest first (ties: id, descending).

@@ -8,7 +8,8 @@
 //!   session cannot take a trashed id.
 //! - Restore brings it back (refusing when the id was taken meanwhile) and
 //!   rebuilds the index entry.
-//! - Purge erases trashed sessions for good, except those a surviving
+//! - Purge erases trashed sessions for good (with the payload blobs no other
+//!   session, live or trashed, references), except those a surviving
 //!   session (live, or trashed and not purged) still forks from, directly or
 //!   through other forks: they stay in the trash so every fork keeps its
 //!   prefix, and the report names them with the forks that need them.
@@ -110,6 +111,9 @@ pub struct PurgeReport {
     /// Sessions kept in the trash because surviving forks need their prefix:
     /// each with the surviving sessions that descend from it.
     pub kept: Vec<(String, Vec<String>)>,
+    /// The payload blobs removed with the purged sessions (those no other
+    /// session, live or trashed, references) and the ones kept.
+    pub blobs: crate::blob::GcReport,
 }
 
 /// True when `id` is in the trash (false on a store without one).
@@ -239,6 +243,9 @@ pub fn purge(
         }
     }
     let mut report = PurgeReport::default();
+    let blobs = store.blobs().filter(|b| !b.store.collected_elsewhere());
+    let mut candidates = HashSet::new();
+    let mut doomed = Vec::new();
     for t in &trashed {
         let id = t.entry.id.as_str();
         if !wanted(id) {
@@ -250,8 +257,39 @@ pub fn purge(
             report.kept.push((id.to_string(), children));
             continue;
         }
+        doomed.push(id);
+    }
+    // Forks before their parents: at no point does a surviving session
+    // (even for a moment, even on a store that checks on its side, as
+    // `memoir serve` does) lack its prefix.
+    let depth = |id: &str| {
+        let (mut n, mut cur, mut seen) = (0usize, id, HashSet::new());
+        while let Some(&parent) = parent_of.get(cur) {
+            if !seen.insert(parent) {
+                break;
+            }
+            n += 1;
+            cur = parent;
+        }
+        n
+    };
+    doomed.sort_by_key(|id| std::cmp::Reverse(depth(id)));
+    for id in doomed {
+        if blobs.is_some() {
+            if let Ok(raw) = store.read_deleted(id) {
+                crate::transcript::blobs::raw_refs(&raw, &mut candidates);
+            }
+        }
         store.purge(id)?;
         report.purged.push(id.to_string());
+    }
+    // The payloads only the purged sessions referenced go with them; a blob
+    // any other session (live or trashed, of any project) references stays.
+    if let Some(blobs) = blobs {
+        let scope = store.blob_scope();
+        let whole: &dyn LogStore = scope.as_deref().unwrap_or(store);
+        report.blobs =
+            crate::transcript::blobs::drop_unreferenced(&[whole], &blobs.store, &candidates)?;
     }
     Ok(report)
 }

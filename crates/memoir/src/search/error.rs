@@ -25,3 +25,32 @@ pub enum SearchError {
     #[error("invalid search: {0}")]
     Invalid(String),
 }
+
+impl SearchError {
+    /// What the caller can do about this error (see [`crate::error::ErrorKind`]):
+    /// a failing index database is local I/O (the index is derived and
+    /// rebuilt), the other variants classify through their cause.
+    pub fn kind(&self) -> crate::error::ErrorKind {
+        match self {
+            SearchError::Database { .. } => crate::error::ErrorKind::Io,
+            SearchError::Store(e) => e.kind(),
+            SearchError::Embedding(e) => e.kind(),
+            SearchError::Invalid(_) => crate::error::ErrorKind::Invalid,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SearchError;
+    use crate::error::ErrorKind;
+
+    #[test]
+    fn search_errors_classify_through_their_cause() {
+        assert_eq!(SearchError::Invalid("q".into()).kind(), ErrorKind::Invalid);
+        assert_eq!(
+            SearchError::Store(crate::Error::NotFound("x".into())).kind(),
+            ErrorKind::NotFound
+        );
+    }
+}

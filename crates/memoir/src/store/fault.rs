@@ -45,6 +45,11 @@ impl FaultPlan {
         self.fail_truncate.store(base + n, Ordering::SeqCst);
     }
 
+    /// How many `fdatasync`/`fsync` calls the store has made so far.
+    pub fn syncs(&self) -> u64 {
+        self.syncs.load(Ordering::SeqCst)
+    }
+
     fn hit(counter: &AtomicU64, target: &AtomicU64) -> bool {
         let n = counter.fetch_add(1, Ordering::SeqCst) + 1;
         n == target.load(Ordering::SeqCst)

@@ -17,6 +17,12 @@
 //! reused when an identical copy exists, so a repair interrupted at any step
 //! can simply run again).
 //!
+//! Concurrent appends to one session through one store share one `write`
+//! and one sync (group commit, `file_group.rs`); every change to a
+//! transcript is first noted in the change journal (`file_changes.rs`) for
+//! listing caches; whole reads verify lines on several threads
+//! (`file_read.rs`).
+//!
 //! Transcripts are opened with `O_NOFOLLOW | O_NONBLOCK` and checked with
 //! `fstat`: symlinks, FIFOs, directories and devices are refused with
 //! [`Error::NotRegularFile`]. Reads never create the store directory.
@@ -44,11 +50,22 @@ use crate::id;
 use crate::paths;
 use crate::record::{Record, SessionMeta};
 
+#[path = "file_changes.rs"]
+pub mod changes;
+#[path = "file_group.rs"]
+mod file_group;
+#[path = "file_read.rs"]
+mod file_read;
 #[path = "file_trash.rs"]
 mod file_trash;
 
 /// File extension of transcripts.
 pub const EXT: &str = "jsonl";
+
+/// Subdirectory of the store directory holding caches over the transcripts:
+/// the change journal ([`changes`]) and the session index
+/// ([`crate::manager::index`]).
+pub const INDEX_DIR: &str = "index";
 
 /// A temp file younger than this is never swept (its writer may be on
 /// another host, where its pid means nothing).
@@ -82,13 +99,20 @@ pub struct FileStore {
     io: Io,
     /// Which payloads go to `<dir>/blobs/` (see [`LogStore::blobs`]).
     blob_policy: ExternalizePolicy,
+    /// Where every change to a transcript is noted first.
+    journal: changes::Journal,
+    /// Appends waiting to share one write and sync, per session.
+    groups: file_group::Groups,
 }
 
 impl FileStore {
     /// A store over `dir` (created on first write, never by a read).
     pub fn new(dir: impl Into<PathBuf>, durability: Durability) -> Self {
+        let dir = dir.into();
         FileStore {
-            dir: dir.into(),
+            journal: changes::Journal::new(&dir),
+            groups: file_group::Groups::default(),
+            dir,
             durability,
             tails: Mutex::new(HashMap::new()),
             blob_policy: ExternalizePolicy::TRANSCRIPT,
@@ -155,6 +179,25 @@ impl FileStore {
         self.durability != Durability::None
     }
 
+    /// Note in the change journal that `id` is about to change (called with
+    /// its append lock held; see [`changes`]). A journal that exists but
+    /// cannot be written fails the change: caches would not see it. Returns
+    /// whether there was a journal to note in.
+    fn note_change(&self, id: &str) -> Result<bool> {
+        self.journal
+            .note(id)
+            .ctx("write change journal", self.journal.path())
+    }
+
+    /// After a change made when [`FileStore::note_change`] found no journal:
+    /// note it if a listing started one meanwhile (best effort; the change
+    /// is already made).
+    fn note_change_after(&self, id: &str, noted: bool) {
+        if !noted {
+            let _ = self.journal.note(id);
+        }
+    }
+
     fn cached_tail(&self, id: &str) -> Option<Tail> {
         self.tails.lock().ok()?.get(id).copied()
     }
@@ -194,7 +237,11 @@ impl FileStore {
         let mut file = open_transcript(&path, id, true)?;
         file.lock().ctx("lock", &path)?;
         self.forget_tail(id);
-        let settled = self.settle_tail(id, &mut file, &path);
+        let settled = self.note_change(id).and_then(|noted| {
+            let settled = self.settle_tail(id, &mut file, &path);
+            self.note_change_after(id, noted);
+            settled
+        });
         let _ = file.unlock();
         let (tail, _) = settled?;
         if let Ok(mut p) = self.poisoned.lock() {
@@ -212,7 +259,11 @@ impl FileStore {
         let mut file = open_transcript(&path, id, true)?;
         file.lock().ctx("lock", &path)?;
         self.forget_tail(id);
-        let settled = self.settle_tail(id, &mut file, &path);
+        let settled = self.note_change(id).and_then(|noted| {
+            let settled = self.settle_tail(id, &mut file, &path);
+            self.note_change_after(id, noted);
+            settled
+        });
         let _ = file.unlock();
         let (tail, repaired) = settled?;
         self.remember_tail(id, tail);
@@ -406,11 +457,27 @@ impl LogStore for FileStore {
 
     fn append(&self, id: &str, records: &[Record], expected_next: Option<u64>) -> Result<Appended> {
         let path = self.path_of(id)?;
+        // Concurrent appends to one session share a write and a sync (see
+        // `file_group.rs`); an empty append or a header goes alone.
+        if !records.is_empty() && !records.iter().any(|r| matches!(r, Record::Meta(_))) {
+            let payloads = records
+                .iter()
+                .map(Record::to_json_string)
+                .collect::<std::result::Result<Vec<_>, _>>()?;
+            if let Some(result) = self.append_grouped(id, payloads, expected_next) {
+                return result;
+            }
+        }
         let mut file = open_transcript(&path, id, true)?;
         file.lock().ctx("lock", &path)?;
         // Deleted (renamed into the trash) while we waited for the lock?
         let result = file_trash::ensure_still_live(&file, &path, id)
-            .and_then(|()| self.append_locked(id, &mut file, &path, records, expected_next));
+            .and_then(|()| self.note_change(id))
+            .and_then(|noted| {
+                let appended = self.append_locked(id, &mut file, &path, records, expected_next);
+                self.note_change_after(id, noted);
+                appended
+            });
         let _ = file.unlock();
         result
     }
@@ -418,7 +485,7 @@ impl LogStore for FileStore {
     fn read(&self, id: &str) -> Result<RawLog> {
         let path = self.path_of(id)?;
         let file = open_transcript(&path, id, false)?;
-        scan::scan(BufReader::with_capacity(1 << 20, file)).ctx("read", &path)
+        file_read::read_log(&file).ctx("read", &path)
     }
 
     fn read_header(&self, id: &str) -> Result<Option<SessionMeta>> {

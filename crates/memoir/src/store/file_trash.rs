@@ -234,8 +234,17 @@ impl FileStore {
             }
             Err(e) => return Err(e).ctx("open", &path),
         };
-        file.set_modified(SystemTime::now())
-            .ctx("set modification time of", &path)
+        // Under the append lock and noted first, like an append (see `changes`).
+        file.lock().ctx("lock", &path)?;
+        let touched = self.note_change(id).and_then(|noted| {
+            let touched = file
+                .set_modified(SystemTime::now())
+                .ctx("set modification time of", &path);
+            self.note_change_after(id, noted);
+            touched
+        });
+        let _ = file.unlock();
+        touched
     }
 
     pub(super) fn modified(&self, id: &str) -> Result<Option<DateTime<Utc>>> {

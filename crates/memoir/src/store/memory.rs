@@ -7,6 +7,7 @@
 //! back through the same [`super::scan::Scanner`], so a `MemStore` verifies
 //! exactly as a file does. A deleted session moves to the trash (an id in the
 //! trash cannot be created again until it is purged, as on PostgreSQL).
+//! Payloads above the file store's threshold go to an in-memory blob store.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -55,10 +56,25 @@ struct State {
 }
 
 /// Session logs held in memory (see the module docs).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct MemStore {
     state: Mutex<State>,
     leases: LeaseRegistry,
+    /// Large payloads, in memory too (the file store's policy).
+    blobs: crate::blob::PayloadStore,
+}
+
+impl Default for MemStore {
+    fn default() -> Self {
+        MemStore {
+            state: Mutex::default(),
+            leases: LeaseRegistry::default(),
+            blobs: crate::blob::PayloadStore {
+                store: std::sync::Arc::new(crate::blob::ArtifactStore::in_memory()),
+                policy: crate::blob::ExternalizePolicy::TRANSCRIPT,
+            },
+        }
+    }
 }
 
 impl MemStore {
@@ -293,6 +309,10 @@ impl LogStore for MemStore {
             .remove(id)
             .map(|_| ())
             .ok_or_else(|| Error::NotFound(id.to_string()))
+    }
+
+    fn blobs(&self) -> Option<crate::blob::PayloadStore> {
+        Some(self.blobs.clone())
     }
 
     fn acquire_lease(&self, id: &str) -> Result<Lease> {

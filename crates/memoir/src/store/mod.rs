@@ -349,6 +349,14 @@ pub trait LogStore: Send + Sync + std::fmt::Debug {
         Ok(None)
     }
 
+    /// The whole store this one is a view of, when it shows only part of
+    /// a store whose blobs are shared (`memoir serve`'s per-project view):
+    /// blob collection after a purge must count the references of every
+    /// session of the whole store. `None` (the default): this store is whole.
+    fn blob_scope(&self) -> Option<std::sync::Arc<dyn LogStore>> {
+        None
+    }
+
     /// The directory of a self-healing listing cache
     /// ([`crate::manager::index`]), for stores whose listing would otherwise
     /// read every transcript. `None` (the default): listings are computed

@@ -107,41 +107,48 @@ impl Scanner {
     /// Feed one line (without its newline) that started at byte `offset`.
     /// `terminated` is false for a last line with no newline.
     pub fn push(&mut self, line: &[u8], offset: u64, terminated: bool) {
-        self.line_no += 1;
-        if line.iter().all(u8::is_ascii_whitespace) {
-            if !line.is_empty() || terminated {
-                let expected = self.expected_seq();
-                self.issue(offset, expected, IssueKind::SkippedBlank);
-            }
-            return;
-        }
-        let decoded = if self.frames_only {
-            frame::verify(line).map(|f| {
-                let is_meta = f.kind(line) == Some("meta");
-                (f.seq, f.prev, f.hash, f.batch, None, is_meta)
-            })
+        let checked = if self.frames_only {
+            check_line_frames(line)
         } else {
-            self.scratch.clear();
-            self.scratch.extend_from_slice(line);
-            line::decode(&mut self.scratch).map(|d| {
-                let is_meta = matches!(d.record, Record::Meta(_));
-                (d.seq, d.prev, d.hash, d.batch, Some(d.record), is_meta)
-            })
+            let mut scratch = std::mem::take(&mut self.scratch);
+            scratch.clear();
+            scratch.extend_from_slice(line);
+            let checked = check_line(&mut scratch, false);
+            self.scratch = scratch;
+            checked
         };
-        let (seq, prev, hash, batch, record, is_meta) = match decoded {
-            Ok(d) => d,
-            Err(err) => {
+        self.push_checked(checked, line.len() as u64, offset, terminated);
+    }
+
+    /// Feed the result of [`check_line`] for one line of `len` bytes
+    /// (without its newline) that started at byte `offset`: the part of
+    /// [`Scanner::push`] that depends on the lines before it. Lines can be
+    /// checked on other threads and pushed here in file order.
+    pub fn push_checked(&mut self, checked: Checked, len: u64, offset: u64, terminated: bool) {
+        self.line_no += 1;
+        let (seq, prev, hash, batch, record, is_meta) = match checked {
+            Checked::Blank => {
+                if len > 0 || terminated {
+                    let expected = self.expected_seq();
+                    self.issue(offset, expected, IssueKind::SkippedBlank);
+                }
+                return;
+            }
+            Checked::Good(good) => (
+                good.seq,
+                good.prev,
+                good.hash,
+                good.batch,
+                good.record,
+                good.is_meta,
+            ),
+            Checked::Bad { error, framed_seq } => {
                 let kind = if terminated {
-                    IssueKind::SkippedCorrupt(err.to_string())
+                    IssueKind::SkippedCorrupt(error.to_string())
                 } else {
-                    IssueKind::TornTail {
-                        bytes: line.len() as u64,
-                    }
+                    IssueKind::TornTail { bytes: len }
                 };
-                let seq = match (&err, frame::verify(line)) {
-                    (LineError::BadRecord(_), Ok(f)) => f.seq,
-                    _ => self.expected_seq(),
-                };
+                let seq = framed_seq.unwrap_or_else(|| self.expected_seq());
                 self.issue(offset, seq, kind);
                 return;
             }
@@ -233,6 +240,92 @@ impl Scanner {
     pub fn finish(mut self) -> RawLog {
         self.drop_pending();
         self.log
+    }
+}
+
+/// A line that verified on its own (its place in the chain is checked by
+/// [`Scanner::push_checked`]).
+#[derive(Debug)]
+pub struct GoodLine {
+    seq: u64,
+    prev: Hash,
+    hash: Hash,
+    batch: Option<u64>,
+    /// The payload (`None` in frames-only mode).
+    record: Option<Record>,
+    is_meta: bool,
+}
+
+/// What checking one line on its own found: the context-free half of the
+/// reader's rules (framing, hash, payload parse), which is most of the work.
+// The large variant is the common one (a record); boxing it would cost an
+// allocation per line for the rare blank or bad ones' sake.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub enum Checked {
+    /// Empty or whitespace only.
+    Blank,
+    /// Framed, hashed and (unless frames only) parsed.
+    Good(GoodLine),
+    /// Refused; `framed_seq` is the line's own `seq` when only its payload was bad.
+    Bad {
+        /// Why.
+        error: LineError,
+        /// The `seq` of a line whose framing verified but whose payload did not.
+        framed_seq: Option<u64>,
+    },
+}
+
+/// Check one line (without its newline) on its own: verify its framing and
+/// hash and, unless `frames_only`, parse its payload in place (the buffer is
+/// restored, see [`frame::decode_with`]).
+pub fn check_line(line: &mut [u8], frames_only: bool) -> Checked {
+    if frames_only {
+        return check_line_frames(line);
+    }
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return Checked::Blank;
+    }
+    match line::decode(line) {
+        Ok(d) => {
+            let is_meta = matches!(d.record, Record::Meta(_));
+            Checked::Good(GoodLine {
+                seq: d.seq,
+                prev: d.prev,
+                hash: d.hash,
+                batch: d.batch,
+                record: Some(d.record),
+                is_meta,
+            })
+        }
+        Err(error) => {
+            let framed_seq = match &error {
+                LineError::BadRecord(_) => frame::verify(line).ok().map(|f| f.seq),
+                _ => None,
+            };
+            Checked::Bad { error, framed_seq }
+        }
+    }
+}
+
+/// [`check_line`] in frames-only mode (no payload parse, no scratch).
+fn check_line_frames(line: &[u8]) -> Checked {
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return Checked::Blank;
+    }
+    match frame::verify(line) {
+        Ok(f) => Checked::Good(GoodLine {
+            is_meta: f.kind(line) == Some("meta"),
+            seq: f.seq,
+            prev: f.prev,
+            hash: f.hash,
+            batch: f.batch,
+            record: None,
+        }),
+        Err(error) => Checked::Bad {
+            error,
+            framed_seq: None,
+        },
     }
 }
 

@@ -67,7 +67,7 @@ pub fn externalize_message(m: &mut Message, blobs: &PayloadStore) -> Result<usiz
         }
         let hash = blobs
             .store
-            .put_unreferenced(payload.as_bytes())
+            .put_payload(payload.as_bytes(), &media_type)
             .map_err(blob_error)?;
         let reference = BlobRef::new(hash, payload, &media_type);
         // The block as it would serialise, with the payload replaced by the
@@ -283,6 +283,51 @@ fn message_refs(m: &Message, out: &mut HashSet<String>) {
     }
 }
 
+/// The blob hashes the records of one raw log reference (loads no blob).
+pub fn raw_refs(raw: &RawLog, out: &mut HashSet<String>) {
+    for rec in &raw.records {
+        match &rec.record {
+            Record::Message(m) => message_refs(m, out),
+            Record::Rewrite { messages } => messages.iter().for_each(|m| message_refs(m, out)),
+            _ => {}
+        }
+    }
+}
+
+/// After a purge: delete the blobs of `candidates` (the payloads of the
+/// purged sessions) that no session of `stores` references any more, live
+/// or trashed, and that hold no reference count. Unlike
+/// [`collect_garbage`], a blob of a purged session goes at once, whatever
+/// its age; blobs that are not candidates are not touched.
+pub fn drop_unreferenced(
+    stores: &[&dyn LogStore],
+    blobs: &ArtifactStore,
+    candidates: &HashSet<String>,
+) -> Result<GcReport> {
+    let mut report = GcReport::default();
+    if candidates.is_empty() {
+        return Ok(report);
+    }
+    let keep = referenced_blobs(stores)?;
+    for hash in candidates {
+        let counted = match blobs.ref_count(hash) {
+            Ok(n) => n > 0,
+            Err(BlobError::NotFound(_)) => continue,
+            Err(e) => return Err(blob_error(e)),
+        };
+        if keep.contains(hash) || counted {
+            report.kept_blobs += 1;
+            continue;
+        }
+        let size = blobs.load(hash).map_or(0, |b| b.len() as u64);
+        if blobs.remove(hash).map_err(blob_error)? {
+            report.removed_blobs += 1;
+            report.removed_bytes += size;
+        }
+    }
+    Ok(report)
+}
+
 /// Every blob hash referenced by any session of `stores`, live or in their
 /// trash ([`LogStore::list_deleted`], where a store has one: a trashed
 /// session can still be restored). Reads each log once; loads no blob. A
@@ -290,17 +335,7 @@ fn message_refs(m: &Message, out: &mut HashSet<String>) {
 /// partial view could delete a blob it still needs).
 pub fn referenced_blobs(stores: &[&dyn LogStore]) -> Result<HashSet<String>> {
     let mut out = HashSet::new();
-    let mut scan = |raw: RawLog| {
-        for rec in raw.records {
-            match &rec.record {
-                Record::Message(m) => message_refs(m, &mut out),
-                Record::Rewrite { messages } => {
-                    messages.iter().for_each(|m| message_refs(m, &mut out))
-                }
-                _ => {}
-            }
-        }
-    };
+    let mut scan = |raw: RawLog| raw_refs(&raw, &mut out);
     for store in stores {
         let (listed, unreadable) = store.list()?;
         if unreadable > 0 {

@@ -433,10 +433,22 @@ fn read_depth(store: &dyn LogStore, id: &str, depth: usize) -> Result<Transcript
     t.last_seq = raw.last_seq;
     t.report.issues.extend(raw.report.issues);
     let mut payloads = blobs::Resolver::new(store);
-    for rec in raw.records {
+    // Replay by move, releasing the record list as the messages grow (peak
+    // memory is then about one of the two, not both): taken from the back
+    // of a reversed list, whose unused capacity is returned now and then.
+    let mut records = raw.records;
+    records.reverse();
+    t.messages.reserve(records.len());
+    t.message_seqs.reserve(records.len());
+    while let Some(rec) = records.pop() {
+        if records.capacity() > 2 * records.len() + 4096 {
+            records.shrink_to_fit();
+        }
         let rec = payloads.resolve_record(rec, &mut t.report);
         t.apply(rec);
     }
+    t.messages.shrink_to_fit();
+    t.message_seqs.shrink_to_fit();
     Ok(t)
 }
 

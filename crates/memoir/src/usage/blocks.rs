@@ -1,14 +1,14 @@
 //! 5-hour billing blocks, as subscription plans meter them (ccusage's
-//! `blocks` view): a block starts at the top of the hour of its first
-//! response and lasts [`BLOCK_HOURS`]; a response more than that after the
-//! block's start, or after the previous response, starts a new block.
+//! `blocks` view): a block starts at the top of the hour (in the report's
+//! [`Zone`]) of its first response and lasts [`BLOCK_HOURS`]; a response
+//! more than that after the block's start starts a new block.
 
 use std::collections::BTreeSet;
 
-use chrono::{DateTime, Duration, DurationRound, Utc};
+use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
-use super::Totals;
+use super::{Totals, Zone};
 
 /// How long a billing block lasts.
 pub const BLOCK_HOURS: i64 = 5;
@@ -37,6 +37,7 @@ pub struct BillingBlock {
 pub fn billing_blocks(
     mut entries: Vec<(DateTime<Utc>, String, Totals)>,
     now: DateTime<Utc>,
+    zone: Zone,
 ) -> Vec<BillingBlock> {
     entries.sort_by_key(|e| e.0);
     let span = Duration::hours(BLOCK_HOURS);
@@ -44,7 +45,7 @@ pub fn billing_blocks(
     for (at, model, totals) in entries {
         let continues = blocks.last().is_some_and(|b| at < b.end);
         if !continues {
-            let start = at.duration_trunc(Duration::hours(1)).unwrap_or(at);
+            let start = zone.hour_start(at);
             blocks.push(BillingBlock {
                 start,
                 end: start + span,
@@ -93,7 +94,7 @@ mod tests {
             // 13:00 is the end of the 08:00 block: a new one starts at 13:00.
             (at("2026-05-12T13:00:00Z"), "a".to_string(), tokens(4)),
         ];
-        let blocks = billing_blocks(entries, at("2026-05-12T14:00:00Z"));
+        let blocks = billing_blocks(entries.clone(), at("2026-05-12T14:00:00Z"), Zone::Utc);
         assert_eq!(blocks.len(), 2);
         assert_eq!(blocks[0].start, at("2026-05-12T08:00:00Z"));
         assert_eq!(blocks[0].end, at("2026-05-12T13:00:00Z"));
@@ -104,5 +105,12 @@ mod tests {
         assert_eq!(blocks[1].start, at("2026-05-12T13:00:00Z"));
         assert_eq!(blocks[1].totals.input_tokens, 4);
         assert!(blocks[1].active);
+        // In a half-hour zone the first block starts at 07:30 UTC, so the
+        // 12:30 response opens the second one.
+        let kolkata: Zone = "Asia/Kolkata".parse().unwrap();
+        let blocks = billing_blocks(entries, at("2026-05-12T14:00:00Z"), kolkata);
+        assert_eq!(blocks[0].start, at("2026-05-12T07:30:00Z"));
+        assert_eq!(blocks[0].totals.input_tokens, 1);
+        assert_eq!(blocks[1].start, at("2026-05-12T12:30:00Z"));
     }
 }

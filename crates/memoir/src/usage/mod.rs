@@ -17,6 +17,7 @@
 pub mod blocks;
 pub mod count;
 pub mod price;
+pub mod zone;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -28,6 +29,7 @@ use serde_json::Value;
 pub use blocks::{billing_blocks, BillingBlock, BLOCK_HOURS};
 pub use count::{is_side_session, Counted};
 pub use price::{Cost, PriceOrigin, PriceTable};
+pub use zone::Zone;
 
 use crate::error::{Error, Result};
 use crate::message::{Usage, UsageSource};
@@ -47,11 +49,11 @@ pub const PROJECT_FIELD: &str = "project";
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum GroupKey {
-    /// UTC calendar day, `YYYY-MM-DD`.
+    /// Calendar day in the query's [`Zone`], `YYYY-MM-DD`.
     Day,
-    /// ISO week, `YYYY-Www`.
+    /// ISO week in the query's zone, `YYYY-Www`.
     Week,
-    /// UTC month, `YYYY-MM`.
+    /// Month in the query's zone, `YYYY-MM`.
     Month,
     /// Session id.
     Session,
@@ -88,14 +90,14 @@ impl GroupKey {
         }
     }
 
-    fn value(self, c: &Counted<'_>) -> String {
+    fn value(self, c: &Counted<'_>, zone: Zone) -> String {
         match self {
-            GroupKey::Day => c.at.format("%Y-%m-%d").to_string(),
+            GroupKey::Day => zone.at(c.at).format("%Y-%m-%d").to_string(),
             GroupKey::Week => {
-                let w = c.at.iso_week();
+                let w = zone.at(c.at).iso_week();
                 format!("{}-W{:02}", w.year(), w.week())
             }
-            GroupKey::Month => c.at.format("%Y-%m").to_string(),
+            GroupKey::Month => zone.at(c.at).format("%Y-%m").to_string(),
             GroupKey::Session => c.meta.id.clone(),
             GroupKey::Project => project_of(c.meta),
             GroupKey::Model => c.model.to_string(),
@@ -155,6 +157,8 @@ pub struct UsageQuery {
     pub until: Option<DateTime<Utc>>,
     /// Group rows by these keys, in order (empty: totals only).
     pub group_by: Vec<GroupKey>,
+    /// The zone days, weeks, months and billing blocks are dated in.
+    pub timezone: Zone,
 }
 
 /// Summed usage and cost of a set of responses, with its provenance.
@@ -443,7 +447,11 @@ pub fn report(
         count::Event::Response(c) => {
             total.add(c);
             if !query.group_by.is_empty() {
-                let key = query.group_by.iter().map(|k| k.value(c)).collect();
+                let key = query
+                    .group_by
+                    .iter()
+                    .map(|k| k.value(c, query.timezone))
+                    .collect();
                 rows.entry(key).or_default().add(c);
             }
         }
@@ -541,7 +549,7 @@ pub fn blocks_report(
             entries.push((c.at, c.model.to_string(), t));
         }
     })?;
-    Ok(billing_blocks(entries, now))
+    Ok(billing_blocks(entries, now, query.timezone))
 }
 
 fn inherited_totals(

@@ -15,7 +15,7 @@
 #[allow(dead_code, unused_macros)]
 mod backends;
 #[cfg(feature = "postgres")]
-#[allow(dead_code)]
+// (`postgres_common` allows its own dead code.)
 mod postgres_common;
 #[allow(dead_code)]
 mod support;
@@ -38,6 +38,7 @@ mod golden_payloads;
 mod golden_postgres;
 #[cfg(all(feature = "import-opencode", feature = "import-watch"))]
 mod import;
+mod listing;
 mod manager;
 #[cfg(feature = "postgres")]
 mod manager_conformance;
@@ -46,6 +47,9 @@ mod manager_fork;
 mod manager_lease;
 #[cfg(feature = "redact")]
 mod manager_redact;
+mod manager_revisions;
+#[cfg(feature = "search")]
+mod manager_search;
 #[cfg(feature = "postgres")]
 mod postgres_faults;
 #[cfg(feature = "postgres")]
@@ -56,6 +60,7 @@ mod postgres_tail;
 mod search;
 #[cfg(feature = "postgres")]
 mod store_conformance;
+mod store_group;
 mod store_integrity;
 mod store_trash;
 mod transcript;

@@ -621,8 +621,12 @@ fn list_reads_a_fresh_index_and_heals_a_stale_missing_or_corrupt_one() {
     assert!(r.entries[0].estimated_tokens > 0);
 
     let index = sessions_dir(dir.path()).join("index");
+    // Entry files are read by a listing without a usable snapshot (issue
+    // 17.1: a fresh snapshot lists without them), so drop it for these.
+    let snapshot = index.join("listing");
     // Corrupt entry: rebuilt, not treated as an empty index.
     std::fs::write(index.join(format!("{a}.json")), b"{not json").unwrap();
+    std::fs::remove_file(&snapshot).unwrap();
     let r = m.list_sessions_report().unwrap();
     assert_eq!((r.rebuilt, r.entries.len()), (1, 2));
     // Torn in-place write: a shorter new entry over a longer old one.
@@ -630,6 +634,7 @@ fn list_reads_a_fresh_index_and_heals_a_stale_missing_or_corrupt_one() {
     let mut torn = std::fs::read(&entry_path).unwrap();
     torn.extend_from_slice(b"0}}");
     std::fs::write(&entry_path, torn).unwrap();
+    std::fs::remove_file(&snapshot).unwrap();
     let r = m.list_sessions_report().unwrap();
     assert_eq!((r.rebuilt, r.entries.len()), (1, 2));
     // Stale: a transcript longer than its entry.

@@ -29,6 +29,8 @@ conformance!(
     projects_are_isolated,
     switch_repairs_dangling_tool_calls,
     writes_never_land_in_a_reused_id,
+    large_payloads_live_in_blobs,
+    purge_drops_only_unreferenced_blobs,
 );
 
 /// The same scenario gives the same fork cut, listing, trash and export

@@ -244,6 +244,10 @@ impl PgStore {
 }
 
 impl LogStore for PgStore {
+    fn blobs(&self) -> Option<crate::blob::PayloadStore> {
+        self.payload_store()
+    }
+
     fn create(&self, meta: &SessionMeta) -> Result<Appended> {
         crate::id::validate(&meta.id)?;
         let mut buf = Vec::new();

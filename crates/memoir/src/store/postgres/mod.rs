@@ -1,9 +1,10 @@
 //! The shared store: session logs, blobs and chunk vectors in PostgreSQL.
 //!
 //! This module owns [`PgStore`], a [`LogStore`] over a PostgreSQL database,
-//! its schema and versioned migrations, its small connection pool, and two
-//! side tables the semantic view can use: content-addressed blobs
-//! ([`PgStore::put_blob`]) and per-session chunk vectors
+//! its schema and versioned migrations, its small connection pool, the
+//! payload blob store of its transcripts (content-addressed, BLAKE3-keyed,
+//! verified on read: [`LogStore::blobs`], [`PgStore::put_blob`]) and a side
+//! table the semantic view can use: per-session chunk vectors
 //! ([`PgStore::upsert_vectors`], [`PgStore::search_vectors`]).
 //!
 //! Records are stored as the exact framed lines the file store writes
@@ -146,6 +147,9 @@ pub struct PgStore {
     pool: Mutex<PoolState>,
     freed: Condvar,
     tails: Mutex<HashMap<String, (u64, Hash)>>,
+    /// The payload blob store (`memoir_blobs`) [`LogStore::blobs`] hands
+    /// out; `None` on that store's own connection pool.
+    payloads: Option<std::sync::Arc<blobs::PgBlobs>>,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -221,19 +225,8 @@ impl PgStore {
         config.connect_timeout(options.connect_timeout);
         config.application_name("memoir");
         config.keepalives(true);
-        let locator = locator_of(&config, &options.schema);
-        let mut store = PgStore {
-            config,
-            options,
-            locator,
-            vectors: VectorBackend::Plain,
-            pool: Mutex::new(PoolState {
-                idle: Vec::new(),
-                open: 0,
-            }),
-            freed: Condvar::new(),
-            tails: Mutex::new(HashMap::new()),
-        };
+        let mut store = PgStore::unmigrated(config, options);
+        store.payloads = Some(std::sync::Arc::new(blobs::PgBlobs::new(&store)));
         let mut lease = store.checkout()?;
         let migrated = store.migrate(&mut lease.conn);
         let vectors = migrated.and_then(|()| store.detect_vectors(&mut lease.conn));
@@ -249,6 +242,25 @@ impl PgStore {
                 store.checkin(lease, false);
                 Err(e)
             }
+        }
+    }
+
+    /// A store over `config` that connects on first use and runs no
+    /// migration (the schema is already current), without a blob store.
+    fn unmigrated(config: postgres::Config, options: PgOptions) -> PgStore {
+        let locator = locator_of(&config, &options.schema);
+        PgStore {
+            config,
+            options,
+            locator,
+            vectors: VectorBackend::Plain,
+            pool: Mutex::new(PoolState {
+                idle: Vec::new(),
+                open: 0,
+            }),
+            freed: Condvar::new(),
+            tails: Mutex::new(HashMap::new()),
+            payloads: None,
         }
     }
 

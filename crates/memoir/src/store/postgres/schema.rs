@@ -4,7 +4,7 @@
 use super::*;
 
 /// The newest schema version this build knows (see [`MIGRATIONS`]).
-pub const SCHEMA_VERSION: i32 = 3;
+pub const SCHEMA_VERSION: i32 = 4;
 
 /// Every migration: version, name, SQL. Version 3 (chunk vectors) is written
 /// at run time for the vector column type chosen ([`VectorBackend`]).
@@ -39,6 +39,11 @@ pub const MIGRATIONS: &[(i32, &str, &str)] = &[
         );",
     ),
     (3, "chunk vectors", ""),
+    (
+        4,
+        "blob media types",
+        "ALTER TABLE memoir_blobs ADD COLUMN media_type text;",
+    ),
 ];
 
 /// Key of the advisory lock that serialises migrations (with the schema name).

@@ -2,9 +2,11 @@
 //! check builds [`SessionManager::with_store`] on a fresh, empty store and
 //! drives it through the public API (create, append with tool calls, fork
 //! inside a tool-call group, rewrite, checkpoint, rename, delete, restore,
-//! purge, export, lease, project isolation). `tests/suite/manager_conformance.rs`
-//! runs them on the file store, the in-memory store and PostgreSQL; a new
-//! backend calls [`run_all`]. [`scenario_digest`] renders one scenario's
+//! purge, export, lease, project isolation, payload blobs and their
+//! collection). `tests/suite/manager_conformance.rs` runs them on the file
+//! store, the in-memory store and PostgreSQL, and `memoir-server`'s tests on
+//! a `RemoteStore` over a real server (with [`PROJECT_CHECKS`] on one token
+//! per project); a new backend calls [`run_all`]. [`scenario_digest`] renders one scenario's
 //! observable results so backends can be compared for equality.
 
 use std::time::Duration;
@@ -45,6 +47,29 @@ pub const CHECKS: &[(&str, Check)] = &[
     (
         "writes_never_land_in_a_reused_id",
         writes_never_land_in_a_reused_id,
+    ),
+    ("large_payloads_live_in_blobs", large_payloads_live_in_blobs),
+    (
+        "purge_drops_only_unreferenced_blobs",
+        purge_drops_only_unreferenced_blobs,
+    ),
+];
+
+/// The store each project's manager works on: the same store for a shared
+/// backend (the manager's [`ManagerOptions::project`] scopes it), one
+/// token's store per project for `memoir serve` (the token is the project).
+pub type ProjectStores<'a> = &'a dyn Fn(&str) -> Store;
+
+/// One check over a store per project: panics when the stores break the contract.
+pub type ProjectCheck = fn(ProjectStores<'_>);
+
+/// The checks that need one store per project (each also runs in
+/// [`CHECKS`] with the same store for every project).
+pub const PROJECT_CHECKS: &[(&str, ProjectCheck)] = &[
+    ("projects_are_isolated", projects_are_isolated_in),
+    (
+        "writes_never_land_in_a_reused_id",
+        writes_never_land_in_a_reused_id_in,
     ),
 ];
 
@@ -344,9 +369,13 @@ pub fn lease_refuses_a_second_manager(store: &Store) {
 }
 
 pub fn projects_are_isolated(store: &Store) {
+    projects_are_isolated_in(&|_| store.clone())
+}
+
+pub fn projects_are_isolated_in(stores: ProjectStores<'_>) {
     let in_project = |p: &str| {
         SessionManager::with_store(
-            store.clone(),
+            stores(p),
             ManagerOptions {
                 project: Some(p.to_string()),
                 ..options()
@@ -407,9 +436,13 @@ pub fn switch_repairs_dangling_tool_calls(store: &Store) {
 /// purged, and its id taken by another project's new session: the writes are
 /// refused ("not found"), and the new session never sees them (issue 9 item 2).
 pub fn writes_never_land_in_a_reused_id(store: &Store) {
+    writes_never_land_in_a_reused_id_in(&|_| store.clone())
+}
+
+pub fn writes_never_land_in_a_reused_id_in(stores: ProjectStores<'_>) {
     let in_project = |p: &str| {
         SessionManager::with_store(
-            store.clone(),
+            stores(p),
             ManagerOptions {
                 project: Some(p.to_string()),
                 lease: LeasePolicy::Off,
@@ -446,6 +479,117 @@ pub fn writes_never_land_in_a_reused_id(store: &Store) {
         .and_then(|()| c.flush());
     assert!(written.unwrap_err().is_not_found());
     assert_eq!(b.read_session(&id).unwrap().messages.len(), 0);
+}
+
+/// A tool output above the blob threshold (64 KiB), distinct per `tag`.
+pub fn big_output(tag: &str) -> String {
+    format!("{tag}: {}", "a long tool output line\n".repeat(4_000))
+}
+
+fn turn_with(output: &str, call_id: &str) -> Vec<Message> {
+    vec![
+        call(&[call_id]),
+        Message::tool_result(call_id, output, false),
+    ]
+}
+
+/// Whether `store`'s blob store holds the blob of `payload`.
+fn holds(store: &Store, payload: &str) -> bool {
+    let blobs = store.blobs().expect("a blob store");
+    blobs
+        .store
+        .contains(&crate::blob::hash_bytes(payload.as_bytes()))
+}
+
+/// The bytes of a session's own records as stored (references, not payloads).
+fn stored_bytes(store: &Store, id: &str) -> usize {
+    store
+        .read(id)
+        .unwrap()
+        .records
+        .iter()
+        .map(|r| {
+            serde_json::to_string(&r.record.to_object().unwrap())
+                .unwrap()
+                .len()
+        })
+        .sum()
+}
+
+/// A payload above the threshold is written once to the store's blob store
+/// (the records hold a reference), reads back byte for byte, and a rewrite
+/// and a fork carrying it reference the same blob.
+pub fn large_payloads_live_in_blobs(store: &Store) {
+    assert!(store.blobs().is_some(), "every backend has a blob store");
+    let output = big_output("one");
+    let mut m = manager(store);
+    let id = m.create_session("big", None).unwrap();
+    m.add_messages(turn_with(&output, "t1")).unwrap();
+    m.flush().unwrap();
+    assert!(holds(store, &output));
+    assert!(
+        stored_bytes(store, &id) < 16 * 1024,
+        "the payload is not inline: {} bytes",
+        stored_bytes(store, &id)
+    );
+    let t = m.read_session(&id).unwrap();
+    assert!(t.report.is_clean(), "{:?}", t.report);
+    assert_eq!(t.messages[2].content, turn_with(&output, "t1")[1].content);
+    // A rewrite (compaction) carrying it and a fork of it add no payload bytes.
+    m.add_message(Message::assistant("after")).unwrap();
+    m.flush().unwrap();
+    m.messages.truncate(3);
+    m.flush().unwrap();
+    let keep = m.messages.clone();
+    let f = m.fork_session(&id, None).unwrap();
+    let forked = m.read_session(&f.id).unwrap();
+    assert_eq!(forked.messages, keep);
+    assert!(stored_bytes(store, &id) < 48 * 1024);
+    drop(m);
+    let again = manager(store);
+    assert_eq!(again.read_session(&id).unwrap().messages, keep, "durable");
+}
+
+/// Purge drops the blobs only purged sessions referenced, and keeps every
+/// blob a live or a trashed session still references.
+pub fn purge_drops_only_unreferenced_blobs(store: &Store) {
+    let (only_purged, shared, trashed_only) = (
+        big_output("purged"),
+        big_output("shared"),
+        big_output("trashed"),
+    );
+    let mut m = manager(store);
+    let doomed = m.create_session("doomed", None).unwrap();
+    m.add_messages(turn_with(&only_purged, "p")).unwrap();
+    m.add_messages(turn_with(&shared, "s")).unwrap();
+    m.flush().unwrap();
+    let live = m.create_session("live", None).unwrap();
+    m.add_messages(turn_with(&shared, "s2")).unwrap();
+    m.flush().unwrap();
+    let kept = m.create_session("kept in the trash", None).unwrap();
+    m.add_messages(turn_with(&trashed_only, "k")).unwrap();
+    m.flush().unwrap();
+    assert!(m.delete_session(&doomed).unwrap());
+    assert!(m.delete_session(&kept).unwrap());
+    let report = m.purge_trash(Some(std::slice::from_ref(&doomed))).unwrap();
+    assert_eq!(report.purged, std::slice::from_ref(&doomed));
+    assert!(!holds(store, &only_purged), "its only session was purged");
+    assert!(holds(store, &shared), "a live session references it");
+    assert!(
+        holds(store, &trashed_only),
+        "a trashed session references it"
+    );
+    let t = m.read_session(&live).unwrap();
+    assert!(t.report.is_clean(), "{:?}", t.report);
+    assert_eq!(t.messages[2].content, turn_with(&shared, "s2")[1].content);
+    // Restored, the trashed session has its payload.
+    m.restore_session(&kept).unwrap();
+    let t = m.read_session(&kept).unwrap();
+    assert!(t.report.is_clean(), "{:?}", t.report);
+    assert_eq!(
+        t.messages[2].content,
+        turn_with(&trashed_only, "k")[1].content
+    );
 }
 
 /// One scenario's observable results, with ids and times replaced by

@@ -1,0 +1,181 @@
+//! The listing snapshot, `<dir>/index/listing`: every session's index entry
+//! in one file, with what it was computed against (the change journal's
+//! position, the store directory's modification time, the boot), so that a
+//! listing reads this file and the journal's tail instead of stat'ing every
+//! transcript (see [`super::Index::list`] and `docs/FORMAT.md`).
+//!
+//! Layout: a header line (JSON [`Header`]), one line per [`IndexEntry`]
+//! (compact JSON, newest activity first), and a last line
+//! `blake3 <64 hex>` over every byte before it. Written to a temp file and
+//! renamed into place, never synced: a snapshot that is missing, torn,
+//! corrupt, of another version or written before the last boot is ignored
+//! and rebuilt.
+
+use std::fs;
+use std::io::ErrorKind;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::IndexEntry;
+use crate::error::{IoContext, Result};
+use crate::store::file::changes::Position;
+
+/// File name of the snapshot inside the index directory.
+pub const SNAPSHOT_FILE: &str = "listing";
+
+/// Version of the snapshot format written by this build.
+pub const SNAPSHOT_VERSION: u32 = 1;
+
+/// Entries parsed per thread at least (smaller snapshots parse on one).
+const PARSE_SHARE: usize = 2000;
+
+/// What a snapshot was computed against.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Header {
+    /// [`SNAPSHOT_VERSION`].
+    pub v: u32,
+    /// The kernel's boot id when it was written (the change journal is not
+    /// synced, so a snapshot from before a crash of the machine is not trusted).
+    pub boot: String,
+    /// Epoch of the change journal it has consumed.
+    pub epoch: String,
+    /// Offset up to which it has consumed the change journal.
+    pub offset: u64,
+    /// The store directory's modification time (ns) before it was read.
+    pub dir_mtime_ns: i64,
+    /// False when that time was too recent to rule out a change within the
+    /// same clock tick: the next listing reads the directory again.
+    pub dir_settled: bool,
+    /// Sessions whose transcript could not be read (retried when they change).
+    #[serde(default)]
+    pub unreadable: Vec<String>,
+    /// Transcript names that are no valid session id.
+    #[serde(default)]
+    pub bad_names: usize,
+    /// How many entry lines follow.
+    pub entries: usize,
+}
+
+impl Header {
+    /// The change journal position consumed.
+    pub fn position(&self) -> Position {
+        Position {
+            epoch: self.epoch.clone(),
+            offset: self.offset,
+        }
+    }
+}
+
+/// A loaded snapshot.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    /// What it was computed against.
+    pub header: Header,
+    /// Every readable session's entry.
+    pub entries: Vec<IndexEntry>,
+}
+
+/// The id of the running boot (`None` where the kernel does not say: then
+/// no snapshot is trusted).
+pub fn boot_id() -> Option<String> {
+    let id = fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let id = id.trim();
+    (!id.is_empty()).then(|| id.to_string())
+}
+
+/// The snapshot at `path`, when it is complete, verifies and is of this version.
+pub fn load(path: &Path) -> Option<Snapshot> {
+    let bytes = fs::read(path).ok()?;
+    let body_end = memchr::memrchr(b'\n', bytes.strip_suffix(b"\n")?).map_or(0, |p| p + 1);
+    let (body, footer) = bytes.split_at(body_end);
+    let want = std::str::from_utf8(footer)
+        .ok()?
+        .strip_prefix("blake3 ")?
+        .strip_suffix('\n')?;
+    if blake3::hash(body).to_hex().as_str() != want {
+        return None;
+    }
+    let mut lines = body.split(|&b| b == b'\n');
+    let header: Header = serde_json::from_slice(lines.next()?).ok()?;
+    if header.v != SNAPSHOT_VERSION {
+        return None;
+    }
+    let lines: Vec<&[u8]> = lines.filter(|l| !l.is_empty()).collect();
+    if lines.len() != header.entries {
+        return None;
+    }
+    let entries = parse_entries(&lines)?;
+    Some(Snapshot { header, entries })
+}
+
+/// Parse entry lines, on several threads for a large snapshot.
+fn parse_entries(lines: &[&[u8]]) -> Option<Vec<IndexEntry>> {
+    let parse = |part: &[&[u8]]| -> Option<Vec<IndexEntry>> {
+        part.iter()
+            .map(|l| serde_json::from_slice::<IndexEntry>(l).ok())
+            .collect()
+    };
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(lines.len() / PARSE_SHARE)
+        .clamp(1, 8);
+    if threads == 1 {
+        return parse(lines);
+    }
+    let share = lines.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let mut parts = lines.chunks(share);
+        let first = parts.next().unwrap_or_default();
+        let handles: Vec<_> = parts.map(|p| scope.spawn(move || parse(p))).collect();
+        let mut out = parse(first)?;
+        for h in handles {
+            out.extend(h.join().ok()??);
+        }
+        Some(out)
+    })
+}
+
+/// Write `snapshot` to `path` (temp file and rename; no sync).
+pub fn write(path: &Path, header: &Header, entries: &[IndexEntry]) -> Result<()> {
+    let mut out = Vec::with_capacity(entries.len() * 512 + 256);
+    let mut header = header.clone();
+    header.entries = entries.len();
+    serde_json::to_writer(&mut out, &header)?;
+    out.push(b'\n');
+    for e in entries {
+        serde_json::to_writer(&mut out, e)?;
+        out.push(b'\n');
+    }
+    let sum = blake3::hash(&out);
+    out.extend_from_slice(b"blake3 ");
+    out.extend_from_slice(sum.to_hex().as_bytes());
+    out.push(b'\n');
+    let dir = path.parent().unwrap_or_else(|| Path::new("."));
+    crate::paths::create_private_dir(dir)?;
+    let tmp = dir.join(format!(
+        ".{SNAPSHOT_FILE}.{}.{}.tmp",
+        std::process::id(),
+        uuid::Uuid::new_v4().simple()
+    ));
+    let written = (|| {
+        use std::io::Write;
+        let mut f = crate::paths::private_new_file()
+            .open(&tmp)
+            .ctx("create", &tmp)?;
+        f.write_all(&out).ctx("write", &tmp)?;
+        fs::rename(&tmp, path).ctx("rename", path)
+    })();
+    if written.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    written
+}
+
+/// Remove the snapshot (a missing one is fine).
+pub fn remove(path: &Path) -> Result<()> {
+    match fs::remove_file(path) {
+        Err(e) if e.kind() != ErrorKind::NotFound => Err(e).ctx("remove", path),
+        _ => Ok(()),
+    }
+}

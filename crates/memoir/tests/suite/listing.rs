@@ -1,0 +1,248 @@
+//! The listing snapshot and the change journal (issue 17.1) with real
+//! processes: sessions appended by other processes (through the store, with
+//! no index update, as `memoir serve` appends; or killed with SIGKILL between
+//! an append and its index update) are listed fresh from the snapshot, and a
+//! corrupt, stale or orphaned snapshot is detected and rebuilt.
+//!
+//! The appending processes are this test binary itself, re-run with
+//! `MEMOIR_LISTING_APPENDER` set.
+
+use std::fs;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use memoir::manager::{IndexEntry, ManagerOptions, SessionManager};
+use memoir::message::Message;
+use memoir::record::Record;
+use memoir::store::file::FileStore;
+use memoir::store::{Durability, LogStore};
+use memoir::transcript::read_in;
+
+const APPENDER_ENV: &str = "MEMOIR_LISTING_APPENDER";
+
+fn options() -> ManagerOptions {
+    ManagerOptions {
+        durability: Durability::None,
+        ..Default::default()
+    }
+}
+
+fn manager(dir: &Path) -> SessionManager {
+    // Only the change journal may reveal a change here: no random checks
+    // of entries against their transcripts (they would hide a missed note).
+    memoir::manager::index::VERIFY_SAMPLE.store(0, std::sync::atomic::Ordering::Relaxed);
+    SessionManager::open(dir, options()).unwrap()
+}
+
+fn sessions(dir: &Path, n: usize) -> Vec<String> {
+    let mut m = manager(dir);
+    (0..n)
+        .map(|i| {
+            let id = m.create_session(&format!("session {i}"), None).unwrap();
+            m.add_messages([Message::user(format!("first of {i}"))])
+                .unwrap();
+            m.flush().unwrap();
+            id
+        })
+        .collect()
+}
+
+/// Run as an appender when asked to: `<dir>\n<count or "forever">\n<id>...`;
+/// appends one message per call round-robin through the store (no index).
+#[test]
+fn listing_appender_process() {
+    let Ok(spec) = std::env::var(APPENDER_ENV) else {
+        return;
+    };
+    let mut lines = spec.lines();
+    let dir = lines.next().unwrap();
+    let count: Option<usize> = lines.next().unwrap().parse().ok();
+    let ids: Vec<&str> = lines.collect();
+    let store = FileStore::new(dir, Durability::None);
+    let mut i = 0;
+    while count.is_none_or(|c| i < c) {
+        let id = ids[i % ids.len()];
+        let m = Message::assistant(format!("appended {i} by {}", std::process::id()));
+        store.append(id, &[Record::Message(m)], None).unwrap();
+        i += 1;
+    }
+}
+
+fn appender(dir: &Path, count: Option<usize>, ids: &[String]) -> Child {
+    let count = count.map_or("forever".to_string(), |c| c.to_string());
+    Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "listing::listing_appender_process",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(
+            APPENDER_ENV,
+            format!("{}\n{count}\n{}", dir.display(), ids.join("\n")),
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// Each session's message count and last seq, read from its transcript.
+fn truth(dir: &Path, ids: &[String]) -> Vec<(String, usize, u64)> {
+    let store = FileStore::new(dir, Durability::None);
+    let mut out: Vec<_> = ids
+        .iter()
+        .map(|id| {
+            let t = read_in(&store, id).unwrap();
+            (id.clone(), t.messages.len(), t.last_seq)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+fn listed(entries: &[IndexEntry]) -> Vec<(String, usize, u64)> {
+    let mut out: Vec<_> = entries
+        .iter()
+        .map(|e| (e.id.clone(), e.messages, e.last_seq))
+        .collect();
+    out.sort();
+    out
+}
+
+/// The store directory's mtime must be old enough for the snapshot to be
+/// used without reading the directory (a change within 2 s is re-checked).
+fn settle() {
+    std::thread::sleep(Duration::from_millis(2100));
+}
+
+#[test]
+fn appends_by_other_processes_while_listing_are_listed_fresh() {
+    if std::env::var(APPENDER_ENV).is_ok() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ids = sessions(dir.path(), 8);
+    let m = manager(dir.path());
+    assert!(m.list_sessions_report().unwrap().full_scan, "first listing");
+    settle();
+    assert!(!m.list_sessions_report().unwrap().full_scan);
+    let before: usize = truth(dir.path(), &ids).iter().map(|t| t.1).sum();
+    let children: Vec<Child> = (0..3)
+        .map(|k| appender(dir.path(), Some(60), &ids[k * 2..k * 2 + 4]))
+        .collect();
+    // List while they append: counts only grow, never past the truth.
+    let mut last = listed(&m.list_sessions().unwrap());
+    let mut listings = 0;
+    let mut children = children;
+    while children.iter_mut().any(|c| c.try_wait().unwrap().is_none()) {
+        let now = listed(&m.list_sessions().unwrap());
+        for (before, after) in last.iter().zip(&now) {
+            assert_eq!(before.0, after.0);
+            assert!(
+                after.1 >= before.1,
+                "{} went back: {before:?} -> {after:?}",
+                after.0
+            );
+        }
+        last = now;
+        listings += 1;
+    }
+    for c in &mut children {
+        assert!(c.wait().unwrap().success(), "an appender failed");
+    }
+    assert!(listings > 0);
+    let report = m.list_sessions_report().unwrap();
+    assert_eq!(listed(&report.entries), truth(dir.path(), &ids));
+    assert_eq!(
+        report.entries.iter().map(|e| e.messages).sum::<usize>(),
+        before + 180,
+        "every acknowledged append is counted"
+    );
+    assert!(
+        !report.full_scan,
+        "the snapshot was used, not a stat of every transcript"
+    );
+}
+
+#[test]
+fn an_appender_killed_mid_run_is_listed_as_its_transcripts_say() {
+    if std::env::var(APPENDER_ENV).is_ok() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ids = sessions(dir.path(), 4);
+    let m = manager(dir.path());
+    m.list_sessions().unwrap();
+    settle();
+    let mut child = appender(dir.path(), None, &ids);
+    let path = dir.path().join(format!("{}.jsonl", ids[3]));
+    let start_len = fs::metadata(&path).unwrap().len();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while fs::metadata(&path).unwrap().len() < start_len + 4096 {
+        assert!(Instant::now() < deadline, "the appender made no progress");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let report = m.list_sessions_report().unwrap();
+    assert_eq!(listed(&report.entries), truth(dir.path(), &ids));
+    assert!(!report.full_scan);
+    assert!(report.rebuilt >= 1, "the appended sessions were re-read");
+}
+
+#[test]
+fn a_corrupt_stale_or_orphaned_snapshot_is_detected_and_rebuilt() {
+    let dir = tempfile::tempdir().unwrap();
+    let ids = sessions(dir.path(), 5);
+    let m = manager(dir.path());
+    let snapshot = dir.path().join("index").join("listing");
+    let journal = dir.path().join("index").join("changes");
+    m.list_sessions().unwrap();
+    assert!(snapshot.exists() && journal.exists());
+    let want = truth(dir.path(), &ids);
+
+    // A flipped byte, a cut, or an empty file: never trusted, rebuilt.
+    let good = fs::read(&snapshot).unwrap();
+    let mut flipped = good.clone();
+    flipped[good.len() / 2] ^= 0x20;
+    for bad in [flipped, good[..good.len() - 9].to_vec(), Vec::new()] {
+        fs::write(&snapshot, &bad).unwrap();
+        let r = m.list_sessions_report().unwrap();
+        assert!(r.full_scan, "a damaged snapshot must not be used");
+        assert_eq!(listed(&r.entries), want);
+        assert_ne!(fs::read(&snapshot).unwrap(), bad, "rewritten");
+    }
+
+    // A snapshot whose journal is gone (or restarted): what changed since is
+    // unknown, so every transcript is checked.
+    let store = FileStore::new(dir.path(), Durability::None);
+    fs::remove_file(&journal).unwrap();
+    store
+        .append(&ids[0], &[Record::Message(Message::user("unseen"))], None)
+        .unwrap();
+    let r = m.list_sessions_report().unwrap();
+    assert!(r.full_scan);
+    assert_eq!(listed(&r.entries), truth(dir.path(), &ids));
+
+    // Sessions that appear or vanish behind the index's back (a transcript
+    // moved in by hand, one removed) change the directory: picked up
+    // without a full scan.
+    settle();
+    assert!(!m.list_sessions_report().unwrap().full_scan);
+    let other = tempfile::tempdir().unwrap();
+    let moved_in = sessions(other.path(), 1).remove(0);
+    fs::rename(
+        other.path().join(format!("{moved_in}.jsonl")),
+        dir.path().join(format!("{moved_in}.jsonl")),
+    )
+    .unwrap();
+    fs::remove_file(dir.path().join(format!("{}.jsonl", ids[4]))).unwrap();
+    let r = m.list_sessions_report().unwrap();
+    assert!(!r.full_scan);
+    let mut now: Vec<String> = ids[..4].to_vec();
+    now.push(moved_in);
+    assert_eq!(listed(&r.entries), truth(dir.path(), &now));
+    assert_eq!(r.removed, 1, "the vanished session's entry is removed");
+}
