@@ -1,16 +1,16 @@
 //! A failed tool call: [`ToolError`], classed like every memoir front's
-//! errors ([`ErrorClass`]) and returned to the client as a tool error
+//! errors ([`ErrorKind`]) and returned to the client as a tool error
 //! result (`isError: true` with `{error, message}`), never a panic or exit.
 
-use memoir::error_class::{class_of, ErrorClass};
+use memoir::error::{kind_of, ErrorKind};
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::json;
 
 /// Why a tool call failed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolError {
-    /// The class (its code is the `error` field).
-    pub class: ErrorClass,
+    /// The kind (its code is the `error` field).
+    pub class: ErrorKind,
     /// What went wrong, for the model to read.
     pub message: String,
 }
@@ -19,7 +19,7 @@ impl ToolError {
     /// The caller's arguments are wrong.
     pub fn invalid(message: impl Into<String>) -> Self {
         ToolError {
-            class: ErrorClass::InvalidInput,
+            class: ErrorKind::Invalid,
             message: message.into(),
         }
     }
@@ -27,7 +27,7 @@ impl ToolError {
     /// No such session or note.
     pub fn not_found(message: impl Into<String>) -> Self {
         ToolError {
-            class: ErrorClass::NotFound,
+            class: ErrorKind::NotFound,
             message: message.into(),
         }
     }
@@ -35,7 +35,7 @@ impl ToolError {
     /// The server failed.
     pub fn internal(message: impl Into<String>) -> Self {
         ToolError {
-            class: ErrorClass::Internal,
+            class: ErrorKind::Io,
             message: message.into(),
         }
     }
@@ -55,7 +55,7 @@ impl ToolError {
 
 fn classed(e: &(dyn std::error::Error + 'static)) -> ToolError {
     ToolError {
-        class: class_of(e).unwrap_or(ErrorClass::Internal),
+        class: kind_of(e).unwrap_or(ErrorKind::Io),
         message: e.to_string(),
     }
 }
@@ -63,7 +63,7 @@ fn classed(e: &(dyn std::error::Error + 'static)) -> ToolError {
 impl From<memoir::Error> for ToolError {
     fn from(e: memoir::Error) -> Self {
         ToolError {
-            class: e.class(),
+            class: e.kind(),
             message: e.to_string(),
         }
     }
@@ -72,7 +72,7 @@ impl From<memoir::Error> for ToolError {
 impl From<memoir::manager::ManagerError> for ToolError {
     fn from(e: memoir::manager::ManagerError) -> Self {
         ToolError {
-            class: e.class(),
+            class: e.kind(),
             message: e.to_string(),
         }
     }
@@ -80,11 +80,9 @@ impl From<memoir::manager::ManagerError> for ToolError {
 
 impl From<memoir::search::SearchError> for ToolError {
     fn from(e: memoir::search::SearchError) -> Self {
-        use memoir::search::SearchError as S;
-        match e {
-            S::Store(e) => e.into(),
-            S::Invalid(m) => ToolError::invalid(m),
-            other => classed(&other),
+        ToolError {
+            class: e.kind(),
+            message: e.to_string(),
         }
     }
 }
@@ -98,7 +96,7 @@ impl From<memoir::view::ViewError> for ToolError {
 impl From<memoir::embed::EmbeddingError> for ToolError {
     fn from(e: memoir::embed::EmbeddingError) -> Self {
         ToolError {
-            class: e.class(),
+            class: e.kind(),
             message: e.to_string(),
         }
     }

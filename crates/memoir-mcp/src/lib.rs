@@ -212,10 +212,10 @@ impl ServerHandler for MemoirMcp {
         let read = blocking(move || resources::read(&config, tenant.as_deref(), &uri)).await?;
         match read {
             Ok(r) => Ok(ReadResourceResponse::Complete(r)),
-            Err(e) if e.class == memoir::error_class::ErrorClass::Internal => {
+            Err(e) if e.class == memoir::error::ErrorKind::Io => {
                 Err(McpError::internal_error(e.message, None))
             }
-            Err(e) if e.class == memoir::error_class::ErrorClass::InvalidInput => {
+            Err(e) if e.class == memoir::error::ErrorKind::Invalid => {
                 Err(McpError::invalid_params(e.message, None))
             }
             Err(e) => Err(McpError::resource_not_found(e.message, None)),
