@@ -68,6 +68,9 @@ enum Command {
     Index(cmd::index::Args),
     /// Print (or --exec) the command that resumes a session in its agent.
     Resume(cmd::resume::Args),
+    /// Serve sessions and notes as MCP tools (stdio, or --http ADDR).
+    #[cfg(feature = "mcp")]
+    Mcp(cmd::mcp::Args),
     /// Tools for crash and concurrency tests.
     #[command(subcommand, hide = true)]
     Debug(cmd::debug::Command),
@@ -99,6 +102,8 @@ fn main() -> ExitCode {
         Command::Search(args) => cmd::search::run(args),
         Command::Index(args) => cmd::index::run(args),
         Command::Resume(args) => cmd::resume::run(args),
+        #[cfg(feature = "mcp")]
+        Command::Mcp(args) => cmd::mcp::run(args),
     };
     match result {
         Ok(code) => code,

@@ -1,8 +1,10 @@
 //! What the server serves and who may call it: [`ServerConfig`], bearer
 //! token grants ([`TokenGrant`], [`parse_tokens`]), store specs
 //! ([`open_store`]), the listen-address rule ([`check_listen`]) and the
-//! start-up error type ([`ServeError`]).
+//! start-up error type ([`ServeError`]), and [`TokenIndex`]: who a bearer
+//! token is (shared with `memoir mcp --http`).
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -87,6 +89,73 @@ fn check_grant(g: &TokenGrant) -> Result<(), ServeError> {
         )));
     }
     Ok(())
+}
+
+/// Accepted tokens by BLAKE3 digest (the secrets are not kept): the one
+/// bearer-token check of `memoir serve` and `memoir mcp --http`.
+#[derive(Debug, Clone, Default)]
+pub struct TokenIndex(HashMap<[u8; 32], TokenGrant>);
+
+/// Why a request's `Authorization` header was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum AuthError {
+    /// No `Authorization` header.
+    #[error("missing Authorization: Bearer <token>")]
+    Missing,
+    /// Not valid text, or not `Bearer <token>`.
+    #[error("the Authorization header must be `Bearer <token>`")]
+    Malformed,
+    /// No such token.
+    #[error("unknown token")]
+    Unknown,
+    /// The token's `expires_at` has passed.
+    #[error("the token has expired")]
+    Expired,
+}
+
+impl AuthError {
+    /// The stable error code (`unauthorized` or `token_expired`).
+    pub fn code(self) -> &'static str {
+        match self {
+            AuthError::Expired => "token_expired",
+            _ => "unauthorized",
+        }
+    }
+}
+
+impl TokenIndex {
+    /// Index `grants` by the digest of their token.
+    pub fn new(grants: Vec<TokenGrant>) -> TokenIndex {
+        TokenIndex(
+            grants
+                .into_iter()
+                .map(|g| (*blake3::hash(g.token.as_bytes()).as_bytes(), g))
+                .collect(),
+        )
+    }
+
+    /// The grant of an `Authorization` header's value (`Bearer <token>`).
+    pub fn authenticate(&self, header: Option<&[u8]>) -> Result<&TokenGrant, AuthError> {
+        let value = header.ok_or(AuthError::Missing)?;
+        let text = std::str::from_utf8(value).map_err(|_| AuthError::Malformed)?;
+        let token = text
+            .strip_prefix("Bearer ")
+            .ok_or(AuthError::Malformed)?
+            .trim();
+        let grant = self
+            .0
+            .get(blake3::hash(token.as_bytes()).as_bytes())
+            .ok_or(AuthError::Unknown)?;
+        if grant.expires_at.is_some_and(|t| t <= Utc::now()) {
+            return Err(AuthError::Expired);
+        }
+        Ok(grant)
+    }
+
+    /// Whether no token is accepted.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
 }
 
 /// What the server serves and how.

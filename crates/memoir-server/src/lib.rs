@@ -35,7 +35,10 @@ use axum::routing::{get, post, put};
 use axum::Router;
 
 pub use background::BackgroundServer;
-pub use config::{check_listen, open_store, parse_tokens, ServeError, ServerConfig, TokenGrant};
+pub use config::{
+    check_listen, open_store, parse_tokens, AuthError, ServeError, ServerConfig, TokenGrant,
+    TokenIndex,
+};
 pub use error::ApiError;
 use handlers::{blobs, fork, lease, read, search, trash, write, AppState};
 

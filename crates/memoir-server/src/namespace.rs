@@ -35,6 +35,22 @@ pub fn project_of(meta: &SessionMeta) -> Option<&str> {
     meta.extra.get(PROJECT_FIELD).and_then(|v| v.as_str())
 }
 
+/// The session manager of project `project` on the shared store `inner`
+/// (through its [`ProjectStore`], unleased): what every `memoir serve`
+/// handler and `memoir mcp --http` call works through.
+pub fn project_manager(inner: Arc<dyn LogStore>, project: &str) -> memoir::manager::SessionManager {
+    let options = memoir::manager::ManagerOptions {
+        repair_on_switch: false,
+        project: Some(project.to_string()),
+        lease: memoir::manager::LeasePolicy::Off,
+        ..memoir::manager::ManagerOptions::default()
+    };
+    memoir::manager::SessionManager::with_store(
+        Arc::new(ProjectStore::new(inner, project)),
+        options,
+    )
+}
+
 /// One project's view of the shared store.
 #[derive(Debug, Clone)]
 pub struct ProjectStore {

@@ -19,6 +19,7 @@
 //! - [`frame`]: the line framing (seq, batch marker, hash chain) on bytes,
 //!   below both [`store`] and [`transcript`];
 //! - [`doctor`]: the whole-store health check behind `memoir doctor`;
+//! - [`notes`]: explicit per-project notes (`remember`/`forget`) as records;
 //! - [`id`], [`paths`], [`error`]: session ids, store locations, errors.
 //!
 //! With the `usage` feature, `usage`: exact token usage and offline cost
@@ -67,6 +68,8 @@ pub mod id;
 pub mod import;
 pub mod manager;
 pub mod message;
+// Explicit per-project notes (`remember`/`forget`, issue 15).
+pub mod notes;
 pub mod paths;
 pub mod record;
 #[cfg(feature = "search")]

@@ -9,6 +9,8 @@ pub mod embed;
 pub mod eval;
 pub mod import;
 pub mod index;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod recall;
 pub mod resume;
 pub mod search;

@@ -82,35 +82,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             resolved.dir.display().to_string()
         }
     };
-    let mut tokens: Vec<TokenGrant> = Vec::new();
-    if let Some(path) = args
-        .tokens
-        .or_else(|| env_nonempty("MEMOIR_SERVER_TOKENS").map(PathBuf::from))
-    {
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("reading tokens file {}", path.display()))?;
-        tokens.extend(parse_tokens(&text)?);
-    }
-    for t in &args.token {
-        let Some((project, token)) = t.split_once('=') else {
-            return Err(CliError::usage(format!(
-                "--token wants PROJECT=TOKEN, got {t:?}"
-            )));
-        };
-        let grant = TokenGrant {
-            token: token.to_string(),
-            project: project.to_string(),
-            expires_at: None,
-        };
-        tokens.extend(parse_tokens(&serde_json::to_string(
-            &serde_json::json!({ "tokens": [grant] }),
-        )?)?);
-    }
-    if tokens.is_empty() {
-        return Err(CliError::usage(
-            "no tokens: give --token PROJECT=TOKEN or --tokens FILE (or $MEMOIR_SERVER_TOKENS)",
-        ));
-    }
+    let tokens = load_tokens(args.tokens, &args.token)?;
     let mut config = open_store(&spec, durability).with_context(|| format!("opening {spec}"))?;
     config.tokens = tokens;
     config.max_body = args.max_body_mib.max(1) << 20;
@@ -139,6 +111,40 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         anyhow::Ok(())
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The bearer tokens of `--tokens FILE` (else `$MEMOIR_SERVER_TOKENS`) and
+/// every `--token PROJECT=TOKEN`, checked; none at all is a usage error.
+/// Shared by `memoir serve` and `memoir mcp --http`.
+#[cfg(feature = "server")]
+pub fn load_tokens(file: Option<PathBuf>, token: &[String]) -> anyhow::Result<Vec<TokenGrant>> {
+    let mut tokens: Vec<TokenGrant> = Vec::new();
+    if let Some(path) = file.or_else(|| env_nonempty("MEMOIR_SERVER_TOKENS").map(PathBuf::from)) {
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading tokens file {}", path.display()))?;
+        tokens.extend(parse_tokens(&text)?);
+    }
+    for t in token {
+        let Some((project, token)) = t.split_once('=') else {
+            return Err(CliError::usage(format!(
+                "--token wants PROJECT=TOKEN, got {t:?}"
+            )));
+        };
+        let grant = TokenGrant {
+            token: token.to_string(),
+            project: project.to_string(),
+            expires_at: None,
+        };
+        tokens.extend(parse_tokens(&serde_json::to_string(
+            &serde_json::json!({ "tokens": [grant] }),
+        )?)?);
+    }
+    if tokens.is_empty() {
+        return Err(CliError::usage(
+            "no tokens: give --token PROJECT=TOKEN or --tokens FILE (or $MEMOIR_SERVER_TOKENS)",
+        ));
+    }
+    Ok(tokens)
 }
 
 /// Arguments of `memoir remote`.

@@ -20,7 +20,7 @@ use axum::extract::Path;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use memoir::manager::{LeasePolicy, ManagerOptions, SessionManager};
+use memoir::manager::SessionManager;
 use memoir::store::LogStore;
 use serde::de::DeserializeOwned;
 
@@ -53,13 +53,7 @@ impl AppState {
     /// The session manager over the caller's project: every session
     /// operation (fork, export, trash, restore, purge) goes through it.
     pub fn manager(&self, auth: &Auth) -> SessionManager {
-        let options = ManagerOptions {
-            repair_on_switch: false,
-            project: Some(auth.project.clone()),
-            lease: LeasePolicy::Off,
-            ..ManagerOptions::default()
-        };
-        SessionManager::with_store(Arc::new(self.project(auth)), options)
+        crate::namespace::project_manager(self.store.clone(), &auth.project)
     }
 }
 

@@ -125,6 +125,19 @@ impl SessionView {
         max_tokens: usize,
         store: Option<&ArtifactStore>,
     ) -> Result<GraftBlock, ViewError> {
+        self.graft_budget_top(embedder, query_text, CANDIDATES, max_tokens, store)
+    }
+
+    /// [`SessionView::graft_budget`] considering the best `top_k` chunks
+    /// (`recall`'s `k`) instead of the default candidate count.
+    pub fn graft_budget_top(
+        &self,
+        embedder: &dyn EmbeddingProvider,
+        query_text: &str,
+        top_k: usize,
+        max_tokens: usize,
+        store: Option<&ArtifactStore>,
+    ) -> Result<GraftBlock, ViewError> {
         let mode = self.config().mode;
         let vector = if mode.needs_vector() {
             Some(embedder.embed_query(query_text)?)
@@ -142,7 +155,7 @@ impl SessionView {
         let req = SearchRequest {
             vector: vector.as_deref(),
             text: Some(query_text),
-            top_k: CANDIDATES,
+            top_k: top_k.max(1),
             mode,
             states: StateSet::NOT_PRUNED,
         };

@@ -1,0 +1,186 @@
+//! Which sessions a call may see: the server's [`Backend`] (a local file
+//! store with a project path, or `memoir serve`'s shared store with one
+//! project per bearer token) and the per-call [`Scope`] built from it.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use memoir::blob::ArtifactStore;
+use memoir::embed::EmbeddingProvider;
+use memoir::manager::{LeasePolicy, ManagerOptions, SessionManager};
+use memoir::search::SearchIndex;
+use memoir::store::file::FileStore;
+use memoir::store::{Durability, LogStore};
+
+use crate::error::ToolError;
+
+/// Where the server's sessions are.
+#[derive(Debug, Clone)]
+pub enum Backend {
+    /// A local session directory (stdio, or HTTP for one user).
+    Local {
+        /// The session directory.
+        dir: PathBuf,
+        /// The server's project: a workspace path.
+        project: PathBuf,
+        /// Whether the store is shared by several projects (the global
+        /// store), so listings and searches filter on the workspace; a
+        /// project's own `.memoir/sessions` holds only that project.
+        shared: bool,
+    },
+    /// `memoir serve`'s shared store: the caller's project comes from its
+    /// bearer token, and every call works through that project's namespace.
+    Tenants {
+        /// The shared store (all projects).
+        store: Arc<dyn LogStore>,
+        /// Where the per-project search indexes live.
+        index_root: PathBuf,
+    },
+}
+
+/// What a server was started with.
+#[derive(Clone)]
+pub struct McpConfig {
+    /// The sessions.
+    pub backend: Backend,
+    /// Expose the destructive tools (`forget`, `fork_session`).
+    pub allow_writes: bool,
+    /// The embedder of hybrid search and recall.
+    pub embedder: Arc<dyn EmbeddingProvider>,
+    /// Large payloads (the blob store), when there is one.
+    pub blobs: Option<Arc<ArtifactStore>>,
+}
+
+impl std::fmt::Debug for McpConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpConfig")
+            .field("backend", &self.backend)
+            .field("allow_writes", &self.allow_writes)
+            .field("embedder", &self.embedder.model_id())
+            .finish()
+    }
+}
+
+/// One call's view: the project it is scoped to and the manager over it.
+pub struct Scope {
+    /// The manager (unleased; the local project's workspace, or the token's namespace).
+    pub manager: SessionManager,
+    /// The store searches and usage read (the project's namespace for tenants).
+    pub store: Arc<dyn LogStore>,
+    /// The project's key: its workspace path or its server project name.
+    pub project: String,
+    /// The workspace filter of a shared local store (`None`: every session
+    /// of the store is the project's).
+    pub workspace: Option<PathBuf>,
+    /// Whether `all_projects` may widen the scope (local stores only; a token
+    /// never sees another project).
+    pub may_widen: bool,
+    index_key: (PathBuf, String),
+}
+
+/// One open search index, shared by the calls that use it.
+type SharedIndex = Arc<Mutex<SearchIndex>>;
+
+/// Open search indexes, one per (index dir, project), kept between calls.
+#[derive(Default)]
+pub struct Indexes(Mutex<HashMap<(PathBuf, String), SharedIndex>>);
+
+impl Indexes {
+    /// The index of `scope`, opened on first use.
+    pub fn get(
+        &self,
+        scope: &Scope,
+        embedder: &Arc<dyn EmbeddingProvider>,
+    ) -> Result<SharedIndex, ToolError> {
+        let mut map = self
+            .0
+            .lock()
+            .map_err(|_| ToolError::internal("index lock poisoned"))?;
+        if let Some(ix) = map.get(&scope.index_key) {
+            return Ok(ix.clone());
+        }
+        let ix = SearchIndex::open_store(scope.store.clone(), &scope.index_key.0)?
+            .with_embedder(embedder.clone());
+        let ix = Arc::new(Mutex::new(ix));
+        map.insert(scope.index_key.clone(), ix.clone());
+        Ok(ix)
+    }
+}
+
+/// Where `memoir mcp --http` keeps the per-project search indexes of store
+/// `spec`: `<dir>/search/mcp/<project>` for a directory, else
+/// `$MEMOIR_HOME/search/mcp-<hash of the spec>/<project>`.
+pub fn tenant_index_root(spec: &str) -> memoir::Result<PathBuf> {
+    if spec.contains("://") {
+        let key = blake3::hash(spec.as_bytes()).to_hex();
+        Ok(memoir::paths::memoir_home()?
+            .join(memoir::search::INDEX_DIR)
+            .join(format!("mcp-{}", &key[..16])))
+    } else {
+        Ok(PathBuf::from(spec)
+            .join(memoir::search::INDEX_DIR)
+            .join("mcp"))
+    }
+}
+
+fn manager_options(workspace: Option<PathBuf>) -> ManagerOptions {
+    ManagerOptions {
+        repair_on_switch: false,
+        lease: LeasePolicy::Off,
+        workspace,
+        ..ManagerOptions::default()
+    }
+}
+
+impl Backend {
+    /// The scope of a call; `tenant` is the bearer token's project (required
+    /// for [`Backend::Tenants`]).
+    pub fn scope(&self, tenant: Option<&str>) -> Result<Scope, ToolError> {
+        match self {
+            Backend::Local {
+                dir,
+                project,
+                shared,
+            } => {
+                let store: Arc<dyn LogStore> = Arc::new(FileStore::new(dir, Durability::Fsync));
+                let manager = SessionManager::with_store(
+                    store.clone(),
+                    manager_options(Some(project.clone())),
+                );
+                Ok(Scope {
+                    manager,
+                    store,
+                    project: project.display().to_string(),
+                    workspace: shared.then(|| project.clone()),
+                    may_widen: true,
+                    index_key: (dir.join(memoir::search::INDEX_DIR), String::new()),
+                })
+            }
+            Backend::Tenants { store, index_root } => {
+                let Some(project) = tenant else {
+                    return Err(ToolError::internal("no project for this request"));
+                };
+                let ns: Arc<dyn LogStore> = Arc::new(memoir_server::namespace::ProjectStore::new(
+                    store.clone(),
+                    project,
+                ));
+                Ok(Scope {
+                    manager: memoir_server::namespace::project_manager(store.clone(), project),
+                    store: ns,
+                    project: project.to_string(),
+                    workspace: None,
+                    may_widen: false,
+                    index_key: (index_root.join(project), project.to_string()),
+                })
+            }
+        }
+    }
+}
+
+impl Scope {
+    /// Whether a session with workspace `ws` is in the project.
+    pub fn owns_workspace(&self, ws: &Path) -> bool {
+        self.workspace.as_ref().is_none_or(|p| ws.starts_with(p))
+    }
+}

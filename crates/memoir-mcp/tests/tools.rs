@@ -1,0 +1,206 @@
+//! The tool handlers in process, on real file stores: scoping, notes under
+//! concurrent writers (threads with their own servers), tool errors, pages.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use memoir::embed::HashEmbedder;
+use memoir::manager::{ManagerOptions, SessionManager};
+use memoir::message::Message;
+use memoir_mcp::{Backend, McpConfig, MemoirMcp};
+use serde_json::{json, Map, Value};
+
+fn server(dir: &Path, project: &Path, allow_writes: bool) -> MemoirMcp {
+    MemoirMcp::new(McpConfig {
+        backend: Backend::Local {
+            dir: dir.to_path_buf(),
+            project: project.to_path_buf(),
+            shared: true,
+        },
+        allow_writes,
+        embedder: Arc::new(HashEmbedder::new(256)),
+        blobs: None,
+    })
+}
+
+fn session(dir: &Path, workspace: &Path, text: &str) -> String {
+    let options = ManagerOptions {
+        workspace: Some(workspace.to_path_buf()),
+        ..ManagerOptions::default()
+    };
+    let mut m = SessionManager::open(dir, options).unwrap();
+    let id = m.create_session(text, None).unwrap();
+    m.add_message(Message::assistant("noted")).unwrap();
+    m.flush().unwrap();
+    id
+}
+
+fn args(v: Value) -> Map<String, Value> {
+    v.as_object().unwrap().clone()
+}
+
+fn ok(s: &MemoirMcp, name: &str, a: Value) -> Value {
+    let r = s.call_blocking(None, name, args(a));
+    assert_ne!(r.is_error, Some(true), "{name}: {:?}", r.content);
+    r.structured_content.unwrap()
+}
+
+fn err(s: &MemoirMcp, name: &str, a: Value) -> String {
+    let r = s.call_blocking(None, name, args(a));
+    assert_eq!(r.is_error, Some(true), "{name} should fail");
+    r.structured_content.unwrap()["error"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn a_project_never_sees_another_projects_sessions_unless_widened() {
+    let root = tempfile::tempdir().unwrap();
+    let (dir, a, b) = (
+        root.path().join("s"),
+        root.path().join("a"),
+        root.path().join("b"),
+    );
+    let sa = session(&dir, &a, "alpha marmalade plan");
+    let sb = session(&dir, &b, "beta marmalade plan");
+    let s = server(&dir, &a, false);
+    let hits = ok(&s, "search_sessions", json!({"query": "marmalade"}));
+    let ids: Vec<&str> = hits["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["session"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [sa.as_str()]);
+    assert_eq!(err(&s, "get_session", json!({"id": sb})), "not_found");
+    assert_eq!(err(&s, "resume_command", json!({"id": sb})), "not_found");
+    assert_eq!(
+        err(
+            &s,
+            "search_sessions",
+            json!({"query": "marmalade", "project": b.display().to_string()})
+        ),
+        "bad_request"
+    );
+    let wide = ok(
+        &s,
+        "search_sessions",
+        json!({"query": "marmalade", "all_projects": true}),
+    );
+    assert_eq!(wide["hits"].as_array().unwrap().len(), 2);
+    let listed = ok(&s, "list_sessions", json!({}));
+    assert_eq!(listed["sessions"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn concurrent_writers_keep_every_note_once_and_forget_is_a_tombstone() {
+    let root = tempfile::tempdir().unwrap();
+    let (dir, a) = (root.path().join("s"), root.path().join("a"));
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let (dir, a) = (dir.clone(), a.clone());
+            std::thread::spawn(move || {
+                let s = server(&dir, &a, false);
+                for i in 0..25 {
+                    ok(&s, "remember", json!({"text": format!("note {t}-{i}")}));
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let s = server(&dir, &a, true);
+    let page = ok(&s, "list_notes", json!({"limit": 200}));
+    let notes = page["notes"].as_array().unwrap();
+    let mut texts: Vec<&str> = notes.iter().map(|n| n["text"].as_str().unwrap()).collect();
+    texts.sort();
+    texts.dedup();
+    assert_eq!(texts.len(), 100);
+    assert_eq!(notes.len(), 100);
+    let note = ok(
+        &s,
+        "remember",
+        json!({"text": "the quokka mascot is named Pip"}),
+    );
+    let id = note["id"].as_str().unwrap().to_string();
+    let found = ok(&s, "search_sessions", json!({"query": "quokka mascot"}));
+    assert_eq!(found["hits"].as_array().unwrap().len(), 1, "{found}");
+    assert_eq!(ok(&s, "forget", json!({"id": id}))["forgotten"], true);
+    assert_eq!(err(&s, "forget", json!({"id": id})), "not_found");
+    assert_eq!(
+        ok(&s, "list_notes", json!({"limit": 200}))["notes"]
+            .as_array()
+            .unwrap()
+            .len(),
+        100
+    );
+    let gone = ok(&s, "search_sessions", json!({"query": "quokka mascot"}));
+    assert_eq!(gone["hits"], json!([]), "a forgotten note is not found");
+}
+
+#[test]
+fn bad_arguments_are_tool_errors_and_writes_need_permission() {
+    let root = tempfile::tempdir().unwrap();
+    let (dir, a) = (root.path().join("s"), root.path().join("a"));
+    session(&dir, &a, "something");
+    let s = server(&dir, &a, false);
+    for (name, a) in [
+        ("search_sessions", json!({})),
+        ("search_sessions", json!({"query": "x", "extra": 1})),
+        ("search_sessions", json!({"query": "x", "cursor": "zz"})),
+        ("recall", json!({"query": "x", "token_budget": 1})),
+        ("get_session", json!({"id": "../../etc"})),
+        ("remember", json!({"text": ""})),
+        ("usage", json!({"by": "planet"})),
+        ("forget", json!({"id": "note_0"})),
+    ] {
+        let r = s.call_blocking(None, name, args(a.clone()));
+        assert_eq!(r.is_error, Some(true), "{name} {a}");
+    }
+    let r = s.call_blocking(
+        None,
+        "forget",
+        args(json!({"id": format!("note_{}", "0".repeat(32))})),
+    );
+    let msg = r.structured_content.unwrap()["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(msg.contains("--allow-writes"), "{msg}");
+}
+
+#[test]
+fn pages_hand_out_cursors_until_the_end() {
+    let root = tempfile::tempdir().unwrap();
+    let (dir, a) = (root.path().join("s"), root.path().join("a"));
+    for i in 0..7 {
+        session(&dir, &a, &format!("session number {i}"));
+    }
+    let s = server(&dir, &a, false);
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut a = json!({"limit": 3});
+        if let Some(c) = &cursor {
+            a["cursor"] = json!(c);
+        }
+        let page = ok(&s, "list_sessions", a);
+        seen.extend(
+            page["sessions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| e["id"].as_str().unwrap().to_string()),
+        );
+        if page["truncated"] == false {
+            break;
+        }
+        cursor = Some(page["next_cursor"].as_str().unwrap().to_string());
+    }
+    let mut unique = seen.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!((seen.len(), unique.len()), (7, 7));
+}
