@@ -86,6 +86,7 @@ fn main() {
         messages_per_session: num("--messages", 100),
         answer_every: (num("--sessions", 10_000) / 250).max(1),
         seed: 42,
+        extra_result_lines: 0,
     };
     let calls = num("--calls", 200);
     let tmp = tempfile::tempdir().expect("tempdir");
