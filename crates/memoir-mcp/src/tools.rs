@@ -6,7 +6,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
-use chrono::{DateTime, NaiveDate, Utc};
+use chrono::{DateTime, Utc};
 use memoir::manager::IndexEntry;
 use memoir::notes::{self, Notes};
 use memoir::record::SessionMeta;
@@ -70,30 +70,10 @@ pub fn call(
     }
 }
 
-/// `2026-05-01`, an RFC 3339 time, or `<n>d` / `<n>h` / `<n>m` ago.
-pub fn parse_time(s: &str) -> Result<DateTime<Utc>, ToolError> {
-    if let Ok(t) = DateTime::parse_from_rfc3339(s) {
-        return Ok(t.with_timezone(&Utc));
-    }
-    if let Some(t) = NaiveDate::parse_from_str(s, "%Y-%m-%d")
-        .ok()
-        .and_then(|d| d.and_hms_opt(0, 0, 0))
-    {
-        return Ok(t.and_utc());
-    }
-    let (num, unit) = s.split_at(s.len().saturating_sub(1));
-    let ago = num.parse::<i64>().ok().and_then(|n| match unit {
-        "d" => chrono::Duration::try_days(n),
-        "h" => chrono::Duration::try_hours(n),
-        "m" => chrono::Duration::try_minutes(n),
-        _ => None,
-    });
-    match ago.and_then(|a| Utc::now().checked_sub_signed(a)) {
-        Some(t) => Ok(t),
-        None => Err(ToolError::invalid(format!(
-            "{s:?} is not a time (use 2026-05-01, 2026-05-01T10:00:00Z, or 7d / 12h / 30m)"
-        ))),
-    }
+/// A time bound of a tool call, parsed by the library (one grammar for every
+/// front: an instant, a day or an age).
+fn parse_time(s: &str) -> Result<DateTime<Utc>, ToolError> {
+    memoir::search::parse_time(s).map_err(|e| ToolError::invalid(e.to_string()))
 }
 
 /// The project filter of a call: the server's project, a narrower one the

@@ -9,9 +9,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use chrono::{DateTime, NaiveDate, Utc};
+use chrono::{DateTime, Utc};
 use memoir::message::Role;
-use memoir::search::{SearchFilter, SearchHit, SearchIndex, SearchMode, SearchQuery};
+use memoir::search::{parse_time, SearchFilter, SearchHit, SearchIndex, SearchMode, SearchQuery};
 
 use super::store::StoreArgs;
 
@@ -58,33 +58,6 @@ pub struct Args {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
-}
-
-/// `2026-05-01`, an RFC 3339 time, or `<n>d` / `<n>h` / `<n>m` ago.
-pub fn parse_time(s: &str) -> Result<DateTime<Utc>, String> {
-    if let Ok(t) = DateTime::parse_from_rfc3339(s) {
-        return Ok(t.with_timezone(&Utc));
-    }
-    if let Ok(d) = NaiveDate::parse_from_str(s, "%Y-%m-%d") {
-        if let Some(t) = d.and_hms_opt(0, 0, 0) {
-            return Ok(t.and_utc());
-        }
-    }
-    let (num, unit) = s.split_at(s.len().saturating_sub(1));
-    if let Ok(n) = num.parse::<i64>() {
-        let ago = match unit {
-            "d" => chrono::Duration::try_days(n),
-            "h" => chrono::Duration::try_hours(n),
-            "m" => chrono::Duration::try_minutes(n),
-            _ => None,
-        };
-        if let Some(ago) = ago {
-            return Ok(Utc::now() - ago);
-        }
-    }
-    Err(format!(
-        "{s:?} is not a time (use 2026-05-01, 2026-05-01T10:00:00Z, or 7d / 12h / 30m)"
-    ))
 }
 
 fn parse_role(s: &str) -> Result<Role, String> {

@@ -39,6 +39,7 @@ pub mod schema;
 pub mod snippet;
 mod terms;
 mod text;
+mod time;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -50,6 +51,7 @@ pub use context::around;
 pub use error::SearchError;
 pub use resume::{resume_command, ResumeCommand};
 pub use snippet::Snippet;
+pub use time::parse_time;
 
 use crate::embed::{EmbeddingProvider, HashEmbedder};
 use crate::message::Role;
