@@ -83,6 +83,38 @@ impl LogQuery {
 /// The state as handlers receive it.
 pub(crate) type Shared = Arc<AppState>;
 
+/// How a log route reads its session: live (`LogStore::read`) or from the
+/// trash (`LogStore::read_deleted`).
+pub(crate) type ReadLog = fn(&ProjectStore, &str) -> memoir::Result<memoir::store::RawLog>;
+
+/// The verified log of the session in `path`, read by `read`, with payloads
+/// resolved from the server's blob store unless the client asked for
+/// references (`?blobs=refs`, then it fetches them with `GET /v1/blobs/{hash}`).
+pub(crate) async fn log_response(
+    st: Shared,
+    auth: crate::auth::Auth,
+    path: Result<axum::extract::Path<String>, axum::extract::rejection::PathRejection>,
+    query: Result<axum::extract::Query<LogQuery>, axum::extract::rejection::QueryRejection>,
+    read: ReadLog,
+) -> crate::error::ApiResult<axum::Json<memoir::client::wire::LogResponse>> {
+    let id = session_id(path)?;
+    let axum::extract::Query(query) =
+        query.map_err(|e| crate::error::ApiError::bad_request(e.body_text()))?;
+    let refs = query.keeps_refs()?;
+    let ps = st.project(&auth);
+    let resp = crate::error::blocking(move || {
+        let raw = read(&ps, &id)?;
+        let raw = if refs {
+            raw
+        } else {
+            memoir::transcript::blobs::resolve_raw(&ps, raw)
+        };
+        Ok::<_, memoir::Error>(memoir::client::wire::LogResponse::from_raw(&raw)?)
+    })
+    .await?;
+    Ok(axum::Json(resp))
+}
+
 /// The `{id}` of a session route, validated.
 pub(crate) fn session_id(path: Result<Path<String>, PathRejection>) -> ApiResult<String> {
     let Path(id) = path?;

@@ -56,23 +56,7 @@ pub(crate) async fn get_log(
     path: Result<Path<String>, PathRejection>,
     query: Result<Query<super::LogQuery>, axum::extract::rejection::QueryRejection>,
 ) -> ApiResult<Json<wire::LogResponse>> {
-    let id = session_id(path)?;
-    let Query(query) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
-    let refs = query.keeps_refs()?;
-    let ps = st.project(&auth);
-    let resp = blocking(move || {
-        // Payloads in the server's blob store travel resolved, unless the
-        // client fetches them itself (`GET /v1/blobs/{hash}`).
-        let raw = ps.read(&id)?;
-        let raw = if refs {
-            raw
-        } else {
-            memoir::transcript::blobs::resolve_raw(&ps, raw)
-        };
-        Ok::<_, Error>(wire::LogResponse::from_raw(&raw)?)
-    })
-    .await?;
-    Ok(Json(resp))
+    super::log_response(st, auth, path, query, |ps, id| ps.read(id)).await
 }
 
 /// `GET /v1/sessions/{id}`.

@@ -10,9 +10,9 @@ use memoir::client::wire;
 use memoir::store::LogStore;
 use memoir::Error;
 
-use super::{session_id, LogQuery, Shared};
+use super::{LogQuery, Shared};
 use crate::auth::Auth;
-use crate::error::{blocking, ApiError, ApiResult};
+use crate::error::{blocking, ApiResult};
 
 /// `GET /v1/trash`: the project's deleted sessions, most recently deleted first.
 pub(crate) async fn list_trash(
@@ -45,19 +45,5 @@ pub(crate) async fn get_trashed_log(
     path: Result<Path<String>, PathRejection>,
     query: Result<Query<LogQuery>, axum::extract::rejection::QueryRejection>,
 ) -> ApiResult<Json<wire::LogResponse>> {
-    let id = session_id(path)?;
-    let Query(query) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
-    let refs = query.keeps_refs()?;
-    let ps = st.project(&auth);
-    let resp = blocking(move || {
-        let raw = ps.read_deleted(&id)?;
-        let raw = if refs {
-            raw
-        } else {
-            memoir::transcript::blobs::resolve_raw(&ps, raw)
-        };
-        Ok::<_, Error>(wire::LogResponse::from_raw(&raw)?)
-    })
-    .await?;
-    Ok(Json(resp))
+    super::log_response(st, auth, path, query, |ps, id| ps.read_deleted(id)).await
 }
