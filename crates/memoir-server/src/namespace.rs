@@ -163,6 +163,28 @@ fn hide_id(e: Error, stored: &str, id: &str) -> Error {
     }
 }
 
+impl ProjectStore {
+    /// Read `id`'s log with `read` (live or trashed) under its stored id, and
+    /// show its header as this project sees it (another project's session is
+    /// not found).
+    fn visible_log(
+        &self,
+        id: &str,
+        read: impl FnOnce(&dyn LogStore, &str) -> Result<RawLog>,
+    ) -> Result<RawLog> {
+        let stored = self.stored(id)?;
+        let mut raw = read(self.inner.as_ref(), &stored).map_err(|e| hide_id(e, &stored, id))?;
+        raw.header = match raw.header.take() {
+            Some(meta) => Some(
+                self.to_visible(meta)
+                    .ok_or_else(|| Error::NotFound(id.to_string()))?,
+            ),
+            None => None,
+        };
+        Ok(raw)
+    }
+}
+
 impl LogStore for ProjectStore {
     fn create(&self, meta: &SessionMeta) -> Result<Appended> {
         let stored = self.to_stored(meta)?;
@@ -181,19 +203,7 @@ impl LogStore for ProjectStore {
     }
 
     fn read(&self, id: &str) -> Result<RawLog> {
-        let stored = self.stored(id)?;
-        let mut raw = self
-            .inner
-            .read(&stored)
-            .map_err(|e| hide_id(e, &stored, id))?;
-        raw.header = match raw.header.take() {
-            Some(meta) => Some(
-                self.to_visible(meta)
-                    .ok_or_else(|| Error::NotFound(id.to_string()))?,
-            ),
-            None => None,
-        };
-        Ok(raw)
+        self.visible_log(id, |inner, stored| inner.read(stored))
     }
 
     fn read_header(&self, id: &str) -> Result<Option<SessionMeta>> {
@@ -266,19 +276,7 @@ impl LogStore for ProjectStore {
     }
 
     fn read_deleted(&self, id: &str) -> Result<RawLog> {
-        let stored = self.stored(id)?;
-        let mut raw = self
-            .inner
-            .read_deleted(&stored)
-            .map_err(|e| hide_id(e, &stored, id))?;
-        raw.header = match raw.header.take() {
-            Some(meta) => Some(
-                self.to_visible(meta)
-                    .ok_or_else(|| Error::NotFound(id.to_string()))?,
-            ),
-            None => None,
-        };
-        Ok(raw)
+        self.visible_log(id, |inner, stored| inner.read_deleted(stored))
     }
 
     fn purge(&self, id: &str) -> Result<()> {
