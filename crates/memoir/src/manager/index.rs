@@ -28,7 +28,6 @@ use std::fs::{self, File, OpenOptions};
 use std::io::ErrorKind;
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -37,7 +36,8 @@ use crate::error::{IoContext, Result};
 use crate::message::{Block, Message, Usage};
 use crate::paths;
 use crate::record::{ForkPoint, Record};
-use crate::store::file::changes::{Journal, Since};
+use crate::store::file::changes::Journal;
+use crate::store::file::checkpoint::{self, Changes, Checkpoint};
 use crate::store::file::EXT;
 use crate::store::{Appended, LogStore};
 use crate::transcript::{read_in, Transcript};
@@ -389,70 +389,48 @@ impl Index {
     /// From the listing snapshot when it can be trusted (this boot, same
     /// change journal epoch): only the sessions the journal names since the
     /// snapshot, the ones a changed store directory gained or lost, and a few
-    /// sampled at random (writers that bypass the journal) are looked at.
-    /// Otherwise every transcript is `stat`ed against its entry, stale
-    /// entries are rebuilt, and a new snapshot is written.
+    /// sampled at random (writers that bypass the journal) are looked at
+    /// ([`Checkpoint::changes`]). Otherwise every transcript is `stat`ed
+    /// against its entry, stale entries are rebuilt, and a new snapshot is
+    /// written.
     pub fn list(&self, reader: &dyn LogStore) -> Result<Listing> {
         let journal = Journal::new(&self.store_dir);
-        let boot = snapshot::boot_id();
-        let trusted = boot
-            .as_ref()
-            .and_then(|b| snapshot::load(&self.snapshot_path()).filter(|s| &s.header.boot == b));
-        if let (Some(snap), Some(boot)) = (trusted, &boot) {
-            if let Some(listing) = self.list_from_snapshot(reader, &journal, snap, boot)? {
+        if let Some(snap) = snapshot::load(&self.snapshot_path()) {
+            if let Some(listing) = self.list_from_snapshot(reader, &journal, snap)? {
                 return Ok(listing);
             }
         }
-        self.list_full(reader, &journal, boot)
+        self.list_full(reader, &journal)
     }
 
-    /// The listing from a trusted snapshot, or `None` when the change
-    /// journal cannot say what changed since it.
+    /// The listing from a snapshot, or `None` when it cannot be trusted (the
+    /// change journal cannot say what changed since it, another boot).
     fn list_from_snapshot(
         &self,
         reader: &dyn LogStore,
         journal: &Journal,
         snap: snapshot::Snapshot,
-        boot: &str,
     ) -> Result<Option<Listing>> {
-        let Since::Changes { ids, end } = journal
-            .since(&snap.header.position())
-            .ctx("read", journal.path())?
+        let mut entries = snap.entries;
+        let Some(changes) = snap.header.at.changes(&self.store_dir, journal, || {
+            Ok::<_, crate::Error>(entries.iter().map(|e| e.id.as_str()).collect::<HashSet<_>>())
+        })?
         else {
             return Ok(None);
         };
-        let dir_mtime = match fs::metadata(&self.store_dir) {
-            Ok(m) => Stamp::of(&m).mtime_ns,
-            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Some(Listing::default())),
-            Err(e) => return Err(e).ctx("stat", &self.store_dir),
+        let Changes {
+            mut changed,
+            mut gone,
+            live,
+            moved,
+            next,
+        } = changes;
+        let mut header = snapshot::Header {
+            v: snapshot::SNAPSHOT_VERSION,
+            at: next,
+            entries: 0,
         };
-        let mut header = snap.header;
-        let mut entries = snap.entries;
-        let mut listing = Listing::default();
-        let mut changed: BTreeSet<String> = ids
-            .into_iter()
-            .filter(|id| crate::id::validate(id).is_ok())
-            .collect();
-        let mut gone: HashSet<String> = HashSet::new();
-        let rescan = dir_mtime != header.dir_mtime_ns || !header.dir_settled;
-        if rescan {
-            let (live, bad_names) = transcript_ids(&self.store_dir)?;
-            let known: HashSet<&str> = entries
-                .iter()
-                .map(|e| e.id.as_str())
-                .chain(header.unreadable.iter().map(String::as_str))
-                .collect();
-            changed.extend(
-                live.iter()
-                    .filter(|id| !known.contains(id.as_str()))
-                    .cloned(),
-            );
-            gone.extend(
-                known
-                    .iter()
-                    .filter(|id| !live.contains(**id))
-                    .map(|id| id.to_string()),
-            );
+        if let Some(live) = &live {
             // Entry files left without a transcript (removed behind the
             // index's back) go too.
             gone.extend(
@@ -462,30 +440,23 @@ impl Index {
                     .filter_map(|(name, _)| name.strip_suffix(".json").map(str::to_string))
                     .filter(|id| !live.contains(id)),
             );
-            header.bad_names = bad_names;
-            header.dir_mtime_ns = dir_mtime;
-            header.dir_settled = settled(dir_mtime);
         }
-        // Lazy verification: a few entries per listing are checked against
-        // their transcript, so a writer that bypassed the journal (an older
-        // build, a hand edit) is noticed eventually.
-        for e in sample(&entries, VERIFY_SAMPLE.load(Ordering::Relaxed)) {
+        for e in checkpoint::sample(entries.len()).map(|i| &entries[i]) {
             let fresh =
                 fs::metadata(self.transcript_path(&e.id)).is_ok_and(|m| Stamp::of(&m) == e.stamp);
             if !fresh {
                 changed.insert(e.id.clone());
             }
         }
-        let moved = end != header.position();
-        if changed.is_empty() && gone.is_empty() && !moved && !rescan {
+        let mut listing = Listing::default();
+        if changed.is_empty() && gone.is_empty() && !moved && live.is_none() {
             listing.entries = entries;
-            listing.unreadable = header.unreadable.len() + header.bad_names;
+            listing.unreadable = header.at.unreadable.len() + header.at.bad_names;
             return Ok(Some(listing));
         }
         let mut refreshed: HashMap<String, IndexEntry> = HashMap::new();
-        let mut unreadable: BTreeSet<String> = header.unreadable.iter().cloned().collect();
+        let mut unreadable: BTreeSet<String> = header.at.unreadable.iter().cloned().collect();
         for id in &changed {
-            unreadable.remove(id);
             match self.refresh_locked(reader, id) {
                 Ok(Some((e, rebuilt))) => {
                     listing.rebuilt += usize::from(rebuilt);
@@ -510,18 +481,10 @@ impl Index {
         });
         entries.extend(refreshed.into_values());
         sort_newest_first(&mut entries);
-        header.unreadable = unreadable.into_iter().collect();
-        let mut position = end;
-        if position.offset > COMPACT_AT {
-            if let Ok(Some(fresh)) = journal.compact(&position) {
-                position = fresh;
-            }
-        }
-        header.epoch = position.epoch;
-        header.offset = position.offset;
-        header.boot = boot.to_string();
+        header.at.unreadable = unreadable.into_iter().collect();
+        header.at.compact_journal(journal);
         let _ = snapshot::write(&self.snapshot_path(), &header, &entries);
-        listing.unreadable = header.unreadable.len() + header.bad_names;
+        listing.unreadable = header.at.unreadable.len() + header.at.bad_names;
         listing.entries = entries;
         Ok(Some(listing))
     }
@@ -535,45 +498,24 @@ impl Index {
         reader: &dyn LogStore,
         id: &str,
     ) -> Result<Option<(IndexEntry, bool)>> {
-        let path = self.transcript_path(id);
-        let file = match OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-            .open(&path)
-        {
-            Ok(f) => f,
-            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e).ctx("open", &path),
+        let Some(_lock) = checkpoint::lock_shared(&self.store_dir, id)? else {
+            return Ok(None);
         };
-        if !file.metadata().ctx("stat", &path)?.is_file() {
-            return Err(crate::Error::NotRegularFile {
-                path,
-                kind: "special file",
-            });
-        }
-        file.lock_shared().ctx("lock", &path)?;
-        let out = match self.load_fresh(id) {
+        match self.load_fresh(id) {
             Some(e) => Ok(Some((e, false))),
             None => match self.rebuild(reader, id) {
                 Ok((e, _)) => Ok(Some((e, true))),
                 Err(crate::Error::NotFound(_)) => Ok(None),
                 Err(e) => Err(e),
             },
-        };
-        let _ = file.unlock();
-        out
+        }
     }
 
     /// The listing without a usable snapshot: every transcript is `stat`ed
     /// against its entry, stale and missing entries are rebuilt (on several
     /// threads), entries without a transcript are removed, and a snapshot is
     /// written for the next listing.
-    fn list_full(
-        &self,
-        reader: &dyn LogStore,
-        journal: &Journal,
-        boot: Option<String>,
-    ) -> Result<Listing> {
+    fn list_full(&self, reader: &dyn LogStore, journal: &Journal) -> Result<Listing> {
         // A missing store lists empty, and a read never creates it.
         if !self.store_dir.is_dir() {
             return Ok(Listing {
@@ -582,10 +524,7 @@ impl Index {
             });
         }
         // Taken before looking: what changes while we look is replayed next time.
-        let position = journal.position().ok();
-        let dir_mtime = fs::metadata(&self.store_dir)
-            .ok()
-            .map(|m| Stamp::of(&m).mtime_ns);
+        let checkpoint = Checkpoint::before_full_scan(&self.store_dir, journal);
         let mut listing = Listing {
             full_scan: true,
             ..Listing::default()
@@ -637,17 +576,13 @@ impl Index {
         }
         sort_newest_first(&mut listing.entries);
         listing.unreadable = unreadable.len() + bad_names;
-        if let (Some(position), Some(boot), Some(dir_mtime)) = (position, boot, dir_mtime) {
+        if let Some(mut at) = checkpoint {
             unreadable.sort();
+            at.unreadable = unreadable;
+            at.bad_names = bad_names;
             let header = snapshot::Header {
                 v: snapshot::SNAPSHOT_VERSION,
-                boot,
-                epoch: position.epoch,
-                offset: position.offset,
-                dir_mtime_ns: dir_mtime,
-                dir_settled: settled(dir_mtime),
-                unreadable,
-                bad_names,
+                at,
                 entries: listing.entries.len(),
             };
             let _ = snapshot::write(&self.snapshot_path(), &header, &listing.entries);
@@ -689,64 +624,10 @@ impl Index {
     }
 }
 
-/// Entries checked against their transcript per snapshot listing (32).
-/// Tests of the change journal set it to 0, so that only the journal can
-/// reveal a change; nothing else should touch it.
+/// Entries checked against their transcript per snapshot listing (shared
+/// with the search index's catch-up; tests of the change journal set it to 0).
 #[doc(hidden)]
-pub static VERIFY_SAMPLE: AtomicUsize = AtomicUsize::new(32);
-
-/// The change journal is compacted by a listing once it is this long.
-const COMPACT_AT: u64 = 1 << 20;
-
-/// A directory modification time this close to now may be followed by
-/// another change within the same clock tick (racy-git): not settled.
-const SETTLE_NS: i64 = 2_000_000_000;
-
-fn settled(mtime_ns: i64) -> bool {
-    let now = chrono::Utc::now().timestamp_nanos_opt().unwrap_or(i64::MAX);
-    now.saturating_sub(mtime_ns) > SETTLE_NS
-}
-
-/// Up to `n` entries picked at random (a different few each call).
-fn sample(entries: &[IndexEntry], n: usize) -> impl Iterator<Item = &IndexEntry> {
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos() as usize ^ d.as_secs() as usize);
-    let len = entries.len();
-    let stride = if len == 0 { 0 } else { (len / n.max(1)).max(1) };
-    (0..n.min(len)).map(move |k| &entries[(seed % len.max(1) + k * stride) % len.max(1)])
-}
-
-/// The ids of the transcripts in `dir` (names only: no `stat` where the
-/// file system reports types), and how many `.jsonl` names are no valid id.
-fn transcript_ids(dir: &Path) -> Result<(HashSet<String>, usize)> {
-    let entries = match fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == ErrorKind::NotFound => return Ok((HashSet::new(), 0)),
-        Err(e) => return Err(e).ctx("read directory", dir),
-    };
-    let mut ids = HashSet::new();
-    let mut bad = 0;
-    let suffix = format!(".{EXT}");
-    for entry in entries {
-        let entry = entry.ctx("read directory", dir)?;
-        let Ok(name) = entry.file_name().into_string() else {
-            continue;
-        };
-        let Some(id) = name.strip_suffix(&suffix) else {
-            continue;
-        };
-        if !entry.file_type().is_ok_and(|t| t.is_file()) {
-            continue;
-        }
-        if crate::id::validate(id).is_ok() {
-            ids.insert(id.to_string());
-        } else {
-            bad += 1;
-        }
-    }
-    Ok((ids, bad))
-}
+pub use crate::store::file::checkpoint::VERIFY_SAMPLE;
 
 /// Sort entries by last activity, newest first (ties: id, descending).
 pub fn sort_newest_first(entries: &mut [IndexEntry]) {

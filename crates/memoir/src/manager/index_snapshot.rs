@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use super::IndexEntry;
 use crate::error::{IoContext, Result};
-use crate::store::file::changes::Position;
+use crate::store::file::checkpoint::Checkpoint;
 
 /// File name of the snapshot inside the index directory.
 pub const SNAPSHOT_FILE: &str = "listing";
@@ -35,36 +35,13 @@ const PARSE_SHARE: usize = 2000;
 pub struct Header {
     /// [`SNAPSHOT_VERSION`].
     pub v: u32,
-    /// The kernel's boot id when it was written (the change journal is not
-    /// synced, so a snapshot from before a crash of the machine is not trusted).
-    pub boot: String,
-    /// Epoch of the change journal it has consumed.
-    pub epoch: String,
-    /// Offset up to which it has consumed the change journal.
-    pub offset: u64,
-    /// The store directory's modification time (ns) before it was read.
-    pub dir_mtime_ns: i64,
-    /// False when that time was too recent to rule out a change within the
-    /// same clock tick: the next listing reads the directory again.
-    pub dir_settled: bool,
-    /// Sessions whose transcript could not be read (retried when they change).
-    #[serde(default)]
-    pub unreadable: Vec<String>,
-    /// Transcript names that are no valid session id.
-    #[serde(default)]
-    pub bad_names: usize,
+    /// The boot, change journal position and store directory time it was
+    /// computed against, its unreadable sessions and bad names (flattened:
+    /// the header's JSON keys are the checkpoint's own).
+    #[serde(flatten)]
+    pub at: Checkpoint,
     /// How many entry lines follow.
     pub entries: usize,
-}
-
-impl Header {
-    /// The change journal position consumed.
-    pub fn position(&self) -> Position {
-        Position {
-            epoch: self.epoch.clone(),
-            offset: self.offset,
-        }
-    }
 }
 
 /// A loaded snapshot.
@@ -76,13 +53,8 @@ pub struct Snapshot {
     pub entries: Vec<IndexEntry>,
 }
 
-/// The id of the running boot (`None` where the kernel does not say: then
-/// no snapshot is trusted).
-pub fn boot_id() -> Option<String> {
-    let id = fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
-    let id = id.trim();
-    (!id.is_empty()).then(|| id.to_string())
-}
+/// The id of the running boot (one implementation, shared with the search index).
+pub use crate::store::file::checkpoint::boot_id;
 
 /// The snapshot at `path`, when it is complete, verifies and is of this version.
 pub fn load(path: &Path) -> Option<Snapshot> {

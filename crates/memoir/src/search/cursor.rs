@@ -28,8 +28,12 @@ impl Fingerprint {
     /// The fingerprint of the file at `location`, when it is a readable file
     /// (`None` for backends whose locations are not files).
     pub fn of(location: &Path) -> Option<Fingerprint> {
+        Fingerprint::of_metadata(&std::fs::metadata(location).ok()?)
+    }
+
+    /// The fingerprint of a file's metadata (`None` when it is no regular file).
+    pub fn of_metadata(meta: &std::fs::Metadata) -> Option<Fingerprint> {
         use std::os::unix::fs::MetadataExt;
-        let meta = std::fs::metadata(location).ok()?;
         if !meta.is_file() {
             return None;
         }

@@ -1,8 +1,10 @@
-//! Catching the index up with the store: which sessions to read, and turning
-//! their records into documents.
+//! Bringing sessions into the index: the full pass over the store's listing
+//! ([`update_all`], a `stat` per session), the pipeline it and the journal
+//! catch-up (`super::catchup`) feed ([`index_sessions`]), and turning records
+//! into documents.
 //!
 //! Memory: the listing's cursors (a few dozen bytes per session), a few
-//! sessions' logs in the read-ahead pipeline ([`update_all`]), the term
+//! sessions' logs in the read-ahead pipeline ([`index_sessions`]), the term
 //! cache ([`super::terms::MAX_CACHED_WORDS`] words) and the open batch
 //! (SQLite's page cache); commits
 //! happen every [`BATCH_DOCS`] documents, each with the cursor of the session
@@ -10,6 +12,7 @@
 //! twice.
 
 use std::collections::{HashMap, HashSet};
+use std::path::Path;
 
 use rusqlite::{params, OptionalExtension};
 
@@ -20,6 +23,7 @@ use super::text::{self, MessageText};
 use super::{Result, UpdateReport, NATIVE_AGENT};
 use crate::message::Message;
 use crate::record::{Record, SessionMeta};
+use crate::store::file::checkpoint;
 use crate::store::LogStore;
 use crate::view::lexical::Tokenizer;
 
@@ -27,7 +31,7 @@ use crate::view::lexical::Tokenizer;
 pub const BATCH_DOCS: usize = 20_000;
 
 /// A stored session row: its key and cursor.
-struct Known {
+pub(super) struct Known {
     sid: i64,
     cursor: Cursor,
 }
@@ -61,13 +65,46 @@ fn known_sessions(db: &Db) -> Result<HashMap<String, Known>> {
     rows.collect::<rusqlite::Result<_>>().at(db.path())
 }
 
-fn known_session(db: &Db, id: &str) -> Result<Option<Known>> {
+pub(super) fn known_session(db: &Db, id: &str) -> Result<Option<Known>> {
     let found = db
         .conn
         .query_row(&format!("{KNOWN_SQL} WHERE id = ?1"), [id], known_row)
         .optional()
         .at(db.path())?;
     Ok(found.map(|(_, k)| k))
+}
+
+impl Known {
+    /// The session's row key.
+    pub(super) fn sid(&self) -> i64 {
+        self.sid
+    }
+}
+
+/// Sessions among a few picked at random ([`checkpoint::sample`]) whose
+/// transcript no longer has the fingerprint of their cursor: a writer that
+/// bypassed the change journal is noticed eventually.
+pub(super) fn sampled_stale(db: &Db, store: &dyn LogStore) -> Result<Vec<String>> {
+    let max_sid: Option<i64> = db
+        .conn
+        .query_row("SELECT max(sid) FROM sessions", [], |r| r.get(0))
+        .at(db.path())?;
+    let mut stale = Vec::new();
+    for i in checkpoint::sample(max_sid.unwrap_or(0).max(0) as usize) {
+        let found = db
+            .conn
+            .prepare_cached(&format!("{KNOWN_SQL} WHERE sid = ?1"))
+            .at(db.path())?
+            .query_row([i as i64 + 1], known_row)
+            .optional()
+            .at(db.path())?;
+        if let Some((id, k)) = found {
+            if Fingerprint::of(&store.location(&id)) != k.cursor.fingerprint {
+                stale.push(id);
+            }
+        }
+    }
+    Ok(stale)
 }
 
 /// Delete everything the index holds for session row `sid`.
@@ -94,7 +131,7 @@ fn forget_docs(db: &Db, sid: i64) -> Result<()> {
     Ok(())
 }
 
-fn forget_session(db: &Db, sid: i64) -> Result<()> {
+pub(super) fn forget_session(db: &Db, sid: i64) -> Result<()> {
     forget_docs(db, sid)?;
     db.conn
         .execute("DELETE FROM sessions WHERE sid = ?1", [sid])
@@ -103,18 +140,20 @@ fn forget_session(db: &Db, sid: i64) -> Result<()> {
 }
 
 /// An open write transaction that commits every [`BATCH_DOCS`] documents.
-struct Batch<'a> {
-    db: &'a Db,
+pub(super) struct Batch<'a> {
+    pub(super) db: &'a Db,
     pending: usize,
 }
 
 impl<'a> Batch<'a> {
-    fn begin(db: &'a Db) -> Result<Batch<'a>> {
+    /// Take the index's write lock (waiting for another writer) and start.
+    pub(super) fn begin(db: &'a Db) -> Result<Batch<'a>> {
         db.conn.execute_batch("BEGIN IMMEDIATE").at(db.path())?;
         Ok(Batch { db, pending: 0 })
     }
 
-    fn commit(self) -> Result<()> {
+    /// Commit what is left.
+    pub(super) fn commit(self) -> Result<()> {
         self.db.conn.execute_batch("COMMIT").at(self.db.path())
     }
 
@@ -154,27 +193,32 @@ fn ms(t: chrono::DateTime<chrono::Utc>) -> i64 {
 /// Sessions read ahead of the writer (the pipeline's channel depth).
 const READ_AHEAD: usize = 2;
 
+/// What the full pass found besides its report.
+pub(super) struct FullPass {
+    /// What it did.
+    pub(super) report: UpdateReport,
+    /// The ids the store listed (readable headers).
+    pub(super) listed: HashSet<String>,
+    /// Listed sessions whose log could not be read.
+    pub(super) unreadable: Vec<String>,
+}
+
 /// Index the whole store: every listed session from its cursor, deleted
-/// sessions dropped.
-///
-/// Two stages: a reader thread reads each changed session and turns its new
-/// records into documents (parse, text, terms, hashes); this thread writes
-/// them to SQLite. At most [`READ_AHEAD`] prepared sessions wait between
-/// the two, so memory stays bounded by a few sessions' logs.
+/// sessions dropped (one `stat` per unchanged session).
 pub(super) fn update_all(
-    db: &mut Db,
+    batch: &mut Batch<'_>,
     store: &dyn LogStore,
     tk: &Tokenizer,
-) -> Result<UpdateReport> {
+) -> Result<FullPass> {
     let (listed, unreadable) = store.list()?;
-    let mut known = known_sessions(db)?;
+    let mut known = known_sessions(batch.db)?;
     let mut report = UpdateReport {
         sessions: listed.len(),
         unreadable,
+        full_scan: true,
         ..UpdateReport::default()
     };
-    let listed_ids: HashSet<&str> = listed.iter().map(|l| l.meta.id.as_str()).collect();
-    let mut batch = Batch::begin(db)?;
+    let listed_ids: HashSet<String> = listed.iter().map(|l| l.meta.id.clone()).collect();
     let gone: Vec<String> = known
         .keys()
         .filter(|id| !listed_ids.contains(id.as_str()))
@@ -196,15 +240,63 @@ pub(super) fn update_all(
                 continue;
             }
         }
-        todo.push((l.meta.id.clone(), k, fp));
+        todo.push(Todo {
+            id: l.meta.id.clone(),
+            known: k,
+            check: Check::Stat(fp),
+        });
     }
     drop(listed);
+    let mut failed = Vec::new();
+    index_sessions(batch, store, tk, todo, &mut report, &mut failed)?;
+    Ok(FullPass {
+        report,
+        listed: listed_ids,
+        unreadable: failed,
+    })
+}
+
+/// How a session to index is checked before it is read.
+pub(super) enum Check<'a> {
+    /// Already `stat`ed by the full pass (its fingerprint then).
+    Stat(Option<Fingerprint>),
+    /// Named by the change journal, in this store directory: its transcript
+    /// is locked shared (so a change the journal announced has finished),
+    /// then `fstat`ed, and read only when its fingerprint moved.
+    Locked(&'a Path),
+}
+
+/// One session to bring up to date.
+pub(super) struct Todo<'a> {
+    /// Its id.
+    pub(super) id: String,
+    /// What the index holds for it.
+    pub(super) known: Option<Known>,
+    /// How to check it.
+    pub(super) check: Check<'a>,
+}
+
+/// Bring `todo`'s sessions up to date in `batch`; the ids that could not
+/// be read go to `unreadable`.
+///
+/// Two stages: a reader thread reads each session and turns its new
+/// records into documents (parse, text, terms, hashes); this thread writes
+/// them to SQLite. At most [`READ_AHEAD`] prepared sessions wait between
+/// the two, so memory stays bounded by a few sessions' logs.
+pub(super) fn index_sessions(
+    batch: &mut Batch<'_>,
+    store: &dyn LogStore,
+    tk: &Tokenizer,
+    todo: Vec<Todo<'_>>,
+    report: &mut UpdateReport,
+    unreadable: &mut Vec<String>,
+) -> Result<()> {
     std::thread::scope(|scope| -> Result<()> {
         let (tx, rx) = std::sync::mpsc::sync_channel::<Prepared>(READ_AHEAD);
         let reader = scope.spawn(move || {
             let mut terms = Terms::new(tk);
-            for (id, known, fp) in todo {
-                let p = prepare(store, &mut terms, id, known, fp);
+            for t in todo {
+                let p = read_one(store, &mut terms, t);
                 if tx.send(p).is_err() {
                     break; // the writer failed: stop reading
                 }
@@ -212,7 +304,10 @@ pub(super) fn update_all(
         });
         let mut written = Ok(());
         for p in rx.iter() {
-            written = write_session(&mut batch, store, p, &mut report);
+            if matches!(p.read, Read::Unreadable) {
+                unreadable.push(p.id.clone());
+            }
+            written = write_session(batch, store, p, report);
             if written.is_err() {
                 break;
             }
@@ -222,9 +317,41 @@ pub(super) fn update_all(
             std::panic::resume_unwind(panic);
         }
         written
-    })?;
-    batch.commit()?;
-    Ok(report)
+    })
+}
+
+/// Check one session as `todo` says and, when it changed, read it.
+fn read_one(store: &dyn LogStore, terms: &mut Terms<'_>, todo: Todo<'_>) -> Prepared {
+    let Todo { id, known, check } = todo;
+    let dir = match check {
+        Check::Stat(fp) => return prepare(store, terms, id, known, fp),
+        Check::Locked(dir) => dir,
+    };
+    let read = match checkpoint::lock_shared(dir, &id) {
+        Ok(Some(lock)) => {
+            let fp = lock
+                .metadata()
+                .ok()
+                .and_then(|m| Fingerprint::of_metadata(&m));
+            if fp.is_some() && known.as_ref().and_then(|k| k.cursor.fingerprint) == fp {
+                Read::Unchanged
+            } else {
+                // Read while the lock is held: no writer moves the file past
+                // the fingerprint meanwhile.
+                let prepared = prepare(store, terms, id, known, fp);
+                drop(lock);
+                return prepared;
+            }
+        }
+        Ok(None) => Read::Gone,
+        Err(_) => Read::Unreadable,
+    };
+    Prepared {
+        id,
+        known,
+        fp: None,
+        read,
+    }
 }
 
 /// Index one session (after an append); drop it when the store lost it.
@@ -280,6 +407,8 @@ struct Prepared {
 }
 
 enum Read {
+    /// Its fingerprint is the cursor's: nothing to read.
+    Unchanged,
     /// The store no longer has the session.
     Gone,
     /// It could not be read (left as it was; retried next time).
@@ -492,6 +621,10 @@ fn write_session(
         read,
     } = prepared;
     let log = match read {
+        Read::Unchanged => {
+            report.unchanged += 1;
+            return Ok(());
+        }
         Read::Gone => {
             if let Some(k) = known {
                 forget_session(batch.db, k.sid)?;

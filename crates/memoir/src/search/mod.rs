@@ -28,6 +28,7 @@
 //! recency breaks ties. Bounds: indexing holds one session's log plus one
 //! batch of documents; a search holds its candidate list (`depth`) only.
 
+mod catchup;
 pub mod context;
 pub mod cursor;
 mod engine;
@@ -192,6 +193,9 @@ pub struct UpdateReport {
     /// Whether the index was (re)created from nothing (missing, stale version,
     /// or unreadable).
     pub rebuilt: bool,
+    /// Whether every session was listed and `stat`ed (no usable change
+    /// journal checkpoint, or not a file store).
+    pub full_scan: bool,
 }
 
 /// Size of the index.
@@ -279,9 +283,14 @@ impl SearchIndex {
     }
 
     /// Catch up with the store: index new and changed sessions, drop deleted
-    /// ones. Unchanged sessions cost one `stat` each.
+    /// ones. On a file store, from the change journal: only the sessions
+    /// noted since the last update (and those the store directory gained or
+    /// lost) are looked at, so a current index costs a read of the journal's
+    /// tail, not a `stat` per session; without a usable journal (the first
+    /// update, after a reboot, once the journal was compacted) and on other
+    /// stores, every session is listed and `stat`ed (`full_scan` in the report).
     pub fn update(&mut self) -> Result<UpdateReport> {
-        let mut report = indexer::update_all(&mut self.db, self.store.as_ref(), &self.tokenizer)?;
+        let mut report = catchup::update(&mut self.db, self.store.as_ref(), &self.tokenizer)?;
         report.rebuilt |= std::mem::take(&mut self.rebuilt_on_open);
         Ok(report)
     }

@@ -52,6 +52,8 @@ use crate::record::{Record, SessionMeta};
 
 #[path = "file_changes.rs"]
 pub mod changes;
+#[path = "file_checkpoint.rs"]
+pub mod checkpoint;
 #[path = "file_group.rs"]
 mod file_group;
 #[path = "file_read.rs"]

@@ -49,6 +49,16 @@ pub struct Position {
     pub offset: u64,
 }
 
+impl Position {
+    /// The start of this position's epoch (before its first noted id).
+    pub fn epoch_start(&self) -> Position {
+        Position {
+            epoch: self.epoch.clone(),
+            offset: HEADER_LEN,
+        }
+    }
+}
+
 /// What changed since a [`Position`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Since {
