@@ -23,6 +23,8 @@ mod support;
 #[cfg(feature = "view")]
 mod blob_store;
 mod blob_transcript;
+#[cfg(feature = "search")]
+mod catchup;
 mod doctor;
 #[cfg(feature = "view")]
 mod embed_cache;
