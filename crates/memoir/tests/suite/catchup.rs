@@ -251,8 +251,15 @@ fn a_full_pass_never_loses_a_change_announced_before_it_looked() {
     let r = ix.update().unwrap();
     assert!(!r.full_scan, "{r:?}");
     assert_eq!(sessions_with(&ix, "pangolin"), ["v"], "{r:?}");
+}
 
-    // The listing's full scan takes the same checkpoint.
+#[test]
+fn a_full_listing_never_loses_a_change_announced_before_it_looked() {
+    journal_only();
+    let tmp = tempfile::tempdir().unwrap();
+    let st = store(tmp.path());
+    make(st.as_ref(), "u", "words of u");
+    // The listing's full scan takes the same checkpoint as the search's.
     let m = SessionManager::open(
         tmp.path(),
         ManagerOptions {
@@ -261,8 +268,7 @@ fn a_full_pass_never_loses_a_change_announced_before_it_looked() {
         },
     )
     .unwrap();
-    // Forget the listing snapshot: its next listing is a full scan.
-    let _ = fs::remove_file(tmp.path().join("index").join("listing"));
+    Journal::new(tmp.path()).position().unwrap();
     let (lock, bytes) = announce_append(tmp.path(), "u", "a second message");
     let full = m.list_sessions_report().unwrap();
     assert!(full.full_scan);
