@@ -12,13 +12,16 @@
 //!   grafting and rebuilds;
 //! - [`load`]: `memoir serve` under concurrent clients, file and PostgreSQL;
 //! - [`locomo`]: LoCoMo retrieval recall, with a held-out part;
-//! - [`search`]: cross-session search against SQLite FTS5 and the view BM25.
+//! - [`search`]: cross-session search against SQLite FTS5 and the view BM25;
+//! - [`catchup`]: the search index's per-request catch-up from the change
+//!   journal against the full pass.
 //!
 //! [`quick`] lists the small-size arguments of each, for
 //! `memoir-bench all --quick`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+pub mod catchup; // search catch-up from the change journal (issue 13)
 pub mod embed;
 pub mod load;
 pub mod locomo;
@@ -55,6 +58,7 @@ pub const BENCHES: &[Bench] = &[
     ("load", load::main),
     ("locomo", locomo::main),
     ("search", search::main),
+    ("catchup", catchup::main),
 ];
 
 /// The small-size arguments and environment of each benchmark for
@@ -110,6 +114,7 @@ pub fn quick(name: &str) -> (Vec<&'static str>, Vec<(&'static str, &'static str)
             vec!["--sessions", "200", "--messages", "50", "--queries", "50"],
             vec![],
         ),
+        "catchup" => (vec!["--sessions", "1000", "--runs", "10"], vec![]),
         _ => (vec![], vec![]),
     }
 }

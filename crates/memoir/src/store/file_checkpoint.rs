@@ -324,3 +324,71 @@ pub fn transcript_ids(dir: &Path) -> Result<(HashSet<String>, usize)> {
     }
     Ok((ids, bad))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn transcript(dir: &Path, id: &str) {
+        fs::write(dir.join(format!("{id}.{EXT}")), b"{}\n").unwrap();
+    }
+
+    fn changes(at: &Checkpoint, dir: &Path, known: &[&str]) -> Option<Changes> {
+        let journal = Journal::new(dir);
+        at.changes(dir, &journal, || {
+            Ok::<_, Error>(known.iter().copied().collect::<HashSet<&str>>())
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn changes_name_journal_ids_and_directory_moves_and_refuse_what_they_cannot_know() {
+        let Some(_) = boot_id() else {
+            return; // no boot id: no checkpoint is ever trusted
+        };
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        transcript(dir, "a");
+        transcript(dir, "b");
+        let journal = Journal::new(dir);
+        let mut at = Checkpoint::before_full_scan(dir, &journal).unwrap();
+        assert_eq!(at.offset, journal.position().unwrap().offset, "empty epoch");
+        at.unreadable = vec!["broken".into()];
+        journal.note("a").unwrap();
+        journal.note("../escape").unwrap();
+        transcript(dir, "c");
+        transcript(dir, "bad name");
+        // The directory just changed (not settled): its names are read.
+        let ch = changes(&at, dir, &["a", "b", "gone"]).unwrap();
+        assert_eq!(ch.changed.iter().collect::<Vec<_>>(), ["a", "c"]);
+        let mut gone: Vec<&String> = ch.gone.iter().collect();
+        gone.sort();
+        assert_eq!(gone, ["broken", "gone"]);
+        assert!(ch.live.is_some() && ch.moved && !ch.is_empty());
+        assert_eq!(ch.next.bad_names, 1);
+        assert!(ch.next.unreadable.is_empty(), "gone ones are dropped");
+        assert_eq!(ch.next.offset, journal.position().unwrap().offset);
+        // Settled and nothing since: empty, without reading the directory.
+        let mut settled_at = ch.next.clone();
+        settled_at.dir_settled = true;
+        let again = changes(&settled_at, dir, &[]).unwrap();
+        assert!(again.is_empty(), "{again:?}");
+        // Another boot, another epoch, or a shorter journal: unknown.
+        let other_boot = Checkpoint {
+            boot: "another boot".into(),
+            ..settled_at.clone()
+        };
+        assert_eq!(changes(&other_boot, dir, &[]), None);
+        let past_end = Checkpoint {
+            offset: settled_at.offset + 1,
+            ..settled_at.clone()
+        };
+        assert_eq!(changes(&past_end, dir, &[]), None);
+        let mut compacted = settled_at.clone();
+        compacted.offset = COMPACT_AT + 1;
+        compacted.compact_journal(&journal); // not at the journal's end: kept
+        assert_eq!(compacted.epoch, settled_at.epoch);
+        journal.compact(&settled_at.position()).unwrap().unwrap();
+        assert_eq!(changes(&settled_at, dir, &[]), None);
+    }
+}
