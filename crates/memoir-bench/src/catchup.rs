@@ -175,8 +175,6 @@ pub fn main() {
 
 /// The store still has every session (the benchmark wrote what it meant to).
 fn check(dir: &Path, expected: usize) {
-    let (listed, _) = FileStore::new(dir, Durability::None)
-        .list()
-        .expect("list");
+    let (listed, _) = FileStore::new(dir, Durability::None).list().expect("list");
     assert_eq!(listed.len(), expected);
 }

@@ -10,7 +10,8 @@
 //! store (stored ids `P~X`), and every query is restricted in SQL to ids
 //! starting with the caller's `P~`, so a token never sees another project's
 //! hits. Each request first catches the index up with the store
-//! ([`SearchIndex::update`]: one `stat` per unchanged session). The index
+//! ([`SearchIndex::update`]: on the file store, a read of the change
+//! journal's tail, not a `stat` per session). The index
 //! lives under the file store (`<dir>/search/`); other stores answer 501.
 
 use std::collections::HashMap;

@@ -10,8 +10,10 @@
 //!
 //! - An update costs O(1): one entry file, written after each append.
 //! - Listing reads one file, the listing snapshot ([`snapshot`]), plus the
-//!   tail of the store's change journal ([`crate::store::file::changes`]):
-//!   only the sessions changed since are looked at, so a listing costs
+//!   tail of the store's change journal ([`crate::store::file::changes`];
+//!   "what changed since" is [`crate::store::file::checkpoint`], shared with
+//!   the search index): only the sessions changed since are looked at, so a
+//!   listing costs
 //!   O(sessions) in parsing, never a `stat` per transcript. Without a usable
 //!   snapshot (first listing, corrupt, from before a reboot, journal
 //!   restarted) it stats every transcript and reads every entry; an entry that
@@ -413,7 +415,12 @@ impl Index {
     ) -> Result<Option<Listing>> {
         let mut entries = snap.entries;
         let Some(changes) = snap.header.at.changes(&self.store_dir, journal, || {
-            Ok::<_, crate::Error>(entries.iter().map(|e| e.id.as_str()).collect::<HashSet<_>>())
+            Ok::<_, crate::Error>(
+                entries
+                    .iter()
+                    .map(|e| e.id.as_str())
+                    .collect::<HashSet<_>>(),
+            )
         })?
         else {
             return Ok(None);

@@ -15,6 +15,9 @@
 //!   reading it; a changed one is read and indexed from the cursor on; a cursor
 //!   whose record no longer verifies (a rewritten or repaired file) re-indexes
 //!   the whole session;
+//! - on the file store, a catch-up checkpoint (`catchup`): the change journal
+//!   position and store directory time it has seen, so an update looks only
+//!   at the sessions noted or created/deleted since, not at every session;
 //! - a version stamp ([`schema::SCHEMA_VERSION`] and the tokenizer's name): an
 //!   index written by another memoir, or one that does not open, is deleted
 //!   and rebuilt, never trusted.

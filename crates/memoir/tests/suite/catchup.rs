@@ -139,7 +139,10 @@ fn changes_by_other_processes_are_found_by_the_next_search_from_the_journal() {
         make(st.as_ref(), id, &format!("opening words of {id}"));
     }
     let mut ix = SearchIndex::open_store(st.clone(), &tmp.path().join("search")).unwrap();
-    assert!(ix.update().unwrap().full_scan, "the first update lists the store");
+    assert!(
+        ix.update().unwrap().full_scan,
+        "the first update lists the store"
+    );
     settle();
     let quiet = ix.update().unwrap();
     assert!(!quiet.full_scan, "{quiet:?}");
@@ -159,14 +162,14 @@ fn changes_by_other_processes_are_found_by_the_next_search_from_the_journal() {
     settle();
     assert_eq!(ix.update().unwrap().removed, 1);
     settle();
-    write_in_other_process(
-        tmp.path(),
-        &["delete c", "restore d", "create f narwhal"],
-    );
+    write_in_other_process(tmp.path(), &["delete c", "restore d", "create f narwhal"]);
     let r = ix.update().unwrap();
     assert!(!r.full_scan, "{r:?}");
     assert_eq!((r.removed, r.reindexed), (1, 2), "{r:?}");
-    assert!(sessions_with(&ix, "quokka") == ["a"], "a deleted session is no hit");
+    assert!(
+        sessions_with(&ix, "quokka") == ["a"],
+        "a deleted session is no hit"
+    );
     assert_eq!(sessions_with(&ix, "opening"), ["a", "b", "d", "e"]);
     assert_eq!(sessions_with(&ix, "narwhal"), ["f"]);
     assert_eq!(r.sessions, 5);
@@ -276,7 +279,10 @@ fn a_full_listing_never_loses_a_change_announced_before_it_looked() {
     let listed = m.list_sessions_report().unwrap();
     assert!(!listed.full_scan);
     let u = listed.entries.iter().find(|e| e.id == "u").unwrap();
-    assert_eq!(u.messages, 2, "the append made during the full scan is listed");
+    assert_eq!(
+        u.messages, 2,
+        "the append made during the full scan is listed"
+    );
 }
 
 /// Run as the indexer to be killed: one update of the index in `dir`.
@@ -318,14 +324,21 @@ fn sigkill_during_a_catch_up_loses_nothing_and_the_next_one_completes_it() {
     let before = indexed(&db);
     assert_eq!(before, sessions as i64);
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "catchup::catchup_update_until_killed", "--nocapture"])
+        .args([
+            "--exact",
+            "catchup::catchup_update_until_killed",
+            "--nocapture",
+        ])
         .env("MEMOIR_CATCHUP_KILL_DIR", tmp.path())
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
     let start = Instant::now();
     while indexed(&db) == before {
-        assert!(start.elapsed().as_secs() < 120, "the catch-up never committed");
+        assert!(
+            start.elapsed().as_secs() < 120,
+            "the catch-up never committed"
+        );
         assert!(child.try_wait().unwrap().is_none(), "the child died");
         std::thread::sleep(Duration::from_millis(5));
     }
@@ -383,7 +396,9 @@ fn a_journal_that_cannot_answer_means_a_full_pass_that_misses_nothing() {
     assert_eq!(sessions_with(&ix, "axolotl"), ["x"]);
     // Compacted by another cache: a new epoch.
     let j = Journal::new(tmp.path());
-    j.compact(&j.position().unwrap()).unwrap().expect("compacted");
+    j.compact(&j.position().unwrap())
+        .unwrap()
+        .expect("compacted");
     say(st.as_ref(), "y", "a tapir naps");
     let r = ix.update().unwrap();
     assert!(r.full_scan, "{r:?}");
