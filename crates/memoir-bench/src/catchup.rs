@@ -148,7 +148,7 @@ pub fn main() {
     );
     println!("| `SearchIndex::update` | p50 ms | p99 ms | full pass / this (p50) |");
     println!("|---|---|---|---|");
-    let mut row = |name: &str, v: &mut Vec<f64>| {
+    let row = |name: &str, v: &mut Vec<f64>| {
         let p50 = percentile(v, 0.5);
         let p99 = percentile(v, 0.99);
         println!(
