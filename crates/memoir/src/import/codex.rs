@@ -26,6 +26,7 @@ use serde_json::{json, Map, Value};
 
 use super::cursor::TailState;
 use super::lines::{self, Line};
+use super::segments;
 use super::{
     make_id, source_record, str_of, time_of, Agent, ForkAt, ForkFrom, ImportError, ParentRef,
     ParseContext, Parsed, Planned,
@@ -231,6 +232,12 @@ struct Builder {
     /// The rollout's usage comes from `token_usage_record`s.
     usage_records: bool,
     seen_meta: bool,
+    /// The highest `ordinal` fed and the hash of its line.
+    ordinal: Option<(u64, String)>,
+    /// Lines of the predecessor segments (carried for a later run).
+    segment_lines: u64,
+    /// Tolerated oddities: `(line, reason)`.
+    notes: Vec<(u64, String)>,
 }
 
 impl Builder {
@@ -246,6 +253,9 @@ impl Builder {
             floor: 0,
             usage_records,
             seen_meta: false,
+            ordinal: None,
+            segment_lines: 0,
+            notes: Vec::new(),
         }
     }
 
@@ -256,6 +266,8 @@ impl Builder {
             last_total,
             usage_records,
             seen_meta,
+            ordinal,
+            segment_lines,
         } = state
         else {
             return None;
@@ -264,6 +276,8 @@ impl Builder {
         b.unmatched = unmatched.clone();
         b.last_total = *last_total;
         b.seen_meta = *seen_meta;
+        b.ordinal = ordinal.clone();
+        b.segment_lines = *segment_lines;
         Some(b)
     }
 
@@ -274,6 +288,47 @@ impl Builder {
             last_total: self.last_total,
             usage_records: self.usage_records,
             seen_meta: self.seen_meta,
+            ordinal: self.ordinal.clone(),
+            segment_lines: self.segment_lines,
+        }
+    }
+
+    /// Check a line's top-level `ordinal` against those fed before: a line
+    /// that repeats the last ordinal with identical content is a duplicate
+    /// write (`false`: skip it); a repeated or decreasing ordinal on another
+    /// line (Codex writing `thread_settings_applied` after `token_count`
+    /// under one ordinal) is kept and reported. Lines without one pass.
+    fn admit(&mut self, line: &Line) -> bool {
+        let Some(ordinal) = line.value.get("ordinal").and_then(Value::as_u64) else {
+            return true;
+        };
+        let hash = || {
+            serde_json::to_vec(&line.value)
+                .map(|b| blake3::hash(&b).to_hex()[..32].to_string())
+                .unwrap_or_default()
+        };
+        match &self.ordinal {
+            Some((last, h)) if ordinal == *last && *h == hash() => {
+                self.notes.push((
+                    line.number,
+                    format!("ordinal {ordinal} written twice with the same content: copy skipped"),
+                ));
+                false
+            }
+            Some((last, _)) if ordinal <= *last => {
+                self.notes.push((
+                    line.number,
+                    format!("ordinal {ordinal} repeats or precedes {last}: line kept"),
+                ));
+                if ordinal == *last {
+                    self.ordinal = Some((ordinal, hash()));
+                }
+                true
+            }
+            _ => {
+                self.ordinal = Some((ordinal, hash()));
+                true
+            }
         }
     }
 
@@ -579,14 +634,26 @@ impl Builder {
 /// replays the first lines of (a fork written without a reference).
 pub fn parse(path: &Path, bytes: &[u8], ctx: &ParseContext) -> Parsed {
     let file = lines::parse(path, bytes);
+    let own_tid = thread_id(&file.lines, path);
+    // Predecessor segments of the same thread come first, numbered before
+    // the rollout's own lines (see `segments`).
+    let chain = segments::chain(path, &file.lines, &own_tid);
+    let offset = chain.line_count;
     let mut parsed = Parsed {
-        skipped: file.skipped,
+        skipped: chain.skipped,
+        notes: chain.notes,
         torn: file.torn,
         consumed: file.consumed,
-        complete_lines: file.complete_lines,
+        complete_lines: file.complete_lines + offset,
         ..Parsed::default()
     };
-    let lines = file.lines;
+    parsed.skipped.extend(file.skipped);
+    let segment_files = chain.files;
+    let mut lines = chain.lines;
+    lines.extend(file.lines.into_iter().map(|mut l| {
+        l.number += offset;
+        l
+    }));
     let items: Vec<(&str, &Map<String, Value>)> =
         lines.iter().enumerate().map(|(i, l)| item(l, i)).collect();
     let has_usage_records = items.iter().any(|(k, _)| *k == "token_usage_record");
@@ -598,9 +665,40 @@ pub fn parse(path: &Path, bytes: &[u8], ctx: &ParseContext) -> Parsed {
         .map(|(_, p)| (*p).clone())
         .unwrap_or_default();
 
+    // A fork by reference: `history_base` of another thread (paginated
+    // history: the rollout holds only its own records), or a
+    // `rollout_reference` to another thread at the head.
+    let history_base = meta_payload
+        .get("history_base")
+        .and_then(Value::as_object)
+        .filter(|_| str_of(&meta_payload, "history_mode") != Some("legacy"))
+        .filter(|hb| str_of(hb, "thread_id").is_some_and(|t| t != tid));
+    let head_reference = lines.iter().zip(&items).take(8).find_map(|(_, (k, p))| {
+        segments::Reference::of(k, p).filter(|r| !r.continues(&tid))
+    });
+    let by_reference: Option<ForkFrom> = if let Some(hb) = history_base {
+        let parent = str_of(hb, "thread_id").unwrap_or_default();
+        hb.get("end_ordinal_exclusive")
+            .and_then(Value::as_u64)
+            .map(|end| ForkFrom {
+                parent: ParentRef::Session(make_id(AGENT, &[parent])),
+                at: ForkAt::Ordinal(end),
+            })
+    } else {
+        head_reference.and_then(|r| {
+            let parent = r.thread_id.clone()?;
+            Some(ForkFrom {
+                parent: ParentRef::Session(make_id(AGENT, &[&parent])),
+                at: ForkAt::BeforeUserMessage(r.nth_user_message.unwrap_or(u64::MAX)),
+            })
+        })
+    };
+
     // The replayed prefix of a fork: lines up to `copied_through`.
     let mut fork: Option<(String, u64)> = None;
-    if let Some(parent_path) = &ctx.codex_parent {
+    if by_reference.is_some() {
+        // Nothing replayed: the parent is referenced, not copied.
+    } else if let Some(parent_path) = &ctx.codex_parent {
         if let Ok(parent_bytes) = lines::read_all(parent_path) {
             let parent = lines::parse(parent_path, &parent_bytes).lines;
             let same = lines
@@ -631,6 +729,7 @@ pub fn parse(path: &Path, bytes: &[u8], ctx: &ParseContext) -> Parsed {
     let copied_through = fork.as_ref().map_or(0, |f| f.1);
 
     let mut b = Builder::new(has_usage_records);
+    b.segment_lines = offset;
     let mut inherited_records = 0usize;
     let mut inherited_messages = 0usize;
     let mut split_done = copied_through == 0;
@@ -649,10 +748,18 @@ pub fn parse(path: &Path, bytes: &[u8], ctx: &ParseContext) -> Parsed {
         if ctx.cuts.contains(&line.number) {
             b.boundary();
         }
+        if !b.admit(line) {
+            continue;
+        }
         let (kind, payload) = items[i];
         b.feed(line, kind, payload);
     }
     b.flush();
+    parsed.notes.extend(b.notes.drain(..).map(|(line, reason)| super::Skipped {
+        file: path.to_path_buf(),
+        line: line.saturating_sub(offset),
+        reason,
+    }));
     if split_done && !lines.is_empty() {
         parsed.tail = Some(b.state());
     }
@@ -664,20 +771,17 @@ pub fn parse(path: &Path, bytes: &[u8], ctx: &ParseContext) -> Parsed {
         records.split_off(inherited_records)
     };
     let mut meta = header(path, &lines, &meta_payload, &id, &tid, &own);
-    let fork_from = fork.map(|(parent, _)| ForkFrom {
-        parent: ParentRef::Session(parent),
-        at: ForkAt::Messages(inherited_messages),
-    });
-    let history_base = meta_payload.get("history_base").and_then(Value::as_object);
-    let fork_from = fork_from.or_else(|| {
-        let hb = history_base?;
-        let parent = str_of(hb, "thread_id")?;
-        let end = hb.get("end_ordinal_exclusive").and_then(Value::as_u64)?;
-        Some(ForkFrom {
-            parent: ParentRef::Session(make_id(AGENT, &[parent])),
-            at: ForkAt::Ordinal(end),
+    if !segment_files.is_empty() {
+        if let Some(src) = meta.source.as_mut() {
+            src.extra.insert("segments".into(), json!(segment_files));
+        }
+    }
+    let fork_from = fork
+        .map(|(parent, _)| ForkFrom {
+            parent: ParentRef::Session(parent),
+            at: ForkAt::Messages(inherited_messages),
         })
-    });
+        .or(by_reference);
     if meta.title.is_none() {
         meta.title = fork_from.as_ref().map(|_| format!("Fork of {tid}"));
     }
@@ -727,17 +831,36 @@ pub fn parse_tail(
     let needs_all = items.iter().any(|(k, p)| {
         (*k == "token_usage_record" && !b.usage_records)
             || (*k == "event_msg" && str_of(p, "type") == Some("thread_rolled_back"))
+            || *k == "rollout_reference"
+            || *k == "session_meta"
     });
     if needs_all {
         return None;
     }
     for (line, (kind, payload)) in lines.iter().zip(&items) {
-        b.feed(line, kind, payload);
+        if b.admit(line) {
+            b.feed(line, kind, payload);
+        }
     }
     b.flush();
+    // Reports name lines of this file, not of the segment chain.
+    let offset = b.segment_lines;
+    let in_file = |mut s: super::Skipped| {
+        s.line = s.line.saturating_sub(offset);
+        s
+    };
     let mut parsed = Parsed {
-        skipped: file.skipped,
-        torn: file.torn,
+        skipped: file.skipped.into_iter().map(in_file).collect(),
+        notes: b
+            .notes
+            .drain(..)
+            .map(|(line, reason)| super::Skipped {
+                file: path.to_path_buf(),
+                line: line.saturating_sub(offset),
+                reason,
+            })
+            .collect(),
+        torn: file.torn.map(in_file),
         consumed: file.consumed,
         complete_lines: file.complete_lines,
         resumed: true,

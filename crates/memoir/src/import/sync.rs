@@ -387,6 +387,9 @@ impl Run<'_> {
                         ForkAt::Ordinal(end) => {
                             messages_while(self.manager, &parent, "ordinal", |o| o < end)?
                         }
+                        ForkAt::BeforeUserMessage(n) => {
+                            messages_before_user(self.manager, &parent, n)?
+                        }
                     };
                     planned.meta.parent = self.manager.fork_reference(&parent, messages)?;
                     if planned.meta.parent.is_none() && messages > 0 {
@@ -637,4 +640,20 @@ fn messages_while(
                 .is_some_and(&keep)
         })
         .count())
+}
+
+/// How many of `id`'s messages come before its user message of 0-based
+/// index `n` (all of them when it has fewer).
+fn messages_before_user(manager: &SessionManager, id: &str, n: u64) -> Result<usize, ImportError> {
+    let t = manager.read_stored(id)?;
+    let mut users = 0u64;
+    for (i, m) in t.messages.iter().enumerate() {
+        if m.role == crate::message::Role::User {
+            if users == n {
+                return Ok(i);
+            }
+            users += 1;
+        }
+    }
+    Ok(t.messages.len())
 }

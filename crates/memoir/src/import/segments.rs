@@ -1,0 +1,347 @@
+//! Codex paginated history: the rollouts a rollout continues, found by
+//! reference, never by guessing from content.
+//!
+//! Two kinds of reference say "the history before this line is elsewhere":
+//!
+//! - a `rollout_reference{rollout_path, thread_id, segment_id, nth_user_message, ...}`
+//!   item at the head of a new segment: when a rollout rotates, Codex copies
+//!   it to an immutable path `<CODEX_HOME>/<dir>/<thread_id>/<segment_id|initial>/<file>`
+//!   and replaces the live file with a successor that starts with the
+//!   reference;
+//! - `session_meta.payload.history_base{thread_id, end_ordinal_exclusive, end_byte_offset}`:
+//!   the thread continues another rollout's history up to that point.
+//!
+//! A reference to the SAME thread is a predecessor segment: its lines are
+//! read here (recursively, cycles and depth bounded) and come before the
+//! rollout's own, so one thread split into segments is one memoir session.
+//! A reference to ANOTHER thread is a fork: [`super::codex`] plans it as a
+//! fork by reference of that thread's session. The segment is looked up at
+//! its recorded path first, then under the Codex home holding the rollout
+//! (whatever the rotated-segments directory is called), and validated by the
+//! `session_meta` it starts with (thread id and segment id), as Codex does.
+//! Everything is opened read-only.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use super::lines::{self, Line};
+use super::{str_of, Skipped};
+
+/// Most predecessor segments followed from one rollout.
+pub const MAX_SEGMENTS: usize = 256;
+
+/// A `rollout_reference` item.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reference {
+    /// Where the referenced rollout was published.
+    pub rollout_path: Option<PathBuf>,
+    /// Its thread.
+    pub thread_id: Option<String>,
+    /// Its segment (`None`: the thread's initial segment).
+    pub segment_id: Option<String>,
+    /// Only the history before this user message (0-based) is inherited;
+    /// `None` (or the maximum) is all of it.
+    pub nth_user_message: Option<u64>,
+}
+
+impl Reference {
+    /// The reference on a line of type `rollout_reference`, if it is one.
+    pub fn of(kind: &str, payload: &Map<String, Value>) -> Option<Reference> {
+        if kind != "rollout_reference" {
+            return None;
+        }
+        Some(Reference {
+            rollout_path: str_of(payload, "rollout_path").map(PathBuf::from),
+            thread_id: str_of(payload, "thread_id").map(str::to_string),
+            segment_id: str_of(payload, "segment_id").map(str::to_string),
+            nth_user_message: payload
+                .get("nth_user_message")
+                .and_then(Value::as_u64)
+                .filter(|n| *n != u64::MAX),
+        })
+    }
+
+    /// Whether it names a predecessor segment of `thread` (all of its
+    /// history, no cut).
+    pub fn continues(&self, thread: &str) -> bool {
+        self.thread_id.as_deref().is_none_or(|t| t == thread) && self.nth_user_message.is_none()
+    }
+}
+
+/// The `session_meta` identity of a rollout: `(thread id, segment id)`.
+fn identity(path: &Path) -> Option<(String, Option<String>)> {
+    let line = super::codex::first_line(path).ok().flatten()?;
+    let v: Map<String, Value> = serde_json::from_slice(&line).ok()?;
+    let meta = match v.get("payload") {
+        Some(Value::Object(p)) if str_of(&v, "type") == Some("session_meta") => p,
+        _ => &v,
+    };
+    Some((
+        str_of(meta, "id")?.to_string(),
+        str_of(meta, "segment_id").map(str::to_string),
+    ))
+}
+
+/// The Codex home holding `path`: its nearest ancestor with a `sessions`
+/// or `archived_sessions` directory.
+pub fn codex_home(path: &Path) -> Option<PathBuf> {
+    let abs = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    abs.ancestors()
+        .skip(1)
+        .find(|a| a.join("sessions").is_dir() || a.join("archived_sessions").is_dir())
+        .map(Path::to_path_buf)
+}
+
+fn is_rollout_name(p: &Path) -> bool {
+    p.file_name()
+        .map(|n| n.to_string_lossy())
+        .is_some_and(|n| {
+            n.starts_with("rollout-") && (n.ends_with(".jsonl") || n.ends_with(lines::ZSTD_SUFFIX))
+        })
+}
+
+/// Whether `path` lies where Codex keeps stored segments,
+/// `.../<thread uuid>/<segment uuid|initial>/rollout-*`: such files are
+/// read through the references to them, not as rollouts of their own.
+pub fn is_stored_segment(path: &Path) -> bool {
+    let dir = path.parent();
+    let segment = dir.and_then(Path::file_name).map(|n| n.to_string_lossy());
+    let thread = dir
+        .and_then(Path::parent)
+        .and_then(Path::file_name)
+        .map(|n| n.to_string_lossy());
+    let is_uuid = |s: &str| uuid::Uuid::parse_str(s).is_ok();
+    matches!((segment, thread), (Some(s), Some(t))
+        if (s == "initial" || is_uuid(&s)) && is_uuid(&t))
+}
+
+/// The file `reference` names, validated, never `head` itself.
+pub fn resolve(reference: &Reference, head: &Path) -> Option<PathBuf> {
+    let head_abs = std::fs::canonicalize(head).unwrap_or_else(|_| head.to_path_buf());
+    let valid = |p: &Path| -> bool {
+        if !p.is_file() || std::fs::canonicalize(p).ok().as_deref() == Some(head_abs.as_path()) {
+            return false;
+        }
+        let Some((thread, segment)) = identity(p) else {
+            return false;
+        };
+        reference.thread_id.as_deref().is_none_or(|t| t == thread)
+            && segment == reference.segment_id
+    };
+    if let Some(p) = &reference.rollout_path {
+        if valid(p) {
+            return Some(p.clone());
+        }
+        let mut zst = p.as_os_str().to_os_string();
+        zst.push(".zst");
+        let zst = PathBuf::from(zst);
+        if valid(&zst) {
+            return Some(zst);
+        }
+    }
+    let home = codex_home(head)?;
+    let thread = reference.thread_id.clone().or_else(|| {
+        reference
+            .rollout_path
+            .as_deref()
+            .and_then(|p| p.parent()?.parent()?.file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+    })?;
+    let segment = reference.segment_id.as_deref().unwrap_or("initial");
+    let mut found: Vec<PathBuf> = Vec::new();
+    for dir in std::fs::read_dir(&home).ok()?.flatten() {
+        if !dir.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let candidates = dir.path().join(&thread).join(segment);
+        let Ok(entries) = std::fs::read_dir(&candidates) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if is_rollout_name(&p) && valid(&p) && !found.contains(&p) {
+                found.push(p);
+            }
+        }
+    }
+    found.sort();
+    // Two candidates for one segment: ambiguous, as Codex judges it.
+    (found.len() == 1).then(|| found.remove(0))
+}
+
+/// The lines a rollout's predecessor segments hold, oldest first, with
+/// the files they came from and what did not parse in them.
+#[derive(Debug, Default)]
+pub struct Chain {
+    /// The predecessors' lines, each numbered in its file plus the lines
+    /// of the segments before it.
+    pub lines: Vec<Line>,
+    /// The predecessor files, oldest first.
+    pub files: Vec<PathBuf>,
+    /// Complete lines of all the predecessors (the rollout's own lines
+    /// are numbered after them).
+    pub line_count: u64,
+    /// Lines of the predecessors that did not parse (their own file and line).
+    pub skipped: Vec<Skipped>,
+    /// References that could not be followed.
+    pub notes: Vec<Skipped>,
+}
+
+/// One line's `(type, payload)` as far as references go.
+fn kind_of(v: &Map<String, Value>) -> (&str, Option<&Map<String, Value>>) {
+    (
+        str_of(v, "type").unwrap_or(""),
+        v.get("payload").and_then(Value::as_object),
+    )
+}
+
+/// The same-thread predecessor a rollout's head names: a
+/// `rollout_reference` among its first lines, or a `history_base` of the
+/// same thread (the base's prefix up to `end_byte_offset`).
+fn predecessor(
+    path: &Path,
+    lines: &[Line],
+    thread: &str,
+    notes: &mut Vec<Skipped>,
+) -> Option<(PathBuf, Option<u64>)> {
+    let note = |line: u64, reason: String| Skipped {
+        file: path.to_path_buf(),
+        line,
+        reason,
+    };
+    for l in lines.iter().take(8) {
+        let (kind, payload) = kind_of(&l.value);
+        if let Some(hb) = payload
+            .filter(|_| kind == "session_meta")
+            .and_then(|p| p.get("history_base"))
+            .and_then(Value::as_object)
+        {
+            if str_of(hb, "thread_id") == Some(thread) {
+                let end = hb.get("end_byte_offset").and_then(Value::as_u64);
+                let reference = Reference {
+                    rollout_path: None,
+                    thread_id: Some(thread.to_string()),
+                    segment_id: None,
+                    nth_user_message: None,
+                };
+                return match history_base_file(path, &reference, end) {
+                    Some(p) => Some((p, end)),
+                    None => {
+                        notes.push(note(
+                            l.number,
+                            format!("history_base of {thread} not found: imported from here"),
+                        ));
+                        None
+                    }
+                };
+            }
+        }
+        let Some(reference) = payload.and_then(|p| Reference::of(kind, p)) else {
+            continue;
+        };
+        if !reference.continues(thread) {
+            return None;
+        }
+        return match resolve(&reference, path) {
+            Some(p) => Some((p, None)),
+            None => {
+                notes.push(note(
+                    l.number,
+                    format!(
+                        "rollout_reference to segment {} of {thread} not found: imported from here",
+                        reference.segment_id.as_deref().unwrap_or("initial")
+                    ),
+                ));
+                None
+            }
+        };
+    }
+    None
+}
+
+/// A same-thread `history_base`: a stored segment of the thread (other
+/// than `head`) at least `end` bytes long whose prefix ends a line there.
+fn history_base_file(head: &Path, reference: &Reference, end: Option<u64>) -> Option<PathBuf> {
+    let home = codex_home(head)?;
+    let thread = reference.thread_id.as_deref()?;
+    let head_abs = std::fs::canonicalize(head).ok()?;
+    let mut found = Vec::new();
+    for dir in std::fs::read_dir(&home).ok()?.flatten() {
+        let Ok(segments) = std::fs::read_dir(dir.path().join(thread)) else {
+            continue;
+        };
+        for seg in segments.flatten() {
+            let Ok(files) = std::fs::read_dir(seg.path()) else {
+                continue;
+            };
+            for f in files.flatten() {
+                let p = f.path();
+                if !is_rollout_name(&p) || std::fs::canonicalize(&p).ok() == Some(head_abs.clone())
+                {
+                    continue;
+                }
+                if identity(&p).is_some_and(|(t, _)| t == thread) {
+                    found.push(p);
+                }
+            }
+        }
+    }
+    found.sort();
+    found.into_iter().find(|p| {
+        let Some(end) = end else { return true };
+        lines::read_all(p)
+            .map(|b| b.len() as u64 >= end && end > 0 && b[end as usize - 1] == b'\n')
+            .unwrap_or(false)
+    })
+}
+
+/// Follow the predecessors of the rollout at `path` (whose lines are
+/// `lines`, thread `thread`), oldest first.
+pub fn chain(path: &Path, lines: &[Line], thread: &str) -> Chain {
+    let mut out = Chain::default();
+    let mut seen: HashSet<PathBuf> = HashSet::new();
+    seen.insert(std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()));
+    let mut parts: Vec<(PathBuf, Vec<Line>, u64)> = Vec::new();
+    let mut next = predecessor(path, lines, thread, &mut out.notes);
+    while let Some((p, end)) = next.take() {
+        let key = std::fs::canonicalize(&p).unwrap_or_else(|_| p.clone());
+        if !seen.insert(key) || parts.len() >= MAX_SEGMENTS {
+            out.notes.push(Skipped {
+                file: p.clone(),
+                line: 0,
+                reason: "rollout reference cycle or chain too deep: not followed further".into(),
+            });
+            break;
+        }
+        let Ok(mut bytes) = lines::read_all(&p) else {
+            out.notes.push(Skipped {
+                file: p.clone(),
+                line: 0,
+                reason: "referenced segment could not be read".into(),
+            });
+            break;
+        };
+        if let Some(end) = end {
+            bytes.truncate(end as usize);
+        }
+        let file = lines::parse(&p, &bytes);
+        out.skipped.extend(file.skipped);
+        next = predecessor(&p, &file.lines, thread, &mut out.notes);
+        parts.push((p, file.lines, file.complete_lines));
+    }
+    // Each segment's lines keep their numbers, shifted past the segments
+    // before it: the numbers a segment had while it was the live rollout.
+    let mut offset = 0;
+    for (p, part, complete) in parts.into_iter().rev() {
+        for mut l in part {
+            l.number += offset;
+            out.lines.push(l);
+        }
+        offset += complete;
+        out.files.push(p);
+    }
+    out.line_count = offset;
+    out
+}
