@@ -1,0 +1,247 @@
+//! Codex paginated history followed by reference (issue 12): a thread split
+//! into segments by `rollout_reference` is one session, `history_base` of
+//! another thread is a fork by reference at the ordinal cut, duplicated
+//! ordinals are tolerated and reported. Fixtures: the hand-written Codex
+//! home in `tests/data/import/codex-home/` (see the README beside it); the
+//! counts below were written down from those files.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use memoir::import::{self, Agent, ImportReport, Source};
+use memoir::manager::{ManagerOptions, SessionManager};
+use memoir::message::Role;
+use memoir::record::Record;
+use memoir::store::Durability;
+use memoir::transcript::Transcript;
+use memoir::Message;
+
+const A: &str = "0199aaaa-0000-7000-8000-00000000000a";
+const B: &str = "0199bbbb-0000-7000-8000-00000000000b";
+const C: &str = "0199cccc-0000-7000-8000-00000000000c";
+
+fn data(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/import")
+        .join(rel)
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for e in fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dst = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &dst);
+        } else {
+            fs::copy(e.path(), dst).unwrap();
+        }
+    }
+}
+
+fn manager(dir: &Path) -> SessionManager {
+    SessionManager::open(
+        dir,
+        ManagerOptions {
+            durability: Durability::None,
+            repair_on_switch: false,
+            ..ManagerOptions::default()
+        },
+    )
+    .unwrap()
+}
+
+fn run_dir(m: &SessionManager, dir: &Path) -> ImportReport {
+    let sources = import::sources_of(Agent::Codex, Some(dir)).unwrap();
+    import::import(m, &sources, &mut |_| {}).unwrap()
+}
+
+fn run_files(m: &SessionManager, paths: &[PathBuf]) -> ImportReport {
+    let sources: Vec<Source> = paths
+        .iter()
+        .map(|p| Source {
+            agent: Agent::Codex,
+            path: p.clone(),
+        })
+        .collect();
+    import::import(m, &sources, &mut |_| {}).unwrap()
+}
+
+fn read(m: &SessionManager, thread: &str) -> Transcript {
+    m.read_stored(&format!("cx-{thread}")).unwrap()
+}
+
+fn texts(ms: &[Message]) -> Vec<(Role, String)> {
+    ms.iter().map(|m| (m.role, m.text_content())).collect()
+}
+
+/// `payload.type` of the kept source records of `t` (`event_msg` lines).
+fn event_kinds(t: &Transcript) -> Vec<String> {
+    t.unknown
+        .iter()
+        .filter_map(|r| match &r.record {
+            Record::Unknown { raw, .. } => raw
+                .get("entry")
+                .and_then(|e| e.get("payload"))
+                .and_then(|p| p.get("type"))
+                .and_then(|v| v.as_str())
+                .map(str::to_string),
+            _ => None,
+        })
+        .collect()
+}
+
+fn segmented_thread_messages() -> Vec<(Role, String)> {
+    vec![
+        (Role::User, "Explain segment rotation.".into()),
+        (Role::Assistant, "Rotation moves the old file aside.".into()),
+        (Role::User, "And what stays in the live file?".into()),
+        (Role::Assistant, "The reference stays at its head.".into()),
+    ]
+}
+
+#[test]
+fn a_segmented_thread_is_one_session_and_a_history_base_is_a_fork_at_the_cut() {
+    for from_sessions_dir in [false, true] {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("codex");
+        copy_tree(&data("codex-home"), &home);
+        let m = manager(&tmp.path().join("store"));
+        let dir = if from_sessions_dir {
+            home.join("sessions")
+        } else {
+            home.clone()
+        };
+        // The stored segment is not a rollout of its own.
+        assert_eq!(import::sources_of(Agent::Codex, Some(&dir)).unwrap().len(), 3);
+        let report = run_dir(&m, &dir);
+        assert_eq!(report.sessions.new, 3, "{report:?}");
+        assert_eq!(report.sessions.forked, 0, "{report:?}");
+
+        // A: the initial segment (2 messages) then the live segment (2).
+        let a = read(&m, A);
+        assert!(a.meta.parent.is_none());
+        assert_eq!(texts(&a.messages), segmented_thread_messages());
+        let usage: Vec<(u64, u64, u64)> = a
+            .messages
+            .iter()
+            .filter_map(|m| m.usage)
+            .map(|u| (u.input_tokens, u.cache_read_input_tokens, u.output_tokens))
+            .collect();
+        // 100 in (40 cached) / 20 out, then the cumulative 250/90/50's delta.
+        assert_eq!(usage, vec![(60, 40, 20), (100, 50, 30)]);
+        // The token_count written twice under ordinal 10 is kept once; the
+        // thread_settings_applied sharing ordinal 5 is kept.
+        let kinds = event_kinds(&a);
+        assert_eq!(kinds.iter().filter(|k| *k == "token_count").count(), 2);
+        assert_eq!(
+            kinds.iter().filter(|k| *k == "thread_settings_applied").count(),
+            1
+        );
+        let notes: Vec<&str> = report.notes.iter().map(|n| n.reason.as_str()).collect();
+        assert!(
+            notes.iter().any(|n| n.contains("ordinal 5 repeats")),
+            "{notes:?}"
+        );
+        assert!(
+            notes.iter().any(|n| n.contains("ordinal 10 written twice")),
+            "{notes:?}"
+        );
+
+        // B: history_base{A, end_ordinal_exclusive 6}: A's first two messages.
+        let b = read(&m, B);
+        let parent = b.meta.parent.as_ref().expect("B is a fork by reference");
+        assert_eq!(
+            (parent.session.as_str(), parent.messages),
+            (format!("cx-{A}").as_str(), 2)
+        );
+        assert_eq!(b.inherited, 2);
+        assert_eq!(
+            texts(&b.messages[2..]),
+            vec![
+                (Role::User, "Try another explanation.".into()),
+                (Role::Assistant, "Think of it as a log with chapters.".into()),
+            ]
+        );
+
+        // C: its base is not in the tree: imported whole, and reported.
+        let c = read(&m, C);
+        assert!(c.meta.parent.is_none());
+        assert_eq!(c.messages.len(), 2);
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.contains(&format!("fork parent of cx-{C} is not imported"))),
+            "{notes:?}"
+        );
+
+        let again = run_dir(&m, &dir);
+        assert_eq!((again.records, again.files_read), (0, 0), "{again:?}");
+    }
+}
+
+#[test]
+fn a_rotation_between_imports_continues_the_session_with_nothing_duplicated() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fixture = data("codex-home");
+    let name = format!("rollout-2026-07-13T10-00-00-{A}.jsonl");
+    let initial = fixture.join(format!("rollout_segments/{A}/initial/{name}"));
+    let successor = fixture.join(format!("sessions/2026/07/13/{name}"));
+
+    // Before the rotation: the live file is the initial segment.
+    let home = tmp.path().join("codex");
+    let live = home.join(format!("sessions/2026/07/13/{name}"));
+    fs::create_dir_all(live.parent().unwrap()).unwrap();
+    fs::copy(&initial, &live).unwrap();
+    let m = manager(&tmp.path().join("store"));
+    let first = run_files(&m, std::slice::from_ref(&live));
+    assert_eq!((first.sessions.new, first.messages), (1, 2), "{first:?}");
+
+    // Rotation as Codex does it: the live file is published at its
+    // immutable path and replaced (rename) by the successor.
+    let stored = home.join(format!("rollout_segments/{A}/initial/{name}"));
+    fs::create_dir_all(stored.parent().unwrap()).unwrap();
+    fs::copy(&live, &stored).unwrap();
+    let staged = live.with_extension("tmp");
+    fs::copy(&successor, &staged).unwrap();
+    fs::rename(&staged, &live).unwrap();
+    let second = run_files(&m, std::slice::from_ref(&live));
+    assert_eq!(
+        (
+            second.sessions.new,
+            second.sessions.forked,
+            second.sessions.updated
+        ),
+        (0, 0, 1),
+        "{second:?}"
+    );
+    assert_eq!(second.messages, 2, "{second:?}");
+    assert_eq!(texts(&read(&m, A).messages), segmented_thread_messages());
+
+    // The live segment grows: only its tail is read and appended.
+    let tail = concat!(
+        r#"{"timestamp":"2026-07-13T10:40:00.000Z","ordinal":11,"type":"event_msg","payload":{"type":"user_message","message":"One more?","images":[]}}"#,
+        "\n",
+        r#"{"timestamp":"2026-07-13T10:40:03.000Z","ordinal":12,"type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Sure."}]}}"#,
+        "\n"
+    );
+    let before = fs::metadata(&live).unwrap().len();
+    let mut grown = fs::read(&live).unwrap();
+    grown.extend_from_slice(tail.as_bytes());
+    fs::write(&live, &grown).unwrap();
+    let third = run_files(&m, std::slice::from_ref(&live));
+    assert_eq!(
+        (third.messages, third.sessions.forked, third.bytes_read),
+        (2, 0, grown.len() as u64 - before),
+        "{third:?}"
+    );
+    let fourth = run_files(&m, std::slice::from_ref(&live));
+    assert_eq!(fourth.records, 0, "{fourth:?}");
+
+    // The same as importing the final tree afresh.
+    let fresh = manager(&tmp.path().join("fresh"));
+    run_files(&fresh, &[live]);
+    let json = |t: Transcript| serde_json::to_string(&t.messages).unwrap();
+    assert_eq!(json(read(&m, A)), json(read(&fresh, A)));
+    assert_eq!(read(&fresh, A).messages.len(), 6);
+}
