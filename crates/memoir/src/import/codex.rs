@@ -673,9 +673,11 @@ pub fn parse(path: &Path, bytes: &[u8], ctx: &ParseContext) -> Parsed {
         .and_then(Value::as_object)
         .filter(|_| str_of(&meta_payload, "history_mode") != Some("legacy"))
         .filter(|hb| str_of(hb, "thread_id").is_some_and(|t| t != tid));
-    let head_reference = lines.iter().zip(&items).take(8).find_map(|(_, (k, p))| {
-        segments::Reference::of(k, p).filter(|r| !r.continues(&tid))
-    });
+    let head_reference = lines
+        .iter()
+        .zip(&items)
+        .take(8)
+        .find_map(|(_, (k, p))| segments::Reference::of(k, p).filter(|r| !r.continues(&tid)));
     let by_reference: Option<ForkFrom> = if let Some(hb) = history_base {
         let parent = str_of(hb, "thread_id").unwrap_or_default();
         hb.get("end_ordinal_exclusive")
@@ -755,11 +757,13 @@ pub fn parse(path: &Path, bytes: &[u8], ctx: &ParseContext) -> Parsed {
         b.feed(line, kind, payload);
     }
     b.flush();
-    parsed.notes.extend(b.notes.drain(..).map(|(line, reason)| super::Skipped {
-        file: path.to_path_buf(),
-        line: line.saturating_sub(offset),
-        reason,
-    }));
+    parsed
+        .notes
+        .extend(b.notes.drain(..).map(|(line, reason)| super::Skipped {
+            file: path.to_path_buf(),
+            line: line.saturating_sub(offset),
+            reason,
+        }));
     if split_done && !lines.is_empty() {
         parsed.tail = Some(b.state());
     }

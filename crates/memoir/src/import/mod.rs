@@ -29,6 +29,7 @@ pub mod claude;
 pub mod codex;
 pub mod cursor;
 pub mod detect;
+mod documents;
 pub mod gemini;
 mod lines;
 #[cfg(feature = "import-opencode")]

@@ -95,11 +95,9 @@ pub fn codex_home(path: &Path) -> Option<PathBuf> {
 }
 
 fn is_rollout_name(p: &Path) -> bool {
-    p.file_name()
-        .map(|n| n.to_string_lossy())
-        .is_some_and(|n| {
-            n.starts_with("rollout-") && (n.ends_with(".jsonl") || n.ends_with(lines::ZSTD_SUFFIX))
-        })
+    p.file_name().map(|n| n.to_string_lossy()).is_some_and(|n| {
+        n.starts_with("rollout-") && (n.ends_with(".jsonl") || n.ends_with(lines::ZSTD_SUFFIX))
+    })
 }
 
 /// Whether `path` lies where Codex keeps stored segments,

@@ -491,13 +491,19 @@ impl Run<'_> {
         Ok((records.len(), messages))
     }
 
-    /// Imported images go to the store's blob store whatever their size (not
-    /// inline base64; larger payloads of every kind go there anyway):
-    /// `Some(records)` with the images replaced by references, `None` when
-    /// there is none (or the store keeps no blobs).
+    /// Imported images and documents (PDFs, text documents: `document`
+    /// blocks) go to the store's blob store whatever their size (not inline
+    /// base64; larger payloads of every kind go there anyway): `Some(records)`
+    /// with them replaced by references, `None` when there is none (or the
+    /// store keeps no blobs).
     fn images_as_blobs(&self, records: &[Record]) -> Result<Option<Vec<Record>>, ImportError> {
-        let has_image = |r: &Record| matches!(r, Record::Message(m) if m.content.iter().any(|b| matches!(b, crate::message::Block::Image { .. })));
-        if !records.iter().any(has_image) {
+        use crate::message::Block;
+        let has_media = |r: &Record| {
+            matches!(r, Record::Message(m) if m.content.iter().any(|b| {
+                matches!(b, Block::Image { .. }) || super::documents::payload(b).is_some()
+            }))
+        };
+        if !records.iter().any(has_media) {
             return Ok(None);
         }
         let Some(payloads) = self.manager.store().blobs() else {
@@ -516,6 +522,7 @@ impl Run<'_> {
         for r in out.iter_mut() {
             if let Record::Message(m) = r {
                 crate::transcript::blobs::externalize_message(m, &images)?;
+                super::documents::externalize(m, &images.store)?;
             }
         }
         Ok(Some(out))

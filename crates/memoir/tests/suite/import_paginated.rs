@@ -113,7 +113,10 @@ fn a_segmented_thread_is_one_session_and_a_history_base_is_a_fork_at_the_cut() {
             home.clone()
         };
         // The stored segment is not a rollout of its own.
-        assert_eq!(import::sources_of(Agent::Codex, Some(&dir)).unwrap().len(), 3);
+        assert_eq!(
+            import::sources_of(Agent::Codex, Some(&dir)).unwrap().len(),
+            3
+        );
         let report = run_dir(&m, &dir);
         assert_eq!(report.sessions.new, 3, "{report:?}");
         assert_eq!(report.sessions.forked, 0, "{report:?}");
@@ -135,7 +138,10 @@ fn a_segmented_thread_is_one_session_and_a_history_base_is_a_fork_at_the_cut() {
         let kinds = event_kinds(&a);
         assert_eq!(kinds.iter().filter(|k| *k == "token_count").count(), 2);
         assert_eq!(
-            kinds.iter().filter(|k| *k == "thread_settings_applied").count(),
+            kinds
+                .iter()
+                .filter(|k| *k == "thread_settings_applied")
+                .count(),
             1
         );
         let notes: Vec<&str> = report.notes.iter().map(|n| n.reason.as_str()).collect();
@@ -160,7 +166,10 @@ fn a_segmented_thread_is_one_session_and_a_history_base_is_a_fork_at_the_cut() {
             texts(&b.messages[2..]),
             vec![
                 (Role::User, "Try another explanation.".into()),
-                (Role::Assistant, "Think of it as a log with chapters.".into()),
+                (
+                    Role::Assistant,
+                    "Think of it as a log with chapters.".into()
+                ),
             ]
         );
 

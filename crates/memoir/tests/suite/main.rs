@@ -39,6 +39,8 @@ mod golden_postgres;
 #[cfg(all(feature = "import-opencode", feature = "import-watch"))]
 mod import;
 #[cfg(feature = "import")]
+mod import_documents;
+#[cfg(feature = "import")]
 mod import_paginated;
 mod listing;
 mod manager;
