@@ -36,6 +36,10 @@ use crate::record::{Record, RunConfig, SessionMeta, SourceRef};
 
 const AGENT: Agent = Agent::Codex;
 
+/// The `type` of the lines made from items of Codex's thread-history
+/// projection that the rollout lacks (see `codex_history`).
+pub(crate) const HISTORY_ITEM: &str = "thread_history_item";
+
 /// Texts that mark a `user` message as injected context, not a human turn.
 const INJECTED: &[&str] = &[
     "<environment_context",
@@ -96,7 +100,8 @@ fn text_of_content(content: Option<&Value>) -> String {
     let mut out = String::new();
     if let Some(Value::Array(parts)) = content {
         for p in parts {
-            if let Some(t) = p.get("text").and_then(Value::as_str) {
+            // Parts are `{type, text}` objects (ThreadItems: plain strings).
+            if let Some(t) = p.get("text").and_then(Value::as_str).or(p.as_str()) {
                 if !out.is_empty() {
                     out.push('\n');
                 }
@@ -364,6 +369,7 @@ impl Builder {
                 self.flush();
                 self.raw(raw());
             }
+            HISTORY_ITEM => history_item(self, line, payload, &raw),
             _ => self.raw(raw()),
         }
     }
@@ -654,6 +660,12 @@ pub fn parse(path: &Path, bytes: &[u8], ctx: &ParseContext) -> Parsed {
         l.number += offset;
         l
     }));
+    #[cfg(feature = "import-opencode")]
+    let lines = {
+        let (lines, notes) = super::codex_history::fill(path, &own_tid, lines);
+        parsed.notes.extend(notes);
+        lines
+    };
     let items: Vec<(&str, &Map<String, Value>)> =
         lines.iter().enumerate().map(|(i, l)| item(l, i)).collect();
     let has_usage_records = items.iter().any(|(k, _)| *k == "token_usage_record");
@@ -915,21 +927,7 @@ fn response_item(b: &mut Builder, line: &Line, p: &Map<String, Value>, raw: &dyn
             // (with its encrypted content) as a source record.
             b.raw(raw());
         }
-        "reasoning" => {
-            let mut text = text_of_content(p.get("summary"));
-            let content = text_of_content(p.get("content"));
-            if !content.is_empty() {
-                if !text.is_empty() {
-                    text.push('\n');
-                }
-                text.push_str(&content);
-            }
-            let block = (!text.is_empty()).then_some(Block::Thinking {
-                text,
-                signature: None,
-            });
-            b.assistant_part(line, t, p, block);
-        }
+        "reasoning" => b.assistant_part(line, t, p, reasoning_block(p)),
         "function_call" => {
             let args = str_of(p, "arguments").unwrap_or("");
             let input = serde_json::from_str(args).unwrap_or_else(|_| Value::String(args.into()));
@@ -970,6 +968,56 @@ fn response_item(b: &mut Builder, line: &Line, p: &Map<String, Value>, raw: &dyn
             b.raw(raw());
         }
     }
+}
+
+/// An item of the thread-history projection the rollout lacks: user and
+/// agent messages and reasoning become (parts of) messages; other items
+/// (command executions, file changes, ...) are kept verbatim.
+fn history_item(b: &mut Builder, line: &Line, p: &Map<String, Value>, raw: &dyn Fn() -> Record) {
+    match str_of(p, "type").unwrap_or("") {
+        "userMessage" => {
+            let blocks = match p.get("content") {
+                Some(Value::Array(parts)) => parts
+                    .iter()
+                    .map(
+                        |part| match (str_of_value(part, "type"), str_of_value(part, "text")) {
+                            (Some("text"), Some(t)) => Block::Text { text: t.into() },
+                            _ => Block::Unknown(part.clone()),
+                        },
+                    )
+                    .collect(),
+                _ => Vec::new(),
+            };
+            b.user(line, HISTORY_ITEM, p, blocks, None);
+        }
+        "agentMessage" => {
+            let text = str_of(p, "text").unwrap_or("").to_string();
+            b.assistant_part(line, HISTORY_ITEM, p, Some(Block::Text { text }));
+        }
+        "reasoning" => b.assistant_part(line, HISTORY_ITEM, p, reasoning_block(p)),
+        _ => b.raw(raw()),
+    }
+}
+
+/// A reasoning item's readable text (summary, then content) as thinking;
+/// encrypted content is never rendered.
+fn reasoning_block(p: &Map<String, Value>) -> Option<Block> {
+    let mut text = text_of_content(p.get("summary"));
+    let content = text_of_content(p.get("content"));
+    if !content.is_empty() {
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(&content);
+    }
+    (!text.is_empty()).then_some(Block::Thinking {
+        text,
+        signature: None,
+    })
+}
+
+fn str_of_value<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
 }
 
 fn event(

@@ -27,6 +27,8 @@
 
 pub mod claude;
 pub mod codex;
+#[cfg(feature = "import-opencode")]
+mod codex_history;
 pub mod cursor;
 pub mod detect;
 mod documents;

@@ -254,3 +254,90 @@ fn a_rotation_between_imports_continues_the_session_with_nothing_duplicated() {
     assert_eq!(json(read(&m, A)), json(read(&fresh, A)));
     assert_eq!(read(&fresh, A).messages.len(), 6);
 }
+
+/// Items the rollout lost (here: the live segment's turn, ordinals 8 and 9)
+/// are filled from `thread_history_1.sqlite`, in their place; items the
+/// rollout has are not repeated; the database is not written.
+#[cfg(feature = "import-opencode")]
+#[test]
+fn items_a_rollout_lacks_are_filled_from_the_thread_history_database() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("codex");
+    copy_tree(&data("codex-home"), &home);
+    let live = home.join(format!(
+        "sessions/2026/07/13/rollout-2026-07-13T10-00-00-{A}.jsonl"
+    ));
+    let kept: Vec<String> = fs::read_to_string(&live)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.contains("\"ordinal\":8,") && !l.contains("\"ordinal\":9,"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(kept.len(), 4);
+    fs::write(&live, kept.concat()).unwrap();
+
+    let db = home.join("thread_history_1.sqlite");
+    {
+        let c = rusqlite::Connection::open(&db).unwrap();
+        c.execute_batch(
+            "CREATE TABLE thread_turns (thread_id TEXT, turn_id TEXT, rollout_ordinal INTEGER,
+                 status TEXT, PRIMARY KEY (thread_id, turn_id));
+             CREATE TABLE thread_items (thread_id TEXT, turn_id TEXT, item_id TEXT,
+                 rollout_ordinal INTEGER, created_at_ms INTEGER, item_type TEXT, item_json TEXT,
+                 PRIMARY KEY (thread_id, turn_id, item_id));",
+        )
+        .unwrap();
+        let rows = [
+            (
+                "t1",
+                "u1",
+                2,
+                r#"{"type":"userMessage","id":"u1","content":[{"type":"text","text":"Explain segment rotation."}]}"#,
+            ),
+            (
+                "t1",
+                "a1",
+                4,
+                r#"{"type":"agentMessage","id":"a1","text":"Rotation moves the old file aside.","phase":"final_answer"}"#,
+            ),
+            (
+                "t2",
+                "u2",
+                8,
+                r#"{"type":"userMessage","id":"u2","content":[{"type":"text","text":"And what stays in the live file?"}]}"#,
+            ),
+            (
+                "t2",
+                "a2",
+                9,
+                r#"{"type":"agentMessage","id":"a2","text":"The reference stays at its head.","phase":"final_answer"}"#,
+            ),
+        ];
+        for (turn, item, ordinal, json) in rows {
+            c.execute(
+                "INSERT INTO thread_items VALUES (?1, ?2, ?3, ?4, 1784016000000, json_extract(?5, '$.type'), ?5)",
+                rusqlite::params![A, turn, item, ordinal, json],
+            )
+            .unwrap();
+        }
+    }
+    let before = fs::read(&db).unwrap();
+
+    let m = manager(&tmp.path().join("store"));
+    let report = run_files(&m, std::slice::from_ref(&live));
+    assert_eq!(texts(&read(&m, A).messages), segmented_thread_messages());
+    let filled: Vec<&str> = report
+        .notes
+        .iter()
+        .map(|n| n.reason.as_str())
+        .filter(|n| n.contains("filled from the thread history"))
+        .collect();
+    assert_eq!(filled.len(), 2, "{:?}", report.notes);
+    assert!(filled[0].contains("item u2 (ordinal 8)"), "{filled:?}");
+    // Never written: same bytes, no journal left beside it.
+    assert_eq!(fs::read(&db).unwrap(), before);
+    assert!(!home.join("thread_history_1.sqlite-wal").exists());
+    // Re-import: nothing new.
+    let again = run_files(&m, &[live]);
+    assert_eq!(again.records, 0, "{again:?}");
+}
