@@ -206,12 +206,22 @@ fn handle(
     let _ = conn.flush();
 }
 
+/// The key's variable is set in a child process (see `support::env_child`).
+const KEY_VAR: &str = "MEMOIR_TEST_OPENAI_KEY_A";
+
 #[test]
 fn batches_keep_order_and_send_the_key() {
+    if !crate::support::env_child::in_child() {
+        let key = std::ffi::OsStr::new("sk-test-123");
+        crate::support::env_child::run_in_child(
+            "embed_openai::batches_keep_order_and_send_the_key",
+            &[(KEY_VAR, key)],
+        );
+        return;
+    }
     let srv = Server::start(32);
-    std::env::set_var("MEMOIR_TEST_OPENAI_KEY_A", "sk-test-123");
     let cfg = OpenAiConfig {
-        api_key_env: Some("MEMOIR_TEST_OPENAI_KEY_A".into()),
+        api_key_env: Some(KEY_VAR.into()),
         batch_size: 2,
         ..srv.config()
     };
