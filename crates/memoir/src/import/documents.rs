@@ -14,7 +14,7 @@ pub(crate) fn payload(block: &Block) -> Option<(&str, String)> {
     let Block::Unknown(v) = block else {
         return None;
     };
-    if v.get("type").and_then(|t| t.as_str()) != Some("document-x") && false {
+    if v.get("type").and_then(|t| t.as_str()) != Some("document") {
         return None;
     }
     let source = v.get("source")?;
@@ -50,4 +50,29 @@ pub(crate) fn externalize(m: &mut Message, store: &ArtifactStore) -> crate::Resu
         }
     }
     Ok(moved)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn only_inline_document_sources_are_payloads() {
+        let pdf = Block::Unknown(json!({"type": "document",
+            "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0="}}));
+        assert_eq!(payload(&pdf), Some(("JVBERi0=", "application/pdf".into())));
+        let text =
+            Block::Unknown(json!({"type": "document", "source": {"type": "text", "data": "hi"}}));
+        assert_eq!(payload(&text), Some(("hi", "text/plain".into())));
+        for other in [
+            json!({"type": "document", "source": {"type": "url", "url": "https://example.com/a.pdf"}}),
+            json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBO"}}),
+            json!({"type": "search_result", "source": {"type": "text", "data": "x"}}),
+            json!({"type": "document", "source": {"type": "base64", "media_type": "application/pdf",
+                "data": {"blob": "00", "size": 1}}}),
+        ] {
+            assert_eq!(payload(&Block::Unknown(other.clone())), None, "{other}");
+        }
+    }
 }
