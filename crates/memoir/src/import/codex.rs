@@ -643,19 +643,19 @@ pub fn parse(path: &Path, bytes: &[u8], ctx: &ParseContext) -> Parsed {
     let own_tid = thread_id(&file.lines, path);
     // Predecessor segments of the same thread come first, numbered before
     // the rollout's own lines (see `segments`).
-    let chain = segments::chain(path, &file.lines, &own_tid);
+    let mut chain = segments::chain(path, &file.lines, &own_tid);
     let offset = chain.line_count;
     let mut parsed = Parsed {
-        skipped: chain.skipped,
-        notes: chain.notes,
+        skipped: std::mem::take(&mut chain.skipped),
+        notes: std::mem::take(&mut chain.notes),
         torn: file.torn,
         consumed: file.consumed,
         complete_lines: file.complete_lines + offset,
         ..Parsed::default()
     };
     parsed.skipped.extend(file.skipped);
-    let segment_files = chain.files;
-    let mut lines = chain.lines;
+    let segment_files = chain.files.clone();
+    let mut lines = std::mem::take(&mut chain.lines);
     lines.extend(file.lines.into_iter().map(|mut l| {
         l.number += offset;
         l
@@ -769,13 +769,10 @@ pub fn parse(path: &Path, bytes: &[u8], ctx: &ParseContext) -> Parsed {
         b.feed(line, kind, payload);
     }
     b.flush();
-    parsed
-        .notes
-        .extend(b.notes.drain(..).map(|(line, reason)| super::Skipped {
-            file: path.to_path_buf(),
-            line: line.saturating_sub(offset),
-            reason,
-        }));
+    parsed.notes.extend(b.notes.drain(..).map(|(line, reason)| {
+        let (file, line) = chain.locate(path, line);
+        super::Skipped { file, line, reason }
+    }));
     if split_done && !lines.is_empty() {
         parsed.tail = Some(b.state());
     }

@@ -178,6 +178,9 @@ pub struct Chain {
     pub lines: Vec<Line>,
     /// The predecessor files, oldest first.
     pub files: Vec<PathBuf>,
+    /// Where each predecessor's lines start (the offset added to its line
+    /// numbers), in the order of `files`.
+    pub offsets: Vec<u64>,
     /// Complete lines of all the predecessors (the rollout's own lines
     /// are numbered after them).
     pub line_count: u64,
@@ -185,6 +188,21 @@ pub struct Chain {
     pub skipped: Vec<Skipped>,
     /// References that could not be followed.
     pub notes: Vec<Skipped>,
+}
+
+impl Chain {
+    /// The file and line (in that file) of chain line `number` of the
+    /// rollout at `head`.
+    pub fn locate(&self, head: &Path, number: u64) -> (PathBuf, u64) {
+        if number > self.line_count || self.files.is_empty() {
+            return (head.to_path_buf(), number.saturating_sub(self.line_count));
+        }
+        let k = self
+            .offsets
+            .partition_point(|o| *o < number)
+            .saturating_sub(1);
+        (self.files[k].clone(), number - self.offsets[k])
+    }
 }
 
 /// One line's `(type, payload)` as far as references go.
@@ -337,8 +355,9 @@ pub fn chain(path: &Path, lines: &[Line], thread: &str) -> Chain {
             l.number += offset;
             out.lines.push(l);
         }
-        offset += complete;
         out.files.push(p);
+        out.offsets.push(offset);
+        offset += complete;
     }
     out.line_count = offset;
     out

@@ -145,6 +145,16 @@ fn a_segmented_thread_is_one_session_and_a_history_base_is_a_fork_at_the_cut() {
             1
         );
         let notes: Vec<&str> = report.notes.iter().map(|n| n.reason.as_str()).collect();
+        // Reported at its own file and line: line 7 of the stored segment.
+        let repeat = report
+            .notes
+            .iter()
+            .find(|n| n.reason.contains("ordinal 5 repeats"))
+            .expect("the repeated ordinal is reported");
+        assert_eq!(repeat.line, 7);
+        assert!(repeat.file.ends_with(format!(
+            "rollout_segments/{A}/initial/rollout-2026-07-13T10-00-00-{A}.jsonl"
+        )));
         assert!(
             notes.iter().any(|n| n.contains("ordinal 5 repeats")),
             "{notes:?}"
@@ -247,12 +257,39 @@ fn a_rotation_between_imports_continues_the_session_with_nothing_duplicated() {
     let fourth = run_files(&m, std::slice::from_ref(&live));
     assert_eq!(fourth.records, 0, "{fourth:?}");
 
+    // A second rotation: the grown successor (segment S1) is published
+    // under its segment id and a third segment references it; the chain is
+    // followed two levels down and still appends only the new turn.
+    let s1 = "0199aaaa-5e90-7000-8000-000000000001";
+    let stored_s1 = home.join(format!("rollout_segments/{A}/{s1}/{name}"));
+    fs::create_dir_all(stored_s1.parent().unwrap()).unwrap();
+    fs::copy(&live, &stored_s1).unwrap();
+    let third_segment = format!(
+        "{}\n{}\n{}\n{}\n",
+        r#"{"timestamp":"2026-07-13T10:00:00.000Z","ordinal":13,"type":"session_meta","payload":{"id":"0199aaaa-0000-7000-8000-00000000000a","segment_id":"0199aaaa-5e90-7000-8000-000000000002","timestamp":"2026-07-13T10:00:00.000Z","cwd":"/work/demo","originator":"codex_cli_rs","cli_version":"0.160.0","source":"cli","model_provider":"openai","history_mode":"paginated"}}"#,
+        r#"{"timestamp":"2026-07-13T11:00:00.000Z","ordinal":14,"type":"rollout_reference","payload":{"rollout_path":"/elsewhere/stale.jsonl","thread_id":"0199aaaa-0000-7000-8000-00000000000a","segment_id":"0199aaaa-5e90-7000-8000-000000000001","max_depth":8}}"#,
+        r#"{"timestamp":"2026-07-13T11:01:00.000Z","ordinal":15,"type":"event_msg","payload":{"type":"user_message","message":"Last one.","images":[]}}"#,
+        r#"{"timestamp":"2026-07-13T11:01:02.000Z","ordinal":16,"type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Done."}]}}"#,
+    );
+    let staged = live.with_extension("tmp");
+    fs::write(&staged, third_segment).unwrap();
+    fs::rename(&staged, &live).unwrap();
+    let fifth = run_files(&m, std::slice::from_ref(&live));
+    assert_eq!(
+        (fifth.messages, fifth.sessions.new, fifth.sessions.forked),
+        (2, 0, 0),
+        "{fifth:?}"
+    );
+    let all = read(&m, A);
+    assert_eq!(all.messages.len(), 8);
+    assert_eq!(all.messages[7].text_content(), "Done.");
+
     // The same as importing the final tree afresh.
     let fresh = manager(&tmp.path().join("fresh"));
     run_files(&fresh, &[live]);
     let json = |t: Transcript| serde_json::to_string(&t.messages).unwrap();
     assert_eq!(json(read(&m, A)), json(read(&fresh, A)));
-    assert_eq!(read(&fresh, A).messages.len(), 6);
+    assert_eq!(read(&fresh, A).messages.len(), 8);
 }
 
 /// Items the rollout lost (here: the live segment's turn, ordinals 8 and 9)
