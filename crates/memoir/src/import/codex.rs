@@ -237,8 +237,11 @@ struct Builder {
     /// The rollout's usage comes from `token_usage_record`s.
     usage_records: bool,
     seen_meta: bool,
-    /// The highest `ordinal` fed and the hash of its line.
+    /// The highest `ordinal` fed, with the hash of its line when that line
+    /// was fed by an earlier import (else `ordinal_line` is its index).
     ordinal: Option<(u64, String)>,
+    /// Index, in this parse's lines, of the last line with `ordinal`.
+    ordinal_line: Option<usize>,
     /// Lines of the predecessor segments (carried for a later run).
     segment_lines: u64,
     /// Tolerated oddities: `(line, reason)`.
@@ -259,6 +262,7 @@ impl Builder {
             usage_records,
             seen_meta: false,
             ordinal: None,
+            ordinal_line: None,
             segment_lines: 0,
             notes: Vec::new(),
         }
@@ -286,52 +290,73 @@ impl Builder {
         Some(b)
     }
 
-    /// What a later run needs to resume after everything fed so far.
-    fn state(&self) -> TailState {
+    /// What a later run needs to resume after everything fed so far
+    /// (`lines`: those of this parse).
+    fn state(&self, lines: &[Line]) -> TailState {
+        let ordinal = self.ordinal.as_ref().map(|(o, h)| {
+            let h = match self.ordinal_line.and_then(|k| lines.get(k)) {
+                Some(l) => line_hash(l),
+                None => h.clone(),
+            };
+            (*o, h)
+        });
         TailState::Codex {
             unmatched: self.unmatched.clone(),
             last_total: self.last_total,
             usage_records: self.usage_records,
             seen_meta: self.seen_meta,
-            ordinal: self.ordinal.clone(),
+            ordinal,
             segment_lines: self.segment_lines,
         }
     }
 
-    /// Check a line's top-level `ordinal` against those fed before: a line
-    /// that repeats the last ordinal with identical content is a duplicate
-    /// write (`false`: skip it); a repeated or decreasing ordinal on another
-    /// line (Codex writing `thread_settings_applied` after `token_count`
-    /// under one ordinal) is kept and reported. Lines without one pass.
-    fn admit(&mut self, line: &Line) -> bool {
+    /// Check line `i` of `lines`' top-level `ordinal` against those fed
+    /// before: a line that repeats the last ordinal with identical content
+    /// is a duplicate write (`false`: skip it); a repeated or decreasing
+    /// ordinal on another line (Codex writing `thread_settings_applied`
+    /// after `token_count` under one ordinal) is kept and reported. Lines
+    /// without one pass. Lines are compared as parsed; only a repeat of the
+    /// previous import's last ordinal hashes the line.
+    fn admit(&mut self, lines: &[Line], i: usize) -> bool {
+        let line = &lines[i];
         let Some(ordinal) = line.value.get("ordinal").and_then(Value::as_u64) else {
             return true;
         };
-        let hash = || {
-            serde_json::to_vec(&line.value)
-                .map(|b| blake3::hash(&b).to_hex()[..32].to_string())
-                .unwrap_or_default()
-        };
-        match &self.ordinal {
-            Some((last, h)) if ordinal == *last && *h == hash() => {
-                self.notes.push((
-                    line.number,
-                    format!("ordinal {ordinal} written twice with the same content: copy skipped"),
-                ));
-                false
-            }
-            Some((last, _)) if ordinal <= *last => {
-                self.notes.push((
-                    line.number,
-                    format!("ordinal {ordinal} repeats or precedes {last}: line kept"),
-                ));
-                if ordinal == *last {
-                    self.ordinal = Some((ordinal, hash()));
+        match self.ordinal.as_ref().map(|(o, _)| *o) {
+            Some(last) if ordinal == last => {
+                let same = match self.ordinal_line.and_then(|k| lines.get(k)) {
+                    Some(prev) => prev.value == line.value,
+                    None => self
+                        .ordinal
+                        .as_ref()
+                        .is_some_and(|(_, h)| *h == line_hash(line)),
+                };
+                if same {
+                    self.notes.push((
+                        line.number,
+                        format!(
+                            "ordinal {ordinal} written twice with the same content: copy skipped"
+                        ),
+                    ));
+                    return false;
                 }
+                self.notes.push((
+                    line.number,
+                    format!("ordinal {ordinal} repeats the previous line's: line kept"),
+                ));
+                self.ordinal_line = Some(i);
+                true
+            }
+            Some(last) if ordinal < last => {
+                self.notes.push((
+                    line.number,
+                    format!("ordinal {ordinal} precedes {last}: line kept"),
+                ));
                 true
             }
             _ => {
-                self.ordinal = Some((ordinal, hash()));
+                self.ordinal = Some((ordinal, String::new()));
+                self.ordinal_line = Some(i);
                 true
             }
         }
@@ -762,7 +787,7 @@ pub fn parse(path: &Path, bytes: &[u8], ctx: &ParseContext) -> Parsed {
         if ctx.cuts.contains(&line.number) {
             b.boundary();
         }
-        if !b.admit(line) {
+        if !b.admit(&lines, i) {
             continue;
         }
         let (kind, payload) = items[i];
@@ -774,7 +799,7 @@ pub fn parse(path: &Path, bytes: &[u8], ctx: &ParseContext) -> Parsed {
         super::Skipped { file, line, reason }
     }));
     if split_done && !lines.is_empty() {
-        parsed.tail = Some(b.state());
+        parsed.tail = Some(b.state(&lines));
     }
     let mut records = b.records;
     let own = if !split_done {
@@ -850,8 +875,8 @@ pub fn parse_tail(
     if needs_all {
         return None;
     }
-    for (line, (kind, payload)) in lines.iter().zip(&items) {
-        if b.admit(line) {
+    for (i, (line, (kind, payload))) in lines.iter().zip(&items).enumerate() {
+        if b.admit(&lines, i) {
             b.feed(line, kind, payload);
         }
     }
@@ -878,7 +903,7 @@ pub fn parse_tail(
         complete_lines: file.complete_lines,
         resumed: true,
         cuts: lines.first().map(|l| vec![l.number]).unwrap_or_default(),
-        tail: Some(b.state()),
+        tail: Some(b.state(&lines)),
         ..Parsed::default()
     };
     parsed.sessions.push(Planned {
@@ -1011,6 +1036,13 @@ fn reasoning_block(p: &Map<String, Value>) -> Option<Block> {
         text,
         signature: None,
     })
+}
+
+/// A short BLAKE3 of a line's JSON (to recognise a copy of it later).
+fn line_hash(line: &Line) -> String {
+    serde_json::to_vec(&line.value)
+        .map(|b| blake3::hash(&b).to_hex()[..32].to_string())
+        .unwrap_or_default()
 }
 
 fn str_of_value<'a>(v: &'a Value, key: &str) -> Option<&'a str> {

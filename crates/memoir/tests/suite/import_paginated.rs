@@ -246,12 +246,28 @@ fn a_rotation_between_imports_continues_the_session_with_nothing_duplicated() {
     );
     let before = fs::metadata(&live).unwrap().len();
     let mut grown = fs::read(&live).unwrap();
+    // Its last line written a third time first: a copy, skipped on the
+    // resumed path too (by the hash the cursor keeps).
+    let last = String::from_utf8(grown.clone())
+        .unwrap()
+        .lines()
+        .last()
+        .unwrap()
+        .to_string();
+    grown.extend_from_slice(format!("{last}\n").as_bytes());
     grown.extend_from_slice(tail.as_bytes());
     fs::write(&live, &grown).unwrap();
     let third = run_files(&m, std::slice::from_ref(&live));
     assert_eq!(
         (third.messages, third.sessions.forked, third.bytes_read),
         (2, 0, grown.len() as u64 - before),
+        "{third:?}"
+    );
+    assert!(
+        third
+            .notes
+            .iter()
+            .any(|n| n.reason.contains("ordinal 10 written twice") && n.line == 7),
         "{third:?}"
     );
     let fourth = run_files(&m, std::slice::from_ref(&live));
@@ -282,6 +298,8 @@ fn a_rotation_between_imports_continues_the_session_with_nothing_duplicated() {
     );
     let all = read(&m, A);
     assert_eq!(all.messages.len(), 8);
+    let kinds = event_kinds(&all);
+    assert_eq!(kinds.iter().filter(|k| *k == "token_count").count(), 2);
     assert_eq!(all.messages[7].text_content(), "Done.");
 
     // The same as importing the final tree afresh.
