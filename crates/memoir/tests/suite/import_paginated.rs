@@ -19,6 +19,7 @@ use memoir::Message;
 const A: &str = "0199aaaa-0000-7000-8000-00000000000a";
 const B: &str = "0199bbbb-0000-7000-8000-00000000000b";
 const C: &str = "0199cccc-0000-7000-8000-00000000000c";
+const E: &str = "0199eeee-0000-7000-8000-00000000000e";
 
 fn data(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -115,10 +116,10 @@ fn a_segmented_thread_is_one_session_and_a_history_base_is_a_fork_at_the_cut() {
         // The stored segment is not a rollout of its own.
         assert_eq!(
             import::sources_of(Agent::Codex, Some(&dir)).unwrap().len(),
-            3
+            4
         );
         let report = run_dir(&m, &dir);
-        assert_eq!(report.sessions.new, 3, "{report:?}");
+        assert_eq!(report.sessions.new, 4, "{report:?}");
         assert_eq!(report.sessions.forked, 0, "{report:?}");
 
         // A: the initial segment (2 messages) then the live segment (2).
@@ -193,6 +194,13 @@ fn a_segmented_thread_is_one_session_and_a_history_base_is_a_fork_at_the_cut() {
                 .any(|n| n.contains(&format!("fork parent of cx-{C} is not imported"))),
             "{notes:?}"
         );
+
+        // E: a spawned thread names its parent.
+        let e = read(&m, E);
+        let src = e.meta.source.as_ref().unwrap();
+        assert_eq!(src.extra["kind"], "subagent");
+        assert_eq!(src.extra["parent_session"], format!("cx-{A}").as_str());
+        assert_eq!(e.messages.len(), 2);
 
         let again = run_dir(&m, &dir);
         assert_eq!((again.records, again.files_read), (0, 0), "{again:?}");
