@@ -5,12 +5,18 @@
 //! rotation — are filled in at their ordinal's place, each reported.
 //!
 //! The database is opened read-only exactly as OpenCode's is (a private
-//! copy when it has a write-ahead log, else `immutable=1`; never written).
-//! It is consulted only for rollouts that carry ordinals (paginated
-//! history). Behind the `import-opencode` feature, which brings SQLite.
+//! copy when it has a write-ahead log, else `immutable=1`; never written),
+//! once per process while its size and time (and its log's) do not change:
+//! a tree of rollouts costs one open, one indexed query per rollout. It is
+//! consulted only for rollouts that carry ordinals (paginated history), on
+//! full parses (a resumed tail is not filled). Behind the `import-opencode`
+//! feature, which brings SQLite.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use rusqlite::Connection;
 
 use serde_json::{json, Map, Value};
 
@@ -77,14 +83,68 @@ pub fn fill(rollout: &Path, thread: &str, lines: Vec<Line>) -> (Vec<Line>, Vec<S
     (merge(lines, items), notes)
 }
 
+/// The database last opened, while it is unchanged.
+struct Opened {
+    /// The database and the size and time of it and of its log.
+    key: (PathBuf, u64, i128, u64, i128),
+    conn: Connection,
+    /// The private copy `conn` reads, when the database had a log.
+    _copy: Option<tempfile::TempDir>,
+}
+
+static OPENED: Mutex<Option<Opened>> = Mutex::new(None);
+
+/// Run `f` on `db`, opened read-only (reusing the last open while `db` and
+/// its write-ahead log are unchanged).
+fn with_db<T>(
+    db: &Path,
+    f: impl FnOnce(&Connection) -> Result<T, ImportError>,
+) -> Result<T, ImportError> {
+    let stat = |p: &Path| {
+        super::cursor::FileStat::of(p)
+            .map(|s| (s.size, s.mtime_ns))
+            .unwrap_or((0, 0))
+    };
+    let (size, mtime) = stat(db);
+    let (wal_size, wal_mtime) = stat(&super::opencode::wal_of(db));
+    let key = (db.to_path_buf(), size, mtime, wal_size, wal_mtime);
+    let mut opened = OPENED
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if opened.as_ref().is_none_or(|o| o.key != key) {
+        *opened = None;
+        let (conn, copy) = open(db)?;
+        *opened = Some(Opened {
+            key,
+            conn,
+            _copy: copy,
+        });
+    }
+    match opened.as_ref() {
+        Some(o) => f(&o.conn),
+        None => Err(ImportError::Unsupported {
+            path: db.to_path_buf(),
+            reason: "thread history database not open".into(),
+        }),
+    }
+}
+
 /// `(ordinal, item id, line)` of the items of `thread` not in `present`.
 fn missing_items(
     db: &Path,
     thread: &str,
     present: &BTreeSet<u64>,
 ) -> Result<Vec<(u64, String, Line)>, ImportError> {
-    let (conn, _copy) = open(db)?;
-    let has_created = columns(&conn, "thread_items")
+    with_db(db, |conn| query_missing(conn, db, thread, present))
+}
+
+fn query_missing(
+    conn: &Connection,
+    db: &Path,
+    thread: &str,
+    present: &BTreeSet<u64>,
+) -> Result<Vec<(u64, String, Line)>, ImportError> {
+    let has_created = columns(conn, "thread_items")
         .iter()
         .any(|c| c == "created_at_ms");
     let sql = format!(
