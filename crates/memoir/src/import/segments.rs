@@ -94,6 +94,12 @@ pub fn codex_home(path: &Path) -> Option<PathBuf> {
         .map(Path::to_path_buf)
 }
 
+/// Whether an id from a source can name one directory (no separator, not
+/// `.` or `..`): ids are joined to paths, never allowed to climb out.
+fn is_name(s: &str) -> bool {
+    !s.is_empty() && s != "." && s != ".." && !s.contains(['/', '\\', '\0'])
+}
+
 fn is_rollout_name(p: &Path) -> bool {
     p.file_name().map(|n| n.to_string_lossy()).is_some_and(|n| {
         n.starts_with("rollout-") && (n.ends_with(".jsonl") || n.ends_with(lines::ZSTD_SUFFIX))
@@ -115,11 +121,20 @@ pub fn is_stored_segment(path: &Path) -> bool {
         if (s == "initial" || is_uuid(&s)) && is_uuid(&t))
 }
 
-/// The file `reference` names, validated, never `head` itself.
+/// The file `reference` names, validated, never `head` itself. Only files
+/// inside the Codex home holding `head` count (a recorded path elsewhere,
+/// or escaping it through `..` or a link, is not followed), regular files
+/// whose first line is the `session_meta` of the referenced thread and
+/// segment.
 pub fn resolve(reference: &Reference, head: &Path) -> Option<PathBuf> {
+    let home = codex_home(head)?;
+    let home_abs = std::fs::canonicalize(&home).ok()?;
     let head_abs = std::fs::canonicalize(head).unwrap_or_else(|_| head.to_path_buf());
     let valid = |p: &Path| -> bool {
-        if !p.is_file() || std::fs::canonicalize(p).ok().as_deref() == Some(head_abs.as_path()) {
+        let Ok(abs) = std::fs::canonicalize(p) else {
+            return false;
+        };
+        if !abs.is_file() || abs == head_abs || !abs.starts_with(&home_abs) {
             return false;
         }
         let Some((thread, segment)) = identity(p) else {
@@ -139,7 +154,6 @@ pub fn resolve(reference: &Reference, head: &Path) -> Option<PathBuf> {
             return Some(zst);
         }
     }
-    let home = codex_home(head)?;
     let thread = reference.thread_id.clone().or_else(|| {
         reference
             .rollout_path
@@ -148,6 +162,9 @@ pub fn resolve(reference: &Reference, head: &Path) -> Option<PathBuf> {
             .map(|n| n.to_string_lossy().into_owned())
     })?;
     let segment = reference.segment_id.as_deref().unwrap_or("initial");
+    if !is_name(&thread) || !is_name(segment) {
+        return None;
+    }
     let mut found: Vec<PathBuf> = Vec::new();
     for dir in std::fs::read_dir(&home).ok()?.flatten() {
         if !dir.file_type().is_ok_and(|t| t.is_dir()) {
@@ -281,7 +298,7 @@ fn predecessor(
 /// than `head`) at least `end` bytes long whose prefix ends a line there.
 fn history_base_file(head: &Path, reference: &Reference, end: Option<u64>) -> Option<PathBuf> {
     let home = codex_home(head)?;
-    let thread = reference.thread_id.as_deref()?;
+    let thread = reference.thread_id.as_deref().filter(|t| is_name(t))?;
     let head_abs = std::fs::canonicalize(head).ok()?;
     let mut found = Vec::new();
     for dir in std::fs::read_dir(&home).ok()?.flatten() {
@@ -305,12 +322,28 @@ fn history_base_file(head: &Path, reference: &Reference, end: Option<u64>) -> Op
         }
     }
     found.sort();
-    found.into_iter().find(|p| {
-        let Some(end) = end else { return true };
-        lines::read_all(p)
-            .map(|b| b.len() as u64 >= end && end > 0 && b[end as usize - 1] == b'\n')
-            .unwrap_or(false)
-    })
+    found
+        .into_iter()
+        .find(|p| end.is_none_or(|end| ends_a_line_at(p, end)))
+}
+
+/// Whether byte `end` of the (decompressed) file at `p` follows a newline.
+fn ends_a_line_at(p: &Path, end: u64) -> bool {
+    use std::io::{Read, Seek, SeekFrom};
+    if end == 0 {
+        return false;
+    }
+    if lines::is_compressed(p) {
+        return lines::read_all(p)
+            .is_ok_and(|b| b.len() as u64 >= end && b[end as usize - 1] == b'\n');
+    }
+    let mut byte = [0u8; 1];
+    std::fs::File::open(p)
+        .and_then(|mut f| {
+            f.seek(SeekFrom::Start(end - 1))?;
+            f.read_exact(&mut byte)
+        })
+        .is_ok_and(|()| byte[0] == b'\n')
 }
 
 /// Follow the predecessors of the rollout at `path` (whose lines are
@@ -361,4 +394,73 @@ pub fn chain(path: &Path, lines: &[Line], thread: &str) -> Chain {
     }
     out.line_count = offset;
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T: &str = "0199aaaa-0000-7000-8000-00000000000a";
+
+    fn write_segment(path: &Path, thread: &str, segment: Option<&str>) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let meta = serde_json::json!({"type": "session_meta", "ordinal": 0,
+            "payload": {"id": thread, "segment_id": segment}});
+        std::fs::write(path, format!("{meta}\n")).unwrap();
+    }
+
+    fn reference(path: &Path, thread: &str) -> Reference {
+        Reference {
+            rollout_path: Some(path.to_path_buf()),
+            thread_id: Some(thread.into()),
+            segment_id: None,
+            nth_user_message: None,
+        }
+    }
+
+    #[test]
+    fn references_resolve_only_inside_the_codex_home_and_by_identity() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("home");
+        let head = home.join(format!("sessions/2026/07/13/rollout-x-{T}.jsonl"));
+        write_segment(&head, T, Some("0199aaaa-5e90-7000-8000-000000000001"));
+        let stored = home.join(format!("segs/{T}/initial/rollout-x-{T}.jsonl"));
+        write_segment(&stored, T, None);
+        // Found at its recorded path, and (stale path) by thread and segment.
+        assert_eq!(resolve(&reference(&stored, T), &head), Some(stored.clone()));
+        let stale = tmp.path().join("gone.jsonl");
+        assert_eq!(resolve(&reference(&stale, T), &head), Some(stored.clone()));
+        // A valid-looking file outside the home is not followed.
+        let outside = tmp
+            .path()
+            .join(format!("elsewhere/{T}/initial/rollout-x-{T}.jsonl"));
+        write_segment(&outside, T, None);
+        std::fs::remove_file(&stored).unwrap();
+        assert_eq!(resolve(&reference(&outside, T), &head), None);
+        // Nor a wrong identity, nor the head itself, nor a climbing id.
+        write_segment(&stored, "0199ffff-0000-7000-8000-00000000000f", None);
+        assert_eq!(resolve(&reference(&stored, T), &head), None);
+        assert_eq!(resolve(&reference(&head, T), &head), None);
+        assert_eq!(resolve(&reference(&stale, "../.."), &head), None);
+    }
+
+    #[test]
+    fn stored_segment_paths_and_chain_line_locations() {
+        assert!(is_stored_segment(Path::new(&format!(
+            "/h/x/{T}/initial/rollout-a.jsonl"
+        ))));
+        assert!(!is_stored_segment(Path::new(
+            "/h/sessions/2026/07/13/rollout-a.jsonl"
+        )));
+        let chain = Chain {
+            files: vec!["/a".into(), "/b".into()],
+            offsets: vec![0, 7],
+            line_count: 10,
+            ..Chain::default()
+        };
+        let head = Path::new("/head");
+        assert_eq!(chain.locate(head, 7), (PathBuf::from("/a"), 7));
+        assert_eq!(chain.locate(head, 8), (PathBuf::from("/b"), 1));
+        assert_eq!(chain.locate(head, 12), (PathBuf::from("/head"), 2));
+    }
 }
