@@ -404,3 +404,29 @@ fn items_a_rollout_lacks_are_filled_from_the_thread_history_database() {
     let again = run_files(&m, &[live]);
     assert_eq!(again.records, 0, "{again:?}");
 }
+
+/// A fork read before its base (its file sorts first) waits for the base
+/// of the same run, then references it at the cut.
+#[test]
+fn a_history_base_fork_read_before_its_base_still_references_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("codex");
+    copy_tree(&data("codex-home"), &home);
+    let day = home.join("sessions/2026/07/13");
+    let early = home.join("sessions/2026/07/01");
+    fs::create_dir_all(&early).unwrap();
+    let fork = format!("rollout-2026-07-13T11-00-00-{B}.jsonl");
+    fs::rename(day.join(&fork), early.join(&fork)).unwrap();
+    let m = manager(&tmp.path().join("store"));
+    let sources = import::sources_of(Agent::Codex, Some(&home)).unwrap();
+    assert!(sources[0].path.ends_with(&fork), "{sources:?}");
+    let report = import::import(&m, &sources, &mut |_| {}).unwrap();
+    assert_eq!(report.sessions.new, 4, "{report:?}");
+    let b = read(&m, B);
+    let parent = b.meta.parent.as_ref().expect("B references A");
+    assert_eq!(
+        (parent.session.as_str(), parent.messages),
+        (format!("cx-{A}").as_str(), 2)
+    );
+    assert_eq!(b.messages.len(), 4);
+}
