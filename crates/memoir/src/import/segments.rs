@@ -63,10 +63,10 @@ impl Reference {
         })
     }
 
-    /// Whether it names a predecessor segment of `thread` (all of its
-    /// history, no cut).
+    /// Whether it names a predecessor segment of `thread` (the same thread;
+    /// a `nth_user_message` cut keeps only its history before that turn).
     pub fn continues(&self, thread: &str) -> bool {
-        self.thread_id.as_deref().is_none_or(|t| t == thread) && self.nth_user_message.is_none()
+        self.thread_id.as_deref().is_none_or(|t| t == thread)
     }
 }
 
@@ -238,7 +238,7 @@ fn predecessor(
     lines: &[Line],
     thread: &str,
     notes: &mut Vec<Skipped>,
-) -> Option<(PathBuf, Option<u64>)> {
+) -> Option<(PathBuf, Option<u64>, Option<u64>)> {
     let note = |line: u64, reason: String| Skipped {
         file: path.to_path_buf(),
         line,
@@ -260,7 +260,7 @@ fn predecessor(
                     nth_user_message: None,
                 };
                 return match history_base_file(path, &reference, end) {
-                    Some(p) => Some((p, end)),
+                    Some(p) => Some((p, end, None)),
                     None => {
                         notes.push(note(
                             l.number,
@@ -278,7 +278,7 @@ fn predecessor(
             return None;
         }
         return match resolve(&reference, path) {
-            Some(p) => Some((p, None)),
+            Some(p) => Some((p, None, reference.nth_user_message)),
             None => {
                 notes.push(note(
                     l.number,
@@ -292,6 +292,58 @@ fn predecessor(
         };
     }
     None
+}
+
+/// The index of the first line of the turn of the 0-based user message
+/// `n` of `lines` (its `user_message` event, or, in rollouts without
+/// those, its user `message` item, moved back over the turn's opening
+/// `task_started`/`turn_started`/`turn_context` lines); `lines.len()` when
+/// there are fewer user messages. Codex's `nth_user_message` cut.
+fn turn_start(lines: &[Line], n: u64) -> usize {
+    let user_at = |event: bool| {
+        lines
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| {
+                let (kind, payload) = kind_of(&l.value);
+                let p = payload.map(|p| (str_of(p, "type"), str_of(p, "role")));
+                if event {
+                    kind == "event_msg" && p.is_some_and(|(t, _)| t == Some("user_message"))
+                } else {
+                    kind == "response_item"
+                        && p == Some((Some("message"), Some("user")))
+                        && !payload
+                            .and_then(|p| p.get("content"))
+                            .and_then(|c| c.get(0))
+                            .and_then(|c| c.get("text"))
+                            .and_then(Value::as_str)
+                            .is_some_and(|t| t.trim_start().starts_with('<'))
+                }
+            })
+            .map(|(i, _)| i)
+            .nth(n as usize)
+    };
+    let has_events = lines.iter().any(|l| {
+        let (kind, payload) = kind_of(&l.value);
+        kind == "event_msg" && payload.and_then(|p| str_of(p, "type")) == Some("user_message")
+    });
+    let Some(mut at) = user_at(has_events) else {
+        return lines.len();
+    };
+    while at > 0 {
+        let (kind, payload) = kind_of(&lines[at - 1].value);
+        let opening = kind == "turn_context"
+            || (kind == "event_msg"
+                && matches!(
+                    payload.and_then(|p| str_of(p, "type")),
+                    Some("task_started" | "turn_started")
+                ));
+        if !opening {
+            break;
+        }
+        at -= 1;
+    }
+    at
 }
 
 /// A same-thread `history_base`: a stored segment of the thread (other
@@ -354,7 +406,7 @@ pub fn chain(path: &Path, lines: &[Line], thread: &str) -> Chain {
     seen.insert(std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()));
     let mut parts: Vec<(PathBuf, Vec<Line>, u64)> = Vec::new();
     let mut next = predecessor(path, lines, thread, &mut out.notes);
-    while let Some((p, end)) = next.take() {
+    while let Some((p, end, nth)) = next.take() {
         let key = std::fs::canonicalize(&p).unwrap_or_else(|_| p.clone());
         if !seen.insert(key) || parts.len() >= MAX_SEGMENTS {
             out.notes.push(Skipped {
@@ -375,9 +427,12 @@ pub fn chain(path: &Path, lines: &[Line], thread: &str) -> Chain {
         if let Some(end) = end {
             bytes.truncate(end as usize);
         }
-        let file = lines::parse(&p, &bytes);
+        let mut file = lines::parse(&p, &bytes);
         out.skipped.extend(file.skipped);
         next = predecessor(&p, &file.lines, thread, &mut out.notes);
+        if let Some(n) = nth {
+            file.lines.truncate(turn_start(&file.lines, n));
+        }
         parts.push((p, file.lines, file.complete_lines));
     }
     // Each segment's lines keep their numbers, shifted past the segments
@@ -442,6 +497,37 @@ mod tests {
         assert_eq!(resolve(&reference(&stored, T), &head), None);
         assert_eq!(resolve(&reference(&head, T), &head), None);
         assert_eq!(resolve(&reference(&stale, "../.."), &head), None);
+    }
+
+    #[test]
+    fn a_user_message_cut_drops_that_turn_with_its_opening_lines() {
+        let line = |number: u64, v: Value| Line {
+            number,
+            value: v.as_object().unwrap().clone(),
+        };
+        let ev = |t: &str| serde_json::json!({"type": "event_msg", "payload": {"type": t}});
+        let lines = vec![
+            line(
+                1,
+                serde_json::json!({"type": "session_meta", "payload": {"id": T}}),
+            ),
+            line(
+                2,
+                serde_json::json!({"type": "turn_context", "payload": {}}),
+            ),
+            line(3, ev("user_message")),
+            line(4, ev("agent_message")),
+            line(5, ev("task_started")),
+            line(
+                6,
+                serde_json::json!({"type": "turn_context", "payload": {}}),
+            ),
+            line(7, ev("user_message")),
+            line(8, ev("agent_message")),
+        ];
+        assert_eq!(turn_start(&lines, 0), 1);
+        assert_eq!(turn_start(&lines, 1), 4);
+        assert_eq!(turn_start(&lines, 2), lines.len());
     }
 
     #[test]
