@@ -6,8 +6,11 @@
 //!
 //! The database is opened read-only exactly as OpenCode's is (a private
 //! copy when it has a write-ahead log, else `immutable=1`; never written),
-//! once per process while its size and time (and its log's) do not change:
-//! a tree of rollouts costs one open, one indexed query per rollout. It is
+//! once per process while its size and time (and its log's) do not change,
+//! or for [`REOPEN_AFTER`] whatever Codex writes meanwhile (the items a
+//! rollout lost are old; a copy of a busy database is not made per
+//! rollout): a tree of rollouts costs one open, one indexed query per
+//! rollout. It is
 //! consulted only for rollouts that carry ordinals (paginated history), on
 //! full parses (a resumed tail is not filled). Behind the `import-opencode`
 //! feature, which brings SQLite.
@@ -83,8 +86,13 @@ pub fn fill(rollout: &Path, thread: &str, lines: Vec<Line>) -> (Vec<Line>, Vec<S
     (merge(lines, items), notes)
 }
 
+/// How long an open database is reused although it changed.
+pub const REOPEN_AFTER: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// The database last opened, while it is unchanged.
 struct Opened {
+    /// When it was opened.
+    at: std::time::Instant,
     /// The database and the size and time of it and of its log.
     key: (PathBuf, u64, i128, u64, i128),
     conn: Connection,
@@ -111,10 +119,12 @@ fn with_db<T>(
     let mut opened = OPENED
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
-    if opened.as_ref().is_none_or(|o| o.key != key) {
+    let fresh = |o: &Opened| o.key == key || (o.key.0 == key.0 && o.at.elapsed() < REOPEN_AFTER);
+    if !opened.as_ref().is_some_and(fresh) {
         *opened = None;
         let (conn, copy) = open(db)?;
         *opened = Some(Opened {
+            at: std::time::Instant::now(),
             key,
             conn,
             _copy: copy,
