@@ -308,7 +308,7 @@ impl Index {
     /// the transcript still ends with the entry's last record. Returns the
     /// written entry, or `None` when the transcript is gone or moved on (the
     /// entry is then left for the next listing to rebuild).
-    pub fn commit(&self, mut entry: IndexEntry) -> Result<Option<IndexEntry>> {
+    pub fn commit(&self, entry: IndexEntry) -> Result<Option<IndexEntry>> {
         let path = self.transcript_path(&entry.id);
         let meta = match fs::metadata(&path) {
             Ok(m) => m,
@@ -319,10 +319,16 @@ impl Index {
         if last_seq_at(&path, stamp.len) != Some(entry.last_seq) {
             return Ok(None);
         }
+        self.store_stamped(entry, stamp).map(Some)
+    }
+
+    /// Stamp `entry` with `stamp` (its transcript's state when the entry
+    /// was read from it) and write it.
+    fn store_stamped(&self, mut entry: IndexEntry, stamp: Stamp) -> Result<IndexEntry> {
         entry.stamp = stamp;
         entry.last_activity = stamp.modified();
         self.write(&entry)?;
-        Ok(Some(entry))
+        Ok(entry)
     }
 
     /// Write an entry in place, under an exclusive `flock` of its file (so
@@ -430,6 +436,7 @@ impl Index {
             mut gone,
             live,
             moved,
+            from,
             next,
         } = changes;
         let mut header = snapshot::Header {
@@ -448,6 +455,9 @@ impl Index {
                     .filter(|id| !live.contains(id)),
             );
         }
+        // Lazy verification: a few entries per listing are checked against
+        // their transcript, so a writer that bypassed the journal (an older
+        // build, a hand edit) is noticed eventually.
         for e in checkpoint::sample(entries.len()).map(|i| &entries[i]) {
             let fresh =
                 fs::metadata(self.transcript_path(&e.id)).is_ok_and(|m| Stamp::of(&m) == e.stamp);
@@ -463,14 +473,29 @@ impl Index {
         }
         let mut refreshed: HashMap<String, IndexEntry> = HashMap::new();
         let mut unreadable: BTreeSet<String> = header.at.unreadable.iter().cloned().collect();
+        // A session whose refresh is not known to be current (a transient
+        // error, or an entry that could not be stored) keeps the journal
+        // position where it was, so the next listing looks at it again: a
+        // change the journal announced is never consumed without being seen.
+        let mut unsettled = false;
         for id in &changed {
             match self.refresh_locked(reader, id) {
-                Ok(Some((e, rebuilt))) => {
-                    listing.rebuilt += usize::from(rebuilt);
+                Ok(Refreshed::Current(e)) => {
                     refreshed.insert(id.clone(), e);
                 }
-                Ok(None) => {
+                Ok(Refreshed::Rebuilt { entry, stored }) => {
+                    listing.rebuilt += 1;
+                    unsettled |= !stored;
+                    refreshed.insert(id.clone(), entry);
+                }
+                Ok(Refreshed::Gone) => {
                     gone.insert(id.clone());
+                }
+                Err(e) if checkpoint::is_transient(&e) => {
+                    unsettled = true;
+                    if let Some(old) = entries.iter().find(|old| &old.id == id) {
+                        refreshed.insert(id.clone(), old.clone());
+                    }
                 }
                 Err(_) => {
                     unreadable.insert(id.clone());
@@ -489,7 +514,7 @@ impl Index {
         entries.extend(refreshed.into_values());
         sort_newest_first(&mut entries);
         header.at.unreadable = unreadable.into_iter().collect();
-        header.at.compact_journal(journal);
+        header.at.finish(journal, &from, !unsettled);
         let _ = snapshot::write(&self.snapshot_path(), &header, &entries);
         listing.unreadable = header.at.unreadable.len() + header.at.bad_names;
         listing.entries = entries;
@@ -498,22 +523,33 @@ impl Index {
 
     /// Refresh one session's entry while holding its transcript's lock
     /// shared (so an append the journal announced has finished): the stored
-    /// entry when it matches the transcript, else rebuilt from it. `None`
-    /// when the transcript is gone; the flag tells whether it was rebuilt.
-    fn refresh_locked(
-        &self,
-        reader: &dyn LogStore,
-        id: &str,
-    ) -> Result<Option<(IndexEntry, bool)>> {
-        let Some(_lock) = checkpoint::lock_shared(&self.store_dir, id)? else {
-            return Ok(None);
+    /// entry when it matches the transcript, else rebuilt from it.
+    fn refresh_locked(&self, reader: &dyn LogStore, id: &str) -> Result<Refreshed> {
+        let Some(lock) = checkpoint::lock_shared(&self.store_dir, id)? else {
+            return Ok(Refreshed::Gone);
         };
+        // No writer that notes its changes can move the transcript on while
+        // the lock is held, so the entry read now is stamped with the state
+        // seen under the lock (even a torn tail waiting for its repair).
         match self.load_fresh(id) {
-            Some(e) => Ok(Some((e, false))),
-            None => match self.rebuild(reader, id) {
-                Ok((e, _)) => Ok(Some((e, true))),
-                Err(crate::Error::NotFound(_)) => Ok(None),
-                Err(e) => Err(e),
+            Some(e) => Ok(Refreshed::Current(e)),
+            None => match (read_in(reader, id), lock.metadata()) {
+                (Ok(t), Ok(meta)) => {
+                    let entry = IndexEntry::from_transcript(&t);
+                    Ok(match self.store_stamped(entry.clone(), Stamp::of(&meta)) {
+                        Ok(entry) => Refreshed::Rebuilt {
+                            entry,
+                            stored: true,
+                        },
+                        Err(_) => Refreshed::Rebuilt {
+                            entry,
+                            stored: false,
+                        },
+                    })
+                }
+                (Err(crate::Error::NotFound(_)), _) => Ok(Refreshed::Gone),
+                (Err(e), _) => Err(e),
+                (_, Err(e)) => Err(e).ctx("stat", self.transcript_path(id)),
             },
         }
     }
@@ -629,6 +665,17 @@ impl Index {
     pub fn invalidate(&self) -> Result<()> {
         snapshot::remove(&self.snapshot_path())
     }
+}
+
+/// What refreshing one session's entry found.
+enum Refreshed {
+    /// The stored entry matches the transcript.
+    Current(IndexEntry),
+    /// Rebuilt from the transcript; `stored`: written back as current (false
+    /// when the transcript moved on meanwhile or the index is read-only).
+    Rebuilt { entry: IndexEntry, stored: bool },
+    /// The transcript is gone.
+    Gone,
 }
 
 /// Entries checked against their transcript per snapshot listing (shared
