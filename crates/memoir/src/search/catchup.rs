@@ -31,7 +31,7 @@ use rusqlite::OptionalExtension;
 use serde::{Deserialize, Serialize};
 
 use super::engine::{Db, SqlContext};
-use super::indexer::{self, Batch, Check, Todo};
+use super::indexer::{self, Batch, Check, Failed, Todo};
 use super::{Result, UpdateReport};
 use crate::store::file::changes::Journal;
 use crate::store::file::checkpoint::{self, Changes, Checkpoint};
@@ -174,6 +174,7 @@ fn apply(
     let Changes {
         mut changed,
         gone,
+        from,
         next: mut at,
         ..
     } = changes;
@@ -194,12 +195,14 @@ fn apply(
             check: Check::Locked(dir),
         });
     }
-    let mut unreadable = Vec::new();
-    indexer::index_sessions(batch, store, tk, todo, &mut report, &mut unreadable)?;
-    at.unreadable.extend(unreadable);
+    let mut failed = Failed::default();
+    indexer::index_sessions(batch, store, tk, todo, &mut report, &mut failed)?;
+    at.unreadable.extend(failed.unreadable);
     at.unreadable.sort();
     at.unreadable.dedup();
-    at.compact_journal(journal);
+    // A transient failure leaves the journal position where it was: the
+    // next update looks at the same sessions again.
+    at.finish(journal, &from, !failed.transient);
     let report = report_of(batch.db, &at, report)?;
     save(batch.db, Some(at))?;
     Ok(report)
@@ -223,11 +226,14 @@ fn full(
         None => None,
     };
     let pass = indexer::update_all(batch, store, tk)?;
+    // After a transient failure no checkpoint is kept: the next update is a
+    // full pass again, and retries the session.
+    let at = at.filter(|_| !pass.failed.transient);
     let at = at.zip(names).map(|(mut at, (names, bad_names))| {
         let mut unreadable: Vec<String> = names
             .into_iter()
             .filter(|id| !pass.listed.contains(id))
-            .chain(pass.unreadable)
+            .chain(pass.failed.unreadable)
             .collect();
         unreadable.sort();
         unreadable.dedup();

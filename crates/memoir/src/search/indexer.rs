@@ -200,7 +200,7 @@ pub(super) struct FullPass {
     /// The ids the store listed (readable headers).
     pub(super) listed: HashSet<String>,
     /// Listed sessions whose log could not be read.
-    pub(super) unreadable: Vec<String>,
+    pub(super) failed: Failed,
 }
 
 /// Index the whole store: every listed session from its cursor, deleted
@@ -247,13 +247,24 @@ pub(super) fn update_all(
         });
     }
     drop(listed);
-    let mut failed = Vec::new();
+    let mut failed = Failed::default();
     index_sessions(batch, store, tk, todo, &mut report, &mut failed)?;
     Ok(FullPass {
         report,
         listed: listed_ids,
-        unreadable: failed,
+        failed,
     })
+}
+
+/// Sessions [`index_sessions`] could not read.
+#[derive(Debug, Default)]
+pub(super) struct Failed {
+    /// Ids whose log is unreadable as it stands (no valid header, a special
+    /// file...): retried when they change.
+    pub(super) unreadable: Vec<String>,
+    /// Whether a read failed for a reason that says nothing about the
+    /// session (I/O, busy): the caller must not consume the change.
+    pub(super) transient: bool,
 }
 
 /// How a session to index is checked before it is read.
@@ -277,7 +288,7 @@ pub(super) struct Todo<'a> {
 }
 
 /// Bring `todo`'s sessions up to date in `batch`; the ids that could not
-/// be read go to `unreadable`.
+/// be read go to `failed`.
 ///
 /// Two stages: a reader thread reads each session and turns its new
 /// records into documents (parse, text, terms, hashes); this thread writes
@@ -289,7 +300,7 @@ pub(super) fn index_sessions(
     tk: &Tokenizer,
     todo: Vec<Todo<'_>>,
     report: &mut UpdateReport,
-    unreadable: &mut Vec<String>,
+    failed: &mut Failed,
 ) -> Result<()> {
     std::thread::scope(|scope| -> Result<()> {
         let (tx, rx) = std::sync::mpsc::sync_channel::<Prepared>(READ_AHEAD);
@@ -304,8 +315,10 @@ pub(super) fn index_sessions(
         });
         let mut written = Ok(());
         for p in rx.iter() {
-            if matches!(p.read, Read::Unreadable) {
-                unreadable.push(p.id.clone());
+            match p.read {
+                Read::Unreadable { transient: true } => failed.transient = true,
+                Read::Unreadable { transient: false } => failed.unreadable.push(p.id.clone()),
+                _ => {}
             }
             written = write_session(batch, store, p, report);
             if written.is_err() {
@@ -344,7 +357,9 @@ fn read_one(store: &dyn LogStore, terms: &mut Terms<'_>, todo: Todo<'_>) -> Prep
             }
         }
         Ok(None) => Read::Gone,
-        Err(_) => Read::Unreadable,
+        Err(e) => Read::Unreadable {
+            transient: checkpoint::is_transient(&e),
+        },
     };
     Prepared {
         id,
@@ -412,7 +427,10 @@ enum Read {
     /// The store no longer has the session.
     Gone,
     /// It could not be read (left as it was; retried next time).
-    Unreadable,
+    Unreadable {
+        /// The error says nothing about the session (I/O, busy): retry it.
+        transient: bool,
+    },
     /// Read: its header, plan and new documents.
     Log(Box<SessionLog>),
 }
@@ -453,12 +471,14 @@ fn prepare(
                 read: Read::Gone,
             }
         }
-        Err(_) => {
+        Err(e) => {
             return Prepared {
                 id,
                 known,
                 fp,
-                read: Read::Unreadable,
+                read: Read::Unreadable {
+                    transient: checkpoint::is_transient(&e),
+                },
             }
         }
     };
@@ -467,7 +487,7 @@ fn prepare(
             id,
             known,
             fp,
-            read: Read::Unreadable,
+            read: Read::Unreadable { transient: false },
         };
     };
     let header_hash = record_hash(&Record::Meta(meta.clone()));
@@ -632,7 +652,7 @@ fn write_session(
             }
             return Ok(());
         }
-        Read::Unreadable => {
+        Read::Unreadable { .. } => {
             report.unreadable += 1;
             return Ok(());
         }

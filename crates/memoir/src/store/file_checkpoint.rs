@@ -90,6 +90,9 @@ pub struct Changes {
     pub live: Option<HashSet<String>>,
     /// Whether the journal moved on (even when it named nothing new).
     pub moved: bool,
+    /// The journal position the changes were computed from (where
+    /// [`Checkpoint::finish`] goes back to when they were not all applied).
+    pub from: Position,
     /// The checkpoint to store once every change is applied: the journal's
     /// new end, the directory's time and bad names when it was read, and the
     /// old unreadable ids minus the changed and gone ones (the cache adds the
@@ -201,8 +204,25 @@ impl Checkpoint {
             gone,
             live,
             moved,
+            from: self.position(),
             next,
         }))
+    }
+
+    /// Finish a catch-up that started at position `from` ([`Changes::from`];
+    /// this checkpoint being its [`Changes::next`]). `settled`: every change was applied and
+    /// is known current, so the journal's new end is kept (and a long journal
+    /// compacted: [`Checkpoint::compact_journal`]). Otherwise the position
+    /// goes back to `from`: the next catch-up sees the same changes again, and
+    /// a change the journal announced is never consumed without being seen
+    /// (a transient error, an entry that could not be stored).
+    pub fn finish(&mut self, journal: &Journal, from: &Position, settled: bool) {
+        if settled {
+            self.compact_journal(journal);
+        } else {
+            self.epoch = from.epoch.clone();
+            self.offset = from.offset;
+        }
     }
 
     /// Once the journal consumed up to this checkpoint is long, start it
@@ -217,6 +237,18 @@ impl Checkpoint {
             self.offset = fresh.offset;
         }
     }
+}
+
+/// An error that says nothing about the transcript (I/O, a busy or
+/// unavailable resource): a catch-up retries the session next time instead
+/// of recording it as unreadable.
+pub fn is_transient(e: &Error) -> bool {
+    matches!(
+        e.kind(),
+        crate::error::ErrorKind::Io
+            | crate::error::ErrorKind::Busy
+            | crate::error::ErrorKind::Unavailable
+    )
 }
 
 /// The id of the running boot (`None` where the kernel does not say: then
