@@ -475,10 +475,17 @@ fn a_transient_read_error_never_consumes_a_change_unseen() {
     settle();
     assert!(!ix.update().unwrap().full_scan);
     // Another writer appends (noted in the journal); the next read fails.
-    say(&FileStore::new(tmp.path(), Durability::None), "b", "a capybara appears");
+    say(
+        &FileStore::new(tmp.path(), Durability::None),
+        "b",
+        "a capybara appears",
+    );
     flaky.failing.store(true, Ordering::SeqCst);
     let during = ix.update().unwrap();
-    assert_eq!(during.unreadable, 0, "not recorded as unreadable: {during:?}");
+    assert_eq!(
+        during.unreadable, 0,
+        "not recorded as unreadable: {during:?}"
+    );
     assert!(sessions_with(&ix, "capybara").is_empty());
     flaky.failing.store(false, Ordering::SeqCst);
     let after = ix.update().unwrap();
