@@ -6,18 +6,21 @@
 //! [`scan::Scanner`], which applies the order, chain and batch rules. The
 //! outcome is the same `RawLog` as [`scan::scan`] over the same bytes.
 //!
-//! Memory: one chunk (8 MiB, or the longest line) besides the decoded records.
-//! Small files (under 1 MiB) are read on the calling thread.
+//! Memory: one chunk (1 MiB, or the longest line) besides the decoded
+//! records, which [`read_log_each`] hands to a sink chunk by chunk instead of
+//! collecting (a transcript load then holds the file's messages and one
+//! chunk, not the records too). Small files (under 1 MiB) are read on the
+//! calling thread.
 
 use std::fs::File;
 use std::io::{self, Read};
 use std::sync::OnceLock;
 
 use super::scan::{self, Checked, Scanner};
-use super::RawLog;
+use super::{RawLog, RecordSink};
 
 /// Bytes read per chunk (a longer line grows the chunk to hold it).
-const CHUNK: usize = 8 << 20;
+const CHUNK: usize = 1 << 20;
 
 /// Files smaller than this are verified on the calling thread.
 const PARALLEL_MIN: u64 = 1 << 20;
@@ -48,19 +51,41 @@ type Line = (Checked, u64, u64, bool);
 /// Read and verify every line of `file` from its start (whatever its cursor).
 pub fn read_log(file: &File) -> io::Result<RawLog> {
     let len = file.metadata()?.len();
-    let threads = if len < PARALLEL_MIN { 1 } else { threads() };
-    read_log_with(file, len, threads, CHUNK)
+    read_log_with(file, len, threads_for(len), CHUNK, None)
 }
 
-/// [`read_log`] with a given thread count and chunk size.
-fn read_log_with(file: &File, len: u64, threads: usize, chunk: usize) -> io::Result<RawLog> {
+/// [`read_log`], handing each applied record to `sink` after each chunk
+/// instead of collecting them (the log returned has no records): memory is
+/// then one chunk and its records besides what the sink keeps.
+pub fn read_log_each(file: &File, sink: &mut dyn RecordSink) -> io::Result<RawLog> {
+    let len = file.metadata()?.len();
+    read_log_with(file, len, threads_for(len), CHUNK, Some(sink))
+}
+
+fn threads_for(len: u64) -> usize {
+    if len < PARALLEL_MIN {
+        1
+    } else {
+        threads()
+    }
+}
+
+/// [`read_log`] with a given thread count and chunk size, and a sink or not.
+fn read_log_with(
+    file: &File,
+    len: u64,
+    threads: usize,
+    chunk: usize,
+    mut sink: Option<&mut dyn RecordSink>,
+) -> io::Result<RawLog> {
     let mut scanner = Scanner::new();
     // By position: the descriptor's cursor is neither used nor moved.
     let mut reader = super::ReadAt { file, pos: 0 };
-    let mut buf: Vec<u8> = Vec::with_capacity((len as usize).min(CHUNK) + 1);
+    let mut buf: Vec<u8> = Vec::with_capacity((len as usize).min(chunk) + 1);
     let mut base = 0u64; // file offset of buf[0]
     let mut want = chunk;
     let mut eof = false;
+    let mut header_given = false;
     while !eof || !buf.is_empty() {
         while buf.len() < want && !eof {
             let room = (want - buf.len()) as u64;
@@ -81,6 +106,23 @@ fn read_log_with(file: &File, len: u64, threads: usize, chunk: usize) -> io::Res
         want = chunk;
         for (checked, len, offset, terminated) in check_chunk(&mut buf[..end], base, threads) {
             scanner.push_checked(checked, len, offset, terminated);
+        }
+        if let Some(sink) = sink.as_deref_mut() {
+            if !header_given {
+                if let Some(meta) = scanner.header() {
+                    sink.header(meta);
+                    header_given = true;
+                }
+            }
+            let records = scanner.take_records();
+            if base == 0 {
+                // The first chunk's density estimates the whole file's.
+                let scale = len as f64 / end.max(1) as f64;
+                sink.expect((records.len() as f64 * scale.max(1.0)).ceil() as usize);
+            }
+            for record in records {
+                sink.record(record);
+            }
         }
         buf.drain(..end);
         base += end as u64;

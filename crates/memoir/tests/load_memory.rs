@@ -1,0 +1,168 @@
+//! Peak memory of loading a transcript (issue 17 item 3: at most 1.5× the
+//! file). Alone in its own test binary because it installs a counting global
+//! allocator, which measures every allocation of the process.
+//!
+//! The bound is on live heap bytes (what the allocator was asked for and not
+//! given back), the part of the resident set the reader controls; the bench
+//! (`memoir-bench transcript`, `BENCH_ONLY=load`) measures the resident set.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use memoir::message::{Block, Message, Role, Usage};
+use memoir::record::{Record, SessionMeta, Taint};
+use memoir::store::file::FileStore;
+use memoir::store::{Durability, LogStore};
+use memoir::transcript::Session;
+use serde_json::json;
+
+/// The system allocator, counting live bytes and their high-water mark.
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+fn grew(bytes: usize) {
+    let now = LIVE.fetch_add(bytes, Ordering::Relaxed) + bytes;
+    PEAK.fetch_max(now, Ordering::Relaxed);
+}
+
+// The one `unsafe` of the test suite: a global allocator is an unsafe trait.
+// SAFETY: every call is forwarded to `System` with the same arguments; the
+// counters only observe sizes.
+#[allow(unsafe_code)]
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: forwarded as is (the caller upholds `alloc`'s contract).
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            grew(layout.size());
+        }
+        p
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: as for `alloc`.
+        let p = unsafe { System.alloc_zeroed(layout) };
+        if !p.is_null() {
+            grew(layout.size());
+        }
+        p
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from `System` with this layout.
+        unsafe { System.dealloc(ptr, layout) };
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: `ptr` came from `System` with this layout.
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            if new_size >= layout.size() {
+                grew(new_size - layout.size());
+            } else {
+                LIVE.fetch_sub(layout.size() - new_size, Ordering::Relaxed);
+            }
+        }
+        p
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// Words for generated text.
+const WORDS: [&str; 16] = [
+    "the", "parser", "now", "returns", "an", "empty", "tree", "for", "blank", "input", "and",
+    "tests", "cover", "each", "edge", "case",
+];
+
+fn prose(seed: usize, bytes: usize) -> String {
+    let mut out = String::with_capacity(bytes + 8);
+    let mut k = seed;
+    while out.len() < bytes {
+        out.push_str(WORDS[k % WORDS.len()]);
+        out.push(if k % 13 == 0 { '\n' } else { ' ' });
+        k = k.wrapping_mul(2_654_435_761).wrapping_add(11) >> 3;
+    }
+    out
+}
+
+/// The turns of a coding agent, ~1 KB each: a request, a tool call with its
+/// reasoning, the tool's output, an answer with usage.
+fn turn(i: usize) -> Message {
+    match i % 4 {
+        0 => Message::user(format!("step {i}: {}", prose(i, 800))),
+        1 => Message::new(
+            Role::Assistant,
+            vec![
+                Block::Thinking {
+                    text: prose(i, 250),
+                    signature: Some(format!("sig{i:06}")),
+                },
+                Block::ToolUse {
+                    id: format!("call_{i:08}"),
+                    name: "shell".into(),
+                    input: json!({"command": format!("cargo test case_{i}"), "timeout": 60, "why": prose(i + 1, 300)}),
+                },
+            ],
+        ),
+        2 => Message::tool_result(format!("call_{:08}", i - 1), prose(i, 900), i % 8 == 6),
+        _ => Message::assistant(prose(i, 900)).with_usage(Usage {
+            input_tokens: 1200 + i as u64,
+            output_tokens: 80,
+            cache_read_input_tokens: 900,
+            ..Usage::default()
+        }),
+    }
+}
+
+/// A transcript of about `bytes` bytes: batches of turns and single appends,
+/// with taint and title records between them. Returns its path and size.
+fn write_transcript(dir: &std::path::Path, bytes: u64) -> (std::path::PathBuf, u64) {
+    let store: Arc<dyn LogStore> = Arc::new(FileStore::new(dir, Durability::None));
+    let s = Session::create_in(store, SessionMeta::new("big")).unwrap();
+    let mut i = 0;
+    while std::fs::metadata(&s.path).unwrap().len() < bytes {
+        let batch: Vec<Message> = (i..i + 40).map(turn).collect();
+        s.append_messages(&batch).unwrap();
+        s.append_messages(&[turn(i + 40)]).unwrap();
+        s.append(&Record::Taint(Taint {
+            private: i % 3 == 0,
+            untrusted: false,
+        }))
+        .unwrap();
+        i += 41;
+    }
+    let size = std::fs::metadata(&s.path).unwrap().len();
+    (s.path, size)
+}
+
+#[test]
+fn loading_a_transcript_peaks_below_one_and_a_half_times_its_size() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (path, size) = write_transcript(tmp.path(), 12 << 20);
+
+    let before = LIVE.load(Ordering::Relaxed);
+    PEAK.store(before, Ordering::Relaxed);
+    let t = Session::read(&path).unwrap();
+    let peak = PEAK.load(Ordering::Relaxed) - before;
+    let kept = LIVE.load(Ordering::Relaxed) - before;
+    assert!(t.report.is_clean(), "{:?}", t.report);
+    assert!(t.messages.len() > 10_000, "{} messages", t.messages.len());
+
+    let ratio = |b: usize| b as f64 / size as f64;
+    eprintln!(
+        "file {size} B, {} messages: peak {peak} B ({:.2}x), kept {kept} B ({:.2}x)",
+        t.messages.len(),
+        ratio(peak),
+        ratio(kept)
+    );
+    let bound = size as usize * 3 / 2 + (1 << 20);
+    assert!(
+        peak <= bound,
+        "loading a {size}-byte transcript peaked at {peak} live heap bytes ({:.2}x the file), over \
+         1.5x + 1 MiB = {bound}",
+        ratio(peak)
+    );
+}
