@@ -354,3 +354,24 @@ impl<'de> Deserialize<'de> for Message {
         d.deserialize_map(MessageVisitor)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_is_allocated_for_exactly_its_blocks() {
+        for n in [0usize, 1, 2, 3, 5, 9] {
+            let blocks: Vec<String> = (0..n)
+                .map(|i| format!(r#"{{"type":"text","text":"t{i}"}}"#))
+                .collect();
+            let line = format!(r#"{{"role":"user","content":[{}]}}"#, blocks.join(","));
+            let m: Message = serde_json::from_str(&line).unwrap();
+            assert_eq!(m.content.len(), n);
+            assert_eq!(m.content.capacity(), n, "{n} blocks");
+        }
+        // Content that is no list is refused as before.
+        let err = serde_json::from_str::<Message>(r#"{"role":"user","content":"x"}"#);
+        assert!(err.unwrap_err().to_string().contains("expected a sequence"));
+    }
+}

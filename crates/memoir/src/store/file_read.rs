@@ -277,7 +277,7 @@ mod tests {
         file.write_all(&bytes).unwrap();
         // Chunks smaller than some lines (they grow), odd sizes, many threads.
         for (threads, chunk) in [(1, 1 << 20), (1, 1000), (3, 4096), (4, 777), (8, 65536)] {
-            let got = read_log_with(&file, bytes.len() as u64, threads, chunk).unwrap();
+            let got = read_log_with(&file, bytes.len() as u64, threads, chunk, None).unwrap();
             assert_eq!(got.header, want.header, "{threads} threads, chunk {chunk}");
             assert_eq!(
                 got.records, want.records,
@@ -288,6 +288,43 @@ mod tests {
                 got.last_seq, want.last_seq,
                 "{threads} threads, chunk {chunk}"
             );
+            // Handed to a sink chunk by chunk: the same records, in order,
+            // after the header, and the same log without them.
+            let mut sink = Collect::default();
+            let rest =
+                read_log_with(&file, bytes.len() as u64, threads, chunk, Some(&mut sink)).unwrap();
+            assert_eq!(sink.header, want.header, "{threads} threads, chunk {chunk}");
+            assert!(!sink.record_before_header);
+            assert_eq!(sink.records, want.records, "{threads} threads, chunk {chunk}");
+            assert!(sink.expected > 0);
+            assert!(rest.records.is_empty());
+            assert_eq!(
+                (rest.header, rest.report, rest.last_seq),
+                (want.header.clone(), want.report.clone(), want.last_seq)
+            );
+        }
+    }
+
+    /// A sink that keeps what it is given.
+    #[derive(Default)]
+    struct Collect {
+        header: Option<SessionMeta>,
+        records: Vec<crate::store::SeqRecord>,
+        record_before_header: bool,
+        expected: usize,
+    }
+
+    impl RecordSink for Collect {
+        fn header(&mut self, meta: &SessionMeta) {
+            assert!(self.header.is_none(), "the header is given once");
+            self.header = Some(meta.clone());
+        }
+        fn record(&mut self, record: crate::store::SeqRecord) {
+            self.record_before_header |= self.header.is_none();
+            self.records.push(record);
+        }
+        fn expect(&mut self, records: usize) {
+            self.expected += records;
         }
     }
 }
