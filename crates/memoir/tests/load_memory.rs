@@ -82,7 +82,7 @@ fn prose(seed: usize, bytes: usize) -> String {
     let mut k = seed;
     while out.len() < bytes {
         out.push_str(WORDS[k % WORDS.len()]);
-        out.push(if k % 13 == 0 { '\n' } else { ' ' });
+        out.push(if k.is_multiple_of(13) { '\n' } else { ' ' });
         k = k.wrapping_mul(2_654_435_761).wrapping_add(11) >> 3;
     }
     out
@@ -128,7 +128,7 @@ fn write_transcript(dir: &std::path::Path, bytes: u64) -> (std::path::PathBuf, u
         s.append_messages(&batch).unwrap();
         s.append_messages(&[turn(i + 40)]).unwrap();
         s.append(&Record::Taint(Taint {
-            private: i % 3 == 0,
+            private: i.is_multiple_of(3),
             untrusted: false,
         }))
         .unwrap();
