@@ -90,6 +90,7 @@ pub fn externalize_message(m: &mut Message, blobs: &PayloadStore) -> Result<usiz
         if payload.len() <= blobs.policy.min_bytes || parse_blob_ref(payload).is_some() {
             continue;
         }
+        let media_type = media_type.to_string();
         let hash = blobs
             .store
             .put_payload(payload.as_bytes(), &media_type)
