@@ -1,5 +1,7 @@
-//! Running a search: the FTS5 query, the filters, the semantic side and the
-//! fusion.
+//! Running a search: the one pipeline of both engines ([`run`] over a
+//! [`Source`]: validation, the query's parse, fusion, ties, snippets) and
+//! the SQLite engine's source (the FTS5 query, the filters, the semantic
+//! scan).
 //!
 //! Query text: words are OR'ed and ranked by BM25 (FTS5's `bm25()`, k1 1.2,
 //! b 0.75, as the view's index); each `"double quoted"` part must match as a
@@ -33,15 +35,20 @@ pub const MAX_QUERY_BYTES: usize = 4096;
 /// At most this many hits per search.
 pub const MAX_K: usize = 1000;
 
-/// A query split into FTS5 syntax and the terms to highlight.
-struct Parsed {
+/// A query split into its phrases and words (the engines' query syntax is
+/// built from these), plus the terms to highlight.
+pub(super) struct Parsed {
     /// The FTS5 MATCH expression, `None` when the query has no terms.
     fts: Option<String>,
     /// Every term, for snippets.
-    terms: HashSet<String>,
+    pub(super) terms: HashSet<String>,
     /// The distinct words when the query has no phrase (the OR-only case the
     /// rare-term path can answer).
     words: Option<Vec<String>>,
+    /// The `"quoted"` parts' terms: each must match as a phrase.
+    pub(super) phrases: Vec<Vec<String>>,
+    /// The other words, distinct, in query order: at least one must match.
+    pub(super) any: Vec<String>,
 }
 
 fn quote(tokens: &[String]) -> String {
@@ -49,14 +56,16 @@ fn quote(tokens: &[String]) -> String {
     format!("\"{}\"", tokens.join(" "))
 }
 
-fn parse(text: &str, tk: &Tokenizer) -> Parsed {
+pub(super) fn parse(text: &str, tk: &Tokenizer) -> Parsed {
     let mut phrases = Vec::new();
+    let mut phrase_terms = Vec::new();
     let mut words = Vec::new();
     for (i, part) in text.split('"').enumerate() {
         let tokens = tk.tokens(part);
         if i % 2 == 1 {
             if !tokens.is_empty() {
                 phrases.push(quote(&tokens));
+                phrase_terms.push(tokens);
             }
         } else {
             words.extend(tokens);
@@ -85,23 +94,70 @@ fn parse(text: &str, tk: &Tokenizer) -> Parsed {
         (false, None) => Some(phrases.join(" AND ")),
         (false, Some(w)) => Some(format!("{} AND ({w})", phrases.join(" AND "))),
     };
-    let words = (phrases.is_empty() && !distinct.is_empty()).then_some(distinct);
-    Parsed { fts, terms, words }
+    let words = (phrases.is_empty() && !distinct.is_empty()).then(|| distinct.clone());
+    Parsed {
+        fts,
+        terms,
+        words,
+        phrases: phrase_terms,
+        any: distinct,
+    }
 }
 
-/// One candidate row.
-struct Candidate {
-    score: f32,
-    seq: u64,
-    role: String,
-    ts_ms: i64,
-    tools: String,
-    text: String,
-    chash: Vec<u8>,
-    session: String,
-    title: Option<String>,
-    agent: String,
-    project: String,
+/// One candidate message, from either engine.
+pub(super) struct Candidate {
+    /// Relevance in the list it came from (higher is better).
+    pub(super) score: f32,
+    pub(super) seq: u64,
+    pub(super) role: String,
+    pub(super) ts_ms: i64,
+    /// Tools, `" a b "`.
+    pub(super) tools: String,
+    pub(super) text: String,
+    /// BLAKE3 of `text` (the key of stored vectors).
+    pub(super) chash: Vec<u8>,
+    pub(super) session: String,
+    pub(super) title: Option<String>,
+    pub(super) agent: String,
+    pub(super) project: String,
+}
+
+/// Where candidates come from: one implementation per engine (SQLite FTS5
+/// here, PostgreSQL in `pg.rs`); validation, the query's parse, fusion,
+/// ranking ties and snippets are [`run`]'s, once for both.
+pub(super) trait Source {
+    /// The newest `limit` messages the filters allow (a query without terms).
+    fn newest(&self, f: &SearchFilter, limit: usize) -> Result<Vec<Candidate>>;
+    /// The best `limit` lexical matches of `q`, best first (exact ranking).
+    fn lexical(&self, q: &Parsed, f: &SearchFilter, limit: usize) -> Result<Vec<Candidate>>;
+    /// The hybrid side's lexical pool of about `limit` matches, scored,
+    /// with work bounded whatever the store's size.
+    fn pool(&self, q: &Parsed, f: &SearchFilter, limit: usize) -> Result<Vec<Candidate>>;
+    /// Every message the filters allow scored by similarity to `qv`; the
+    /// best `k`, best first.
+    fn semantic(
+        &self,
+        embedder: &dyn EmbeddingProvider,
+        qv: &[f32],
+        f: &SearchFilter,
+        k: usize,
+    ) -> Result<Vec<Candidate>>;
+    /// The embedding of each of `cands` (stored for the embedder's model
+    /// when available, computed otherwise), in order.
+    fn vectors(
+        &self,
+        embedder: &dyn EmbeddingProvider,
+        cands: &[Candidate],
+    ) -> Result<Vec<Vec<f32>>>;
+}
+
+/// Add `c` to a best-`k` list, keeping memory at most `2k + 1` candidates.
+pub(super) fn keep_best(best: &mut Vec<Candidate>, c: Candidate, k: usize) {
+    best.push(c);
+    if best.len() > 2 * k {
+        rank(best);
+        best.truncate(k);
+    }
 }
 
 const COLUMNS: &str =
@@ -454,12 +510,12 @@ fn vector_of(
     Ok(embedder.embed(embed_text(&c.text))?)
 }
 
-fn dot(a: &[f32], b: &[f32]) -> f32 {
+pub(super) fn dot(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
 /// Sort best first: score, then recency.
-fn rank(list: &mut [Candidate]) {
+pub(super) fn rank(list: &mut [Candidate]) {
     list.sort_by(|a, b| b.score.total_cmp(&a.score).then(b.ts_ms.cmp(&a.ts_ms)));
 }
 
@@ -482,18 +538,14 @@ fn semantic(
     while let Some(r) = rows.next().at(db.path())? {
         let mut c = candidate(r, 0.0).at(db.path())?;
         c.score = dot(query_vec, &vector_of(db, embedder, &model, &c)?);
-        best.push(c);
-        if best.len() > 2 * k {
-            rank(&mut best);
-            best.truncate(k);
-        }
+        keep_best(&mut best, c, k);
     }
     rank(&mut best);
     best.truncate(k);
     Ok(best)
 }
 
-fn role_of(s: &str) -> Role {
+pub(super) fn role_of(s: &str) -> Role {
     match s {
         "system" => Role::System,
         "user" => Role::User,
@@ -520,9 +572,57 @@ fn hit(c: Candidate, terms: &HashSet<String>, tk: &Tokenizer) -> SearchHit {
     }
 }
 
-/// Run `q` against the index.
-pub(super) fn search(
-    db: &Db,
+/// The SQLite engine's candidates.
+pub(super) struct Sqlite<'a> {
+    pub(super) db: &'a Db,
+    pub(super) tk: &'a Tokenizer,
+}
+
+impl Source for Sqlite<'_> {
+    fn newest(&self, f: &SearchFilter, limit: usize) -> Result<Vec<Candidate>> {
+        newest(self.db, f, limit)
+    }
+
+    fn lexical(&self, q: &Parsed, f: &SearchFilter, limit: usize) -> Result<Vec<Candidate>> {
+        match q.fts.as_deref() {
+            Some(fts) => lexical(self.db, self.tk, q, fts, f, limit),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    fn pool(&self, q: &Parsed, f: &SearchFilter, limit: usize) -> Result<Vec<Candidate>> {
+        match q.fts.as_deref() {
+            Some(fts) => bounded_candidates(self.db, self.tk, q, fts, f, limit),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    fn semantic(
+        &self,
+        embedder: &dyn EmbeddingProvider,
+        qv: &[f32],
+        f: &SearchFilter,
+        k: usize,
+    ) -> Result<Vec<Candidate>> {
+        semantic(self.db, embedder, qv, f, k)
+    }
+
+    fn vectors(
+        &self,
+        embedder: &dyn EmbeddingProvider,
+        cands: &[Candidate],
+    ) -> Result<Vec<Vec<f32>>> {
+        let model = embedder.model_id();
+        cands
+            .iter()
+            .map(|c| vector_of(self.db, embedder, &model, c))
+            .collect()
+    }
+}
+
+/// Run `q` against `source`: the one query pipeline of both engines.
+pub(super) fn run(
+    source: &dyn Source,
     tk: &Tokenizer,
     embedder: &dyn EmbeddingProvider,
     hybrid: &HybridParams,
@@ -539,40 +639,40 @@ pub(super) fn search(
         return Ok(Vec::new());
     }
     let parsed = parse(&q.text, tk);
-    let Some(fts) = parsed.fts.as_deref() else {
+    if parsed.fts.is_none() {
         if !q.text.trim().is_empty() {
             // Only stop words or punctuation: nothing can match.
             return Ok(Vec::new());
         }
-        let list = newest(db, &q.filter, k)?;
+        let list = source.newest(&q.filter, k)?;
         return Ok(list
             .into_iter()
             .map(|c| hit(c, &parsed.terms, tk))
             .collect());
-    };
+    }
     let list = match q.mode {
-        SearchMode::Lexical => lexical(db, tk, &parsed, fts, &q.filter, k)?,
+        SearchMode::Lexical => source.lexical(&parsed, &q.filter, k)?,
         SearchMode::Semantic => {
             let qv = embedder.embed_query(&q.text)?;
-            semantic(db, embedder, &qv, &q.filter, k)?
+            source.semantic(embedder, &qv, &q.filter, k)?
         }
         SearchMode::Hybrid => {
-            let mut cands =
-                bounded_candidates(db, tk, &parsed, fts, &q.filter, hybrid.depth.max(k))?;
+            let mut cands = source.pool(&parsed, &q.filter, hybrid.depth.max(k))?;
             if cands.is_empty() {
                 return Ok(Vec::new());
             }
             let qv = embedder.embed_query(&q.text)?;
-            let model = embedder.model_id();
             let lex: Vec<(u32, f32)> = cands
                 .iter()
                 .enumerate()
                 .map(|(i, c)| (i as u32, c.score))
                 .collect();
-            let mut vec_list = Vec::with_capacity(cands.len());
-            for (i, c) in cands.iter().enumerate() {
-                vec_list.push((i as u32, dot(&qv, &vector_of(db, embedder, &model, c)?)));
-            }
+            let vectors = source.vectors(embedder, &cands)?;
+            let mut vec_list: Vec<(u32, f32)> = vectors
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (i as u32, dot(&qv, v)))
+                .collect();
             vec_list.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
             let fused = fuse(&vec_list, &lex, hybrid);
             for (slot, score) in &fused {
