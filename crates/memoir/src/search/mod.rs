@@ -371,7 +371,7 @@ impl SearchIndex {
         let embedder = self.embedder.as_ref();
         match &self.db {
             Engine::Sqlite(db) => {
-                let source = query::Sqlite { db, tk };
+                let source = query::Sqlite { db };
                 query::run(&source, tk, embedder, &self.hybrid, query)
             }
             #[cfg(feature = "postgres")]

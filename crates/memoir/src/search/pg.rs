@@ -10,10 +10,13 @@
 //!   record twice). The "unchanged?" check is the store's chain tail
 //!   (`memoir_sessions.last_seq, last_hash`, one query for the whole store)
 //!   instead of a file's size and mtime.
-//! - Terms are stored as `to_tsvector('simple', <memoir's terms>)` with a GIN
-//!   index, so stemming and stop words are memoir's, as in SQLite; a query's
-//!   words become `'a' | 'b'`, its `"quoted"` parts `'a' <-> 'b'` phrases,
-//!   ranked by `ts_rank_cd` (cover density, normalised by log length).
+//! - Terms are memoir's own (stems, stop words dropped), stored as a
+//!   `tsvector` of exactly those lexemes with their positions, GIN-indexed;
+//!   a query's words become the `tsquery` `'a' | 'b'`, its `"quoted"` parts
+//!   `'a' <-> 'b'` phrases. Ranking is the SQLite engine's BM25 (the shared
+//!   rare-term path and hybrid pool of `query.rs`, document frequencies
+//!   kept exact in `memoir_search_terms`), with an SQL BM25 over every match
+//!   as the exact fallback (SQLite's is FTS5's `bm25()`).
 //! - Vectors from [`super::SearchIndex::embed_missing`] go to
 //!   `memoir_search_vectors` (pgvector's `vector` when the server has it,
 //!   `real[]` otherwise); semantic mode ranks the stored ones in SQL with
@@ -30,13 +33,13 @@ use postgres::types::ToSql;
 use super::cursor::{record_hash, Cursor};
 use super::engine::embed_text;
 use super::indexer::{self, agent_of, ms, Known, Prepared, Read};
-use super::query::{self, dot, keep_best, rank, Candidate, Parsed, Source};
+use super::query::{self, dot, idf, keep_best, rank, Candidate, Parsed, Postings, Source, B, K1};
 use super::schema::TOKENIZER;
 use super::terms::Terms;
 use super::{IndexStats, Result, SearchError, SearchFilter, UpdateReport};
 use crate::embed::EmbeddingProvider;
 use crate::store::postgres::search::{
-    SearchCursor, SearchDocRow, SearchSessionWrite, SessionTail,
+    lexeme, vector_text, SearchCursor, SearchDocRow, SearchSessionWrite, SessionTail,
 };
 use crate::store::postgres::PgStore;
 use crate::store::LogStore;
@@ -351,6 +354,7 @@ fn write_session(
             ts_ms: d.ts_ms,
             tools,
             chash: hash.clone(),
+            len: i32::try_from(d.term_count).unwrap_or(i32::MAX),
             text: d.text.text.clone(),
             terms: d.terms.clone(),
         });
@@ -461,11 +465,6 @@ fn filter_sql(f: &SearchFilter, params: &mut Params) -> String {
     sql
 }
 
-/// One lexeme of a `tsquery`, quoted.
-fn lexeme(term: &str) -> String {
-    format!("'{}'", term.replace('\\', "\\\\").replace('\'', "''"))
-}
-
 /// The query as `tsquery` text: every phrase (`'a' <-> 'b'`) and, when
 /// there are other words, at least one of them (`'c' | 'd'`). `None` when
 /// the query has no terms.
@@ -490,20 +489,16 @@ fn tsquery(q: &Parsed) -> Option<String> {
 }
 
 impl PgSource<'_> {
-    /// The `limit` best matches by `ts_rank_cd`, then recency.
-    fn ranked(&self, q: &Parsed, f: &SearchFilter, limit: usize) -> Result<Vec<Candidate>> {
-        let Some(text) = tsquery(q) else {
-            return Ok(Vec::new());
-        };
-        let mut params: Params = vec![Box::new(text), Box::new(limit as i64)];
+    /// The newest `cap` documents matching the `tsquery` text `query`.
+    fn matching(&self, query: String, f: &SearchFilter, cap: i64) -> Result<Vec<Candidate>> {
+        let mut params: Params = vec![Box::new(query), Box::new(cap)];
         let cond = filter_sql(f, &mut params);
         let sql = format!(
-            "SELECT {COLUMNS}, ts_rank_cd(d.terms, q, 1)::real AS rank \
-             FROM {FROM}, to_tsquery('simple', $1) q WHERE d.terms @@ q{cond} \
-             ORDER BY rank DESC, d.ts_ms DESC, d.id DESC LIMIT $2"
+            "SELECT {COLUMNS} FROM {FROM} WHERE d.terms @@ $1::text::tsquery{cond} \
+             ORDER BY d.id DESC LIMIT $2"
         );
         let rows = self.pg.search_query(&sql, &refs(&params))?;
-        Ok(rows.iter().map(|r| candidate(r, r.get(10))).collect())
+        Ok(rows.iter().map(|r| candidate(r, 0.0)).collect())
     }
 
     /// Stored vectors of `model` for `hashes`.
@@ -520,6 +515,86 @@ impl PgSource<'_> {
     }
 }
 
+impl Postings for PgSource<'_> {
+    fn collection(&self) -> Result<Option<(i64, f64)>> {
+        let (n, terms) = self.pg.search_collection()?;
+        Ok((n > 0).then(|| (n, (terms as f64 / n as f64).max(1.0))))
+    }
+
+    fn doc_frequency(&self, term: &str) -> Result<i64> {
+        Ok(self.pg.search_doc_frequency(term)?)
+    }
+
+    fn holding(
+        &self,
+        any: &[String],
+        also: Option<&Parsed>,
+        f: &SearchFilter,
+        cap: i64,
+    ) -> Result<Vec<Candidate>> {
+        if any.is_empty() {
+            return Ok(Vec::new());
+        }
+        let any = format!(
+            "({})",
+            any.iter().map(|t| lexeme(t)).collect::<Vec<_>>().join(" | ")
+        );
+        let query = match also.and_then(tsquery) {
+            Some(all) => format!("{any} & {all}"),
+            None => any,
+        };
+        self.matching(query, f, cap)
+    }
+
+    fn newest_matching(&self, q: &Parsed, f: &SearchFilter, cap: i64) -> Result<Vec<Candidate>> {
+        match tsquery(q) {
+            Some(query) => self.matching(query, f, cap),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    fn ranked(&self, q: &Parsed, f: &SearchFilter, limit: usize) -> Result<Vec<Candidate>> {
+        let (Some(query), Some((n, avgdl))) = (tsquery(q), self.collection()?) else {
+            return Ok(Vec::new());
+        };
+        let mut terms: Vec<&String> = q.terms.iter().collect();
+        terms.sort();
+        let (mut words, mut idfs) = (Vec::new(), Vec::new());
+        for t in terms {
+            let df = self.doc_frequency(t)?;
+            if df > 0 {
+                words.push(t.clone());
+                idfs.push(idf(n, df));
+            }
+        }
+        let mut params: Params = vec![
+            Box::new(query),
+            Box::new(limit as i64),
+            Box::new(words),
+            Box::new(idfs),
+            Box::new(avgdl),
+            Box::new(K1),
+            Box::new(B),
+        ];
+        let cond = filter_sql(f, &mut params);
+        // BM25 as `score_bm25` computes it: term frequency from the
+        // lexeme's positions, length from `len`.
+        let sql = format!(
+            "WITH w AS (SELECT * FROM unnest($3::text[], $4::float8[]) AS w (term, idf)), \
+             top AS (SELECT d.id, d.ts_ms, sum(w.idf * array_length(u.positions, 1) * ($6::float8 + 1) \
+                       / (array_length(u.positions, 1) + $6::float8 \
+                          * (1 - $7::float8 + $7::float8 * d.len / $5::float8)))::real AS score \
+                     FROM {FROM} CROSS JOIN LATERAL unnest(d.terms) u JOIN w ON w.term = u.lexeme \
+                     WHERE d.terms @@ $1::text::tsquery{cond} \
+                     GROUP BY d.id, d.ts_ms ORDER BY score DESC, d.ts_ms DESC, d.id DESC LIMIT $2) \
+             SELECT {COLUMNS}, top.score FROM top JOIN {FROM} ON d.id = top.id \
+             ORDER BY top.score DESC, top.ts_ms DESC, top.id DESC"
+        );
+        let rows = self.pg.search_query(&sql, &refs(&params))?;
+        Ok(rows.iter().map(|r| candidate(r, r.get(10))).collect())
+    }
+}
+
 impl Source for PgSource<'_> {
     fn newest(&self, f: &SearchFilter, limit: usize) -> Result<Vec<Candidate>> {
         let mut params: Params = vec![Box::new(limit as i64)];
@@ -530,14 +605,6 @@ impl Source for PgSource<'_> {
         );
         let rows = self.pg.search_query(&sql, &refs(&params))?;
         Ok(rows.iter().map(|r| candidate(r, 0.0)).collect())
-    }
-
-    fn lexical(&self, q: &Parsed, f: &SearchFilter, limit: usize) -> Result<Vec<Candidate>> {
-        self.ranked(q, f, limit)
-    }
-
-    fn pool(&self, q: &Parsed, f: &SearchFilter, limit: usize) -> Result<Vec<Candidate>> {
-        self.ranked(q, f, limit)
     }
 
     fn semantic(
@@ -553,7 +620,7 @@ impl Source for PgSource<'_> {
         let pgvector = self.pg.search_pgvector();
         if pgvector {
             // Stored vectors ranked by the server.
-            let q = crate::store::postgres::search::vector_text(qv);
+            let q = vector_text(qv);
             let mut params: Params = vec![
                 Box::new(model.clone()),
                 Box::new(dims),

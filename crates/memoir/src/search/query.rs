@@ -125,14 +125,9 @@ pub(super) struct Candidate {
 /// Where candidates come from: one implementation per engine (SQLite FTS5
 /// here, PostgreSQL in `pg.rs`); validation, the query's parse, fusion,
 /// ranking ties and snippets are [`run`]'s, once for both.
-pub(super) trait Source {
+pub(super) trait Source: Postings {
     /// The newest `limit` messages the filters allow (a query without terms).
     fn newest(&self, f: &SearchFilter, limit: usize) -> Result<Vec<Candidate>>;
-    /// The best `limit` lexical matches of `q`, best first (exact ranking).
-    fn lexical(&self, q: &Parsed, f: &SearchFilter, limit: usize) -> Result<Vec<Candidate>>;
-    /// The hybrid side's lexical pool of about `limit` matches, scored,
-    /// with work bounded whatever the store's size.
-    fn pool(&self, q: &Parsed, f: &SearchFilter, limit: usize) -> Result<Vec<Candidate>>;
     /// Every message the filters allow scored by similarity to `qv`; the
     /// best `k`, best first.
     fn semantic(
@@ -149,6 +144,33 @@ pub(super) trait Source {
         embedder: &dyn EmbeddingProvider,
         cands: &[Candidate],
     ) -> Result<Vec<Vec<f32>>>;
+}
+
+/// What the shared lexical algorithms ([`lexical`], [`bounded_candidates`])
+/// need from an engine's inverted index. Documents are in insertion order
+/// ("newest" is the last inserted), matches use the query's terms exactly.
+pub(super) trait Postings {
+    /// `(documents, average length in terms)` of the whole index; `None`
+    /// when it is empty.
+    fn collection(&self) -> Result<Option<(i64, f64)>>;
+    /// How many documents hold `term`.
+    fn doc_frequency(&self, term: &str) -> Result<i64>;
+    /// Documents holding at least one of `any` (and matching the whole of
+    /// `also` when given) that the filters allow, newest first, at most
+    /// `cap`; unscored.
+    fn holding(
+        &self,
+        any: &[String],
+        also: Option<&Parsed>,
+        f: &SearchFilter,
+        cap: i64,
+    ) -> Result<Vec<Candidate>>;
+    /// The newest `cap` documents matching the whole query; unscored.
+    fn newest_matching(&self, q: &Parsed, f: &SearchFilter, cap: i64) -> Result<Vec<Candidate>>;
+    /// The engine's own exact BM25 over every match: the best `limit`, then
+    /// recency (the fallback of [`lexical`] when the rare-term path cannot
+    /// prove its answer).
+    fn ranked(&self, q: &Parsed, f: &SearchFilter, limit: usize) -> Result<Vec<Candidate>>;
 }
 
 /// Add `c` to a best-`k` list, keeping memory at most `2k + 1` candidates.
@@ -241,8 +263,14 @@ fn run_query(
 }
 
 /// BM25 parameters of the rare-term path (the view's and FTS5's defaults).
-const K1: f64 = 1.2;
-const B: f64 = 0.75;
+pub(super) const K1: f64 = 1.2;
+pub(super) const B: f64 = 0.75;
+/// BM25's inverse document frequency of a term in `df` of `n` documents
+/// (the view's non-negative form).
+pub(super) fn idf(n: i64, df: i64) -> f64 {
+    (1.0 + (n - df) as f64 / (df as f64 + 0.5)).ln().max(0.0)
+}
+
 /// The rare-term path reads at most this many candidate documents.
 const RARE_CANDIDATES: i64 = 2000;
 
@@ -254,15 +282,16 @@ const RARE_CANDIDATES: i64 = 2000;
 /// most [`RARE_CANDIDATES`] documents), only the documents holding one of
 /// them are scored, in Rust, with BM25 over all the words (the view's
 /// non-negative IDF; document frequencies from `terms_vocab`, lengths and
-/// counts from `sessions`). The answer is kept when its `limit`-th score
+/// counts from `sessions`; on PostgreSQL from `memoir_search_terms` and
+/// `memoir_search_sessions`). The answer is kept when its `limit`-th score
 /// beats the most any other document could reach (the sum of the common
 /// words' `idf × (k1 + 1)`: the MaxScore bound), so it is the exact top
-/// `limit` under that BM25; otherwise the full FTS5 query runs.
-fn lexical(
-    db: &Db,
+/// `limit` under that BM25; otherwise the engine's full ranking runs
+/// ([`Postings::ranked`]).
+pub(super) fn lexical(
+    db: &dyn Postings,
     tk: &Tokenizer,
     parsed: &Parsed,
-    fts: &str,
     f: &SearchFilter,
     limit: usize,
 ) -> Result<Vec<Candidate>> {
@@ -271,28 +300,27 @@ fn lexical(
             return Ok(found);
         }
     }
-    lexical_where(db, fts, f, limit)
+    db.ranked(parsed, f, limit)
 }
 
 fn rare_first(
-    db: &Db,
+    db: &dyn Postings,
     tk: &Tokenizer,
     words: &[String],
     f: &SearchFilter,
     limit: usize,
 ) -> Result<Option<Vec<Candidate>>> {
-    let p = db.path();
-    let Some((n, avgdl)) = collection(db)? else {
+    let Some((n, avgdl)) = db.collection()? else {
         return Ok(None);
     };
-    let idf = |df: i64| (1.0 + (n - df) as f64 / (df as f64 + 0.5)).ln().max(0.0);
+    let idf = |df: i64| idf(n, df);
     let mut rare = Vec::new();
     let mut weights: Vec<(String, f64)> = Vec::new();
     let mut rare_docs = 0i64;
     let mut bound = 0f64;
     let mut common = false;
     for w in words {
-        let df = doc_frequency(db, w)?;
+        let df = db.doc_frequency(w)?;
         if df == 0 {
             continue;
         }
@@ -308,30 +336,7 @@ fn rare_first(
     if rare.is_empty() {
         return Ok(None);
     }
-    let rare_fts = rare
-        .iter()
-        .map(|w| quote(std::slice::from_ref(w)))
-        .collect::<Vec<_>>()
-        .join(" OR ");
-    let rowids: Vec<i64> = {
-        let mut st = db
-            .conn
-            .prepare_cached("SELECT rowid FROM terms WHERE terms MATCH ?1")
-            .at(p)?;
-        let rows = st.query_map([rare_fts], |r| r.get(0)).at(p)?;
-        rows.collect::<rusqlite::Result<_>>().at(p)?
-    };
-    let list = rowids
-        .iter()
-        .map(i64::to_string)
-        .collect::<Vec<_>>()
-        .join(",");
-    let (cond, args) = filter_sql(f, 1);
-    let sql = format!(
-        "SELECT {COLUMNS} FROM docs d JOIN sessions s ON s.sid = d.sid \
-         WHERE d.rowid IN ({list}){cond}"
-    );
-    let mut found = run_query(db, &sql, &args, &|_| Ok(0.0))?;
+    let mut found = db.holding(&rare, None, f, RARE_CANDIDATES)?;
     score_bm25(&mut found, tk, &weights, avgdl);
     rank(&mut found);
     found.truncate(limit);
@@ -342,7 +347,7 @@ fn rare_first(
 
 /// Collection statistics for BM25 computed in Rust: (documents, average
 /// length), `None` for an empty index.
-fn collection(db: &Db) -> Result<Option<(i64, f64)>> {
+fn sqlite_collection(db: &Db) -> Result<Option<(i64, f64)>> {
     let (n, total): (i64, i64) = db
         .conn
         .query_row(
@@ -355,7 +360,7 @@ fn collection(db: &Db) -> Result<Option<(i64, f64)>> {
 }
 
 /// How many documents hold `term` (FTS5's vocabulary table).
-fn doc_frequency(db: &Db, term: &str) -> Result<i64> {
+fn sqlite_doc_frequency(db: &Db, term: &str) -> Result<i64> {
     let p = db.path();
     Ok(db
         .conn
@@ -370,7 +375,7 @@ fn doc_frequency(db: &Db, term: &str) -> Result<i64> {
 /// Score `cands` with BM25 over `weights` (term, IDF) in Rust. The
 /// candidates' words go through one word cache per call (they repeat across
 /// candidates; stemming was most of a query's CPU).
-fn score_bm25(cands: &mut [Candidate], tk: &Tokenizer, weights: &[(String, f64)], avgdl: f64) {
+pub(super) fn score_bm25(cands: &mut [Candidate], tk: &Tokenizer, weights: &[(String, f64)], avgdl: f64) {
     let mut terms = Terms::new(tk);
     let mut joined = String::new();
     for c in cands {
@@ -396,51 +401,38 @@ fn score_bm25(cands: &mut [Candidate], tk: &Tokenizer, weights: &[(String, f64)]
 /// Unlike [`lexical`], a document holding only common words may be missed
 /// when it is old and better scored than the newest ones: the semantic side
 /// re-ranks this pool anyway, and recency is memoir's tie-breaker.
-fn bounded_candidates(
-    db: &Db,
+pub(super) fn bounded_candidates(
+    db: &dyn Postings,
     tk: &Tokenizer,
     parsed: &Parsed,
-    fts: &str,
     f: &SearchFilter,
     limit: usize,
 ) -> Result<Vec<Candidate>> {
-    let Some((n, avgdl)) = collection(db)? else {
+    let Some((n, avgdl)) = db.collection()? else {
         return Ok(Vec::new());
     };
-    let idf = |df: i64| (1.0 + (n - df) as f64 / (df as f64 + 0.5)).ln().max(0.0);
+    let idf = |df: i64| idf(n, df);
     let mut weights = Vec::new();
     let mut rare = Vec::new();
     let mut rare_docs = 0i64;
     let mut terms: Vec<&String> = parsed.terms.iter().collect();
     terms.sort();
     for t in terms {
-        let df = doc_frequency(db, t)?;
+        let df = db.doc_frequency(t)?;
         if df == 0 {
             continue;
         }
         weights.push((t.clone(), idf(df)));
         if rare_docs + df <= RARE_CANDIDATES {
-            rare.push(quote(std::slice::from_ref(t)));
+            rare.push(t.clone());
             rare_docs += df;
         }
     }
-    let select = |expr: String, cap: i64| -> Result<Vec<Candidate>> {
-        let (cond, args) = filter_sql(f, 3);
-        let sql = format!(
-            "SELECT {COLUMNS} FROM terms JOIN docs d ON d.rowid = terms.rowid \
-             JOIN sessions s ON s.sid = d.sid WHERE terms MATCH ?1{cond} \
-             ORDER BY terms.rowid DESC LIMIT ?2"
-        );
-        let mut all: Vec<Box<dyn ToSql>> = vec![Box::new(expr), Box::new(cap)];
-        all.extend(args);
-        run_query(db, &sql, &all, &|_| Ok(0.0))
-    };
-    let mut found = select(fts.to_string(), limit as i64)?;
+    let mut found = db.newest_matching(parsed, f, limit as i64)?;
     if !rare.is_empty() {
         let seen: HashSet<(String, u64)> =
             found.iter().map(|c| (c.session.clone(), c.seq)).collect();
-        let expr = format!("({}) AND ({fts})", rare.join(" OR "));
-        let more = select(expr, RARE_CANDIDATES)?;
+        let more = db.holding(&rare, Some(parsed), f, RARE_CANDIDATES)?;
         found.extend(
             more.into_iter()
                 .filter(|c| !seen.contains(&(c.session.clone(), c.seq))),
@@ -575,26 +567,69 @@ fn hit(c: Candidate, terms: &HashSet<String>, tk: &Tokenizer) -> SearchHit {
 /// The SQLite engine's candidates.
 pub(super) struct Sqlite<'a> {
     pub(super) db: &'a Db,
-    pub(super) tk: &'a Tokenizer,
+}
+
+impl Postings for Sqlite<'_> {
+    fn collection(&self) -> Result<Option<(i64, f64)>> {
+        sqlite_collection(self.db)
+    }
+
+    fn doc_frequency(&self, term: &str) -> Result<i64> {
+        sqlite_doc_frequency(self.db, term)
+    }
+
+    fn holding(
+        &self,
+        any: &[String],
+        also: Option<&Parsed>,
+        f: &SearchFilter,
+        cap: i64,
+    ) -> Result<Vec<Candidate>> {
+        let any = any
+            .iter()
+            .map(|w| quote(std::slice::from_ref(w)))
+            .collect::<Vec<_>>()
+            .join(" OR ");
+        let expr = match also.and_then(|q| q.fts.as_deref()) {
+            Some(fts) => format!("({any}) AND ({fts})"),
+            None => any,
+        };
+        self.matching(expr, f, cap)
+    }
+
+    fn newest_matching(&self, q: &Parsed, f: &SearchFilter, cap: i64) -> Result<Vec<Candidate>> {
+        match q.fts.as_deref() {
+            Some(fts) => self.matching(fts.to_string(), f, cap),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    fn ranked(&self, q: &Parsed, f: &SearchFilter, limit: usize) -> Result<Vec<Candidate>> {
+        match q.fts.as_deref() {
+            Some(fts) => lexical_where(self.db, fts, f, limit),
+            None => Ok(Vec::new()),
+        }
+    }
+}
+
+impl Sqlite<'_> {
+    /// The newest `cap` documents matching the FTS5 expression `expr`.
+    fn matching(&self, expr: String, f: &SearchFilter, cap: i64) -> Result<Vec<Candidate>> {
+        let (cond, args) = filter_sql(f, 3);
+        let sql = format!(
+            "SELECT {COLUMNS} FROM terms JOIN docs d ON d.rowid = terms.rowid \
+             JOIN sessions s ON s.sid = d.sid WHERE terms MATCH ?1{cond} \
+             ORDER BY terms.rowid DESC LIMIT ?2"
+        );
+        let mut all: Vec<Box<dyn ToSql>> = vec![Box::new(expr), Box::new(cap)];
+        all.extend(args);
+        run_query(self.db, &sql, &all, &|_| Ok(0.0))
+    }
 }
 
 impl Source for Sqlite<'_> {
     fn newest(&self, f: &SearchFilter, limit: usize) -> Result<Vec<Candidate>> {
         newest(self.db, f, limit)
-    }
-
-    fn lexical(&self, q: &Parsed, f: &SearchFilter, limit: usize) -> Result<Vec<Candidate>> {
-        match q.fts.as_deref() {
-            Some(fts) => lexical(self.db, self.tk, q, fts, f, limit),
-            None => Ok(Vec::new()),
-        }
-    }
-
-    fn pool(&self, q: &Parsed, f: &SearchFilter, limit: usize) -> Result<Vec<Candidate>> {
-        match q.fts.as_deref() {
-            Some(fts) => bounded_candidates(self.db, self.tk, q, fts, f, limit),
-            None => Ok(Vec::new()),
-        }
     }
 
     fn semantic(
@@ -651,13 +686,14 @@ pub(super) fn run(
             .collect());
     }
     let list = match q.mode {
-        SearchMode::Lexical => source.lexical(&parsed, &q.filter, k)?,
+        SearchMode::Lexical => lexical(source, tk, &parsed, &q.filter, k)?,
         SearchMode::Semantic => {
             let qv = embedder.embed_query(&q.text)?;
             source.semantic(embedder, &qv, &q.filter, k)?
         }
         SearchMode::Hybrid => {
-            let mut cands = source.pool(&parsed, &q.filter, hybrid.depth.max(k))?;
+            let mut cands =
+                bounded_candidates(source, tk, &parsed, &q.filter, hybrid.depth.max(k))?;
             if cands.is_empty() {
                 return Ok(Vec::new());
             }

@@ -79,12 +79,17 @@ fn search_index_sql(ty: &str) -> String {
             ts_ms  bigint NOT NULL,
             tools  text NOT NULL,
             chash  bytea NOT NULL,
+            len    integer NOT NULL,
             text   text NOT NULL,
             terms  tsvector NOT NULL
         );
         CREATE INDEX memoir_search_docs_terms ON memoir_search_docs USING gin (terms);
         CREATE INDEX memoir_search_docs_session ON memoir_search_docs (sid, chash);
         CREATE INDEX memoir_search_docs_time ON memoir_search_docs (ts_ms DESC, id DESC);
+        CREATE TABLE memoir_search_terms (
+            term text PRIMARY KEY,
+            docs bigint NOT NULL
+        );
         CREATE TABLE memoir_search_calls (
             sid     bigint NOT NULL REFERENCES memoir_search_sessions (sid) ON DELETE CASCADE,
             call_id text NOT NULL,

@@ -7,8 +7,11 @@
 //! say (filters, ranking) lives in `search/pg.rs`.
 //!
 //! Documents' terms are memoir's own tokenizer output (stems, stop words
-//! dropped), stored as `to_tsvector('simple', terms)` so PostgreSQL adds no
-//! stemming of its own: the same terms as the SQLite engine.
+//! dropped), stored as a `tsvector` literal built here ([`tsvector_literal`]:
+//! each term with its positions, no PostgreSQL parser or dictionary in
+//! between), so the lexemes are exactly the SQLite engine's terms; their
+//! document frequencies (for BM25's IDF) are kept exact in
+//! `memoir_search_terms`, counted up on insert and down on removal.
 
 use std::collections::{HashMap, HashSet};
 
@@ -54,6 +57,8 @@ pub(crate) struct SearchDocRow {
     pub tools: String,
     /// BLAKE3 of its text.
     pub chash: Vec<u8>,
+    /// How many terms it has.
+    pub len: i32,
     /// Its text.
     pub text: String,
     /// Its terms, space separated.
@@ -107,6 +112,58 @@ pub(crate) struct SearchTableStats {
 pub(crate) fn vector_text(v: &[f32]) -> String {
     vectors::vector_literal(v, VectorBackend::PgVector)
 }
+
+/// The most positions PostgreSQL keeps per lexeme, and the largest position.
+const MAX_POSITIONS: usize = 256;
+const MAX_POSITION: usize = 16383;
+
+/// One lexeme quoted for `tsvector`/`tsquery` input.
+pub(crate) fn lexeme(term: &str) -> String {
+    format!("'{}'", term.replace('\\', "\\\\").replace('\'', "''"))
+}
+
+/// `terms` (space separated) as `tsvector` input: every distinct term with
+/// its positions (1-based, at most [`MAX_POSITIONS`], capped at
+/// [`MAX_POSITION`] as PostgreSQL does).
+pub(crate) fn tsvector_literal(terms: &str) -> String {
+    let mut order: Vec<&str> = Vec::new();
+    let mut positions: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, t) in terms.split(' ').filter(|t| !t.is_empty()).enumerate() {
+        let at = positions.entry(t).or_insert_with(|| {
+            order.push(t);
+            Vec::new()
+        });
+        if at.len() < MAX_POSITIONS {
+            at.push((i + 1).min(MAX_POSITION));
+        }
+    }
+    let mut out = String::with_capacity(terms.len() * 2);
+    for t in order {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(&lexeme(t));
+        out.push(':');
+        let mut last = 0;
+        for (j, p) in positions[t].iter().enumerate() {
+            if *p == last {
+                continue; // capped positions collapse into one
+            }
+            if j > 0 {
+                out.push(',');
+            }
+            out.push_str(&p.to_string());
+            last = *p;
+        }
+    }
+    out
+}
+
+/// Decrement the document frequencies by what session row `sid`'s
+/// documents hold (before they are deleted).
+const UNCOUNT_TERMS: &str = "UPDATE memoir_search_terms t SET docs = t.docs - x.n \
+     FROM (SELECT u.lexeme, count(*) AS n FROM memoir_search_docs d, unnest(d.terms) u \
+           WHERE d.sid = $1 GROUP BY u.lexeme) x WHERE t.term = x.lexeme";
 
 /// Documents inserted per statement.
 const INSERT_ROWS: usize = 500;
@@ -192,8 +249,36 @@ impl PgStore {
     /// Drop an indexed session and everything it holds (documents, calls).
     pub(crate) fn search_forget(&self, sid: i64) -> Result<()> {
         self.run("postgres search", true, |c| {
-            let s = c.stmt("DELETE FROM memoir_search_sessions WHERE sid = $1")?;
-            c.client.execute(&s, &[&sid]).map(|_| ())
+            let mut tx = c.client.transaction()?;
+            let gone = tx.query_opt(
+                "SELECT sid FROM memoir_search_sessions WHERE sid = $1 FOR UPDATE",
+                &[&sid],
+            )?;
+            if gone.is_some() {
+                tx.execute(UNCOUNT_TERMS, &[&sid])?;
+                tx.execute("DELETE FROM memoir_search_sessions WHERE sid = $1", &[&sid])?;
+            }
+            tx.commit()
+        })
+    }
+
+    /// How many documents hold `term`.
+    pub(crate) fn search_doc_frequency(&self, term: &str) -> Result<i64> {
+        self.run("postgres search", true, |c| {
+            let s = c.stmt("SELECT docs FROM memoir_search_terms WHERE term = $1")?;
+            Ok(c.client.query_opt(&s, &[&term])?.map_or(0, |r| r.get(0)))
+        })
+    }
+
+    /// `(documents, terms)` over the whole index.
+    pub(crate) fn search_collection(&self) -> Result<(i64, i64)> {
+        self.run("postgres search", true, |c| {
+            let s = c.stmt(
+                "SELECT coalesce(sum(docs), 0)::bigint, coalesce(sum(tokens), 0)::bigint \
+                 FROM memoir_search_sessions",
+            )?;
+            let r = c.client.query_one(&s, &[])?;
+            Ok((r.get(0), r.get(1)))
         })
     }
 
@@ -252,6 +337,7 @@ impl PgStore {
                         return Ok(false);
                     }
                     if w.reset {
+                        tx.execute(UNCOUNT_TERMS, &[&e.sid])?;
                         tx.execute("DELETE FROM memoir_search_docs WHERE sid = $1", &[&e.sid])?;
                         tx.execute("DELETE FROM memoir_search_calls WHERE sid = $1", &[&e.sid])?;
                         tx.execute(
@@ -303,6 +389,14 @@ impl PgStore {
                     &[&sid, &ids, &names],
                 )?;
             }
+            let mut df: HashMap<&str, i64> = HashMap::new();
+            for d in &w.docs {
+                let distinct: HashSet<&str> =
+                    d.terms.split(' ').filter(|t| !t.is_empty()).collect();
+                for t in distinct {
+                    *df.entry(t).or_insert(0) += 1;
+                }
+            }
             for chunk in w.docs.chunks(INSERT_ROWS) {
                 let seqs: Vec<i64> = chunk.iter().map(|d| d.seq).collect();
                 let roles: Vec<&str> = chunk.iter().map(|d| d.role).collect();
@@ -310,18 +404,37 @@ impl PgStore {
                 let tools: Vec<String> = chunk.iter().map(|d| pg_text(&d.tools).into()).collect();
                 let hashes: Vec<&[u8]> = chunk.iter().map(|d| d.chash.as_slice()).collect();
                 let texts: Vec<String> = chunk.iter().map(|d| pg_text(&d.text).into()).collect();
-                let terms: Vec<String> = chunk.iter().map(|d| pg_text(&d.terms).into()).collect();
+                let lens: Vec<i32> = chunk.iter().map(|d| d.len).collect();
+                let terms: Vec<String> = chunk
+                    .iter()
+                    .map(|d| tsvector_literal(&pg_text(&d.terms)))
+                    .collect();
                 tx.execute(
                     "INSERT INTO memoir_search_docs \
-                     (sid, seq, role, ts_ms, tools, chash, text, terms) \
-                     SELECT $1, t.seq, t.role, t.ts, t.tools, t.chash, t.text, \
-                            to_tsvector('simple', t.terms) \
+                     (sid, seq, role, ts_ms, tools, chash, len, text, terms) \
+                     SELECT $1, t.seq, t.role, t.ts, t.tools, t.chash, t.len, t.text, \
+                            t.terms::tsvector \
                      FROM unnest($2::bigint[], $3::text[], $4::bigint[], $5::text[], \
-                                 $6::bytea[], $7::text[], $8::text[]) \
-                          AS t (seq, role, ts, tools, chash, text, terms)",
+                                 $6::bytea[], $7::integer[], $8::text[], $9::text[]) \
+                          AS t (seq, role, ts, tools, chash, len, text, terms)",
                     &[
-                        &sid, &seqs, &roles, &times, &tools, &hashes, &texts, &terms,
+                        &sid, &seqs, &roles, &times, &tools, &hashes, &lens, &texts, &terms,
                     ],
+                )?;
+            }
+            if !df.is_empty() {
+                // In term order, so concurrent writers lock rows in one order.
+                let mut counts: Vec<(&str, i64)> = df.into_iter().collect();
+                counts.sort_unstable();
+                let (words, ns): (Vec<String>, Vec<i64>) = counts
+                    .into_iter()
+                    .map(|(t, n)| (pg_text(t).into_owned(), n))
+                    .unzip();
+                tx.execute(
+                    "INSERT INTO memoir_search_terms (term, docs) \
+                     SELECT t.w, t.n FROM unnest($1::text[], $2::bigint[]) AS t (w, n) ORDER BY t.w \
+                     ON CONFLICT (term) DO UPDATE SET docs = memoir_search_terms.docs + EXCLUDED.docs",
+                    &[&words, &ns],
                 )?;
             }
             tx.commit()?;
@@ -334,7 +447,7 @@ impl PgStore {
         self.run("postgres search", true, |c| {
             c.client.batch_execute(
                 "TRUNCATE memoir_search_docs, memoir_search_calls, memoir_search_sessions, \
-                 memoir_search_vectors",
+                 memoir_search_terms, memoir_search_vectors",
             )
         })
     }
@@ -367,7 +480,7 @@ impl PgStore {
                         (SELECT count(*) FROM memoir_search_vectors), \
                         (SELECT coalesce(sum(pg_total_relation_size(to_regclass(t))), 0)::bigint \
                          FROM unnest(ARRAY['memoir_search_meta', 'memoir_search_sessions', \
-                             'memoir_search_docs', 'memoir_search_calls', \
+                             'memoir_search_docs', 'memoir_search_calls', 'memoir_search_terms', \
                              'memoir_search_vectors']) AS t)",
                 &[],
             )?;
@@ -456,5 +569,20 @@ impl PgStore {
     /// Whether the search index's vectors are pgvector's `vector`.
     pub(crate) fn search_pgvector(&self) -> bool {
         self.vectors == VectorBackend::PgVector
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tsvector_literals_keep_every_term_with_its_positions_and_quote_safely() {
+        assert_eq!(tsvector_literal("run test run"), "'run':1,3 'test':2");
+        assert_eq!(tsvector_literal(""), "");
+        assert_eq!(tsvector_literal("o'k a\\b"), "'o''k':1 'a\\\\b':2");
+        let many = vec!["w"; 300].join(" ");
+        let lit = tsvector_literal(&many);
+        assert_eq!(lit.matches(',').count(), MAX_POSITIONS - 1, "{lit}");
     }
 }
