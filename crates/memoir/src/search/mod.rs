@@ -270,7 +270,11 @@ impl SearchIndex {
             return Err(SearchError::Unsupported(format!("{store:?}")));
         }
         let (ix, rebuilt) = pg::PgIndex::open(store.clone())?;
-        Ok(SearchIndex::with_engine(Engine::Postgres(ix), store, rebuilt))
+        Ok(SearchIndex::with_engine(
+            Engine::Postgres(ix),
+            store,
+            rebuilt,
+        ))
     }
 
     /// The index of `store` where it belongs: in a PostgreSQL store's

@@ -103,40 +103,17 @@ impl PgIndex {
     /// Catch up with the whole store.
     pub(super) fn update_all(&self, tk: &Tokenizer) -> Result<UpdateReport> {
         let pg = self.pg()?;
-        let tails = pg.search_tails()?;
-        let mut known: HashMap<String, SearchCursor> = pg
-            .search_cursors()?
-            .into_iter()
-            .map(|c| (c.id.clone(), c))
-            .collect();
+        let changes = pg.search_changes()?;
         let mut report = UpdateReport {
-            sessions: tails.len(),
+            sessions: changes.live,
+            unchanged: changes.live.saturating_sub(changes.changed.len()),
             ..UpdateReport::default()
         };
-        let live: HashSet<&str> = tails.iter().map(|t| t.id.as_str()).collect();
-        let gone: Vec<String> = known
-            .keys()
-            .filter(|id| !live.contains(id.as_str()))
-            .cloned()
-            .collect();
-        for id in gone {
-            if let Some(c) = known.remove(&id) {
-                pg.search_forget(c.sid)?;
-                report.removed += 1;
-            }
+        for sid in changes.gone {
+            pg.search_forget(sid)?;
+            report.removed += 1;
         }
-        let mut todo = Vec::new();
-        for t in tails {
-            let cursor = known.remove(&t.id);
-            if cursor
-                .as_ref()
-                .is_some_and(|c| c.tail.as_ref() == Some(&(t.seq, t.hash.clone())))
-            {
-                report.unchanged += 1;
-                continue;
-            }
-            todo.push((t, cursor));
-        }
+        let todo = changes.changed;
         // Read (and tokenize) the next session while this one is written.
         let store = self.store.as_ref();
         std::thread::scope(|scope| -> Result<()> {
@@ -188,14 +165,7 @@ impl PgIndex {
                     id,
                     cursor.as_ref(),
                 );
-                write_session(
-                    pg,
-                    self.store.as_ref(),
-                    p,
-                    cursor,
-                    Some(tail),
-                    &mut report,
-                )?;
+                write_session(pg, self.store.as_ref(), p, cursor, Some(tail), &mut report)?;
             }
             None => {
                 if let Some(c) = cursor {
@@ -220,7 +190,10 @@ impl PgIndex {
         const MISSING: &str = "FROM memoir_search_docs d WHERE NOT EXISTS \
              (SELECT 1 FROM memoir_search_vectors v WHERE v.model = $1 AND v.chash = d.chash)";
         let total: i64 = pg
-            .search_query(&format!("SELECT count(DISTINCT d.chash) {MISSING}"), &[&model])?
+            .search_query(
+                &format!("SELECT count(DISTINCT d.chash) {MISSING}"),
+                &[&model],
+            )?
             .first()
             .map_or(0, |r| r.get(0));
         let total = total.max(0) as u64;
@@ -440,11 +413,7 @@ fn filter_sql(f: &SearchFilter, params: &mut Params) -> String {
         add("s.agent = $N", Box::new(a.clone()), params);
     }
     if let Some(id) = &f.session {
-        add(
-            "left(s.id, length($N)) = $N",
-            Box::new(id.clone()),
-            params,
-        );
+        add("left(s.id, length($N)) = $N", Box::new(id.clone()), params);
     }
     if let Some(t) = f.since {
         add("d.ts_ms >= $N", Box::new(t.timestamp_millis()), params);
@@ -475,14 +444,21 @@ fn tsquery(q: &Parsed) -> Option<String> {
         .map(|p| {
             format!(
                 "({})",
-                p.iter().map(|t| lexeme(t)).collect::<Vec<_>>().join(" <-> ")
+                p.iter()
+                    .map(|t| lexeme(t))
+                    .collect::<Vec<_>>()
+                    .join(" <-> ")
             )
         })
         .collect();
     if !q.any.is_empty() {
         parts.push(format!(
             "({})",
-            q.any.iter().map(|t| lexeme(t)).collect::<Vec<_>>().join(" | ")
+            q.any
+                .iter()
+                .map(|t| lexeme(t))
+                .collect::<Vec<_>>()
+                .join(" | ")
         ));
     }
     (!parts.is_empty()).then(|| parts.join(" & "))
@@ -502,7 +478,12 @@ impl PgSource<'_> {
     }
 
     /// Stored vectors of `model` for `hashes`.
-    fn stored(&self, model: &str, dims: i32, hashes: &[Vec<u8>]) -> Result<HashMap<Vec<u8>, Vec<f32>>> {
+    fn stored(
+        &self,
+        model: &str,
+        dims: i32,
+        hashes: &[Vec<u8>],
+    ) -> Result<HashMap<Vec<u8>, Vec<f32>>> {
         if hashes.is_empty() {
             return Ok(HashMap::new());
         }
@@ -537,7 +518,10 @@ impl Postings for PgSource<'_> {
         }
         let any = format!(
             "({})",
-            any.iter().map(|t| lexeme(t)).collect::<Vec<_>>().join(" | ")
+            any.iter()
+                .map(|t| lexeme(t))
+                .collect::<Vec<_>>()
+                .join(" | ")
         );
         let query = match also.and_then(tsquery) {
             Some(all) => format!("{any} & {all}"),
@@ -648,19 +632,21 @@ impl Source for PgSource<'_> {
              LEFT JOIN memoir_search_vectors v ON v.model = $1 AND v.chash = d.chash AND v.dims = $2 \
              WHERE true{only_missing}{cond}"
         );
-        let scanned = self.pg.search_scan(&sql, &refs(&params), SCAN_BATCH, &mut |rows| {
-            for r in rows {
-                let mut c = candidate(r, 0.0);
-                let stored: Option<Vec<f32>> = r.get(10);
-                let v = match stored {
-                    Some(v) => v,
-                    None => embedder.embed(embed_text(&c.text))?,
-                };
-                c.score = dot(qv, &v);
-                keep_best(&mut best, c, k);
-            }
-            Ok::<(), SearchError>(())
-        })?;
+        let scanned = self
+            .pg
+            .search_scan(&sql, &refs(&params), SCAN_BATCH, &mut |rows| {
+                for r in rows {
+                    let mut c = candidate(r, 0.0);
+                    let stored: Option<Vec<f32>> = r.get(10);
+                    let v = match stored {
+                        Some(v) => v,
+                        None => embedder.embed(embed_text(&c.text))?,
+                    };
+                    c.score = dot(qv, &v);
+                    keep_best(&mut best, c, k);
+                }
+                Ok::<(), SearchError>(())
+            })?;
         scanned?;
         rank(&mut best);
         best.truncate(k);

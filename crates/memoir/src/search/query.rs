@@ -375,7 +375,12 @@ fn sqlite_doc_frequency(db: &Db, term: &str) -> Result<i64> {
 /// Score `cands` with BM25 over `weights` (term, IDF) in Rust. The
 /// candidates' words go through one word cache per call (they repeat across
 /// candidates; stemming was most of a query's CPU).
-pub(super) fn score_bm25(cands: &mut [Candidate], tk: &Tokenizer, weights: &[(String, f64)], avgdl: f64) {
+pub(super) fn score_bm25(
+    cands: &mut [Candidate],
+    tk: &Tokenizer,
+    weights: &[(String, f64)],
+    avgdl: f64,
+) {
     let mut terms = Terms::new(tk);
     let mut joined = String::new();
     for c in cands {

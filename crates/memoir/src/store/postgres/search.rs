@@ -29,6 +29,17 @@ pub(crate) struct SessionTail {
     pub hash: Vec<u8>,
 }
 
+/// What [`PgStore::search_changes`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SearchChanges {
+    /// Live sessions in the store.
+    pub live: usize,
+    /// Live sessions to read: their tail now, their cursor if indexed.
+    pub changed: Vec<(SessionTail, Option<SearchCursor>)>,
+    /// Row keys of indexed sessions that are no longer live.
+    pub gone: Vec<i64>,
+}
+
 /// An indexed session's row: its key, cursor and the tail it was read at.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct SearchCursor {
@@ -190,25 +201,65 @@ fn cursor_row(r: &postgres::Row) -> SearchCursor {
     }
 }
 
-const CURSOR_SQL: &str =
-    "SELECT id, sid, last_seq, last_hash, tail_seq, tail_hash FROM memoir_search_sessions";
-
 impl PgStore {
-    /// Every live session's tail.
-    pub(crate) fn search_tails(&self) -> Result<Vec<SessionTail>> {
+    /// What changed since the index last looked, computed in the database
+    /// (only changed rows cross the wire): how many sessions are live, the
+    /// live ones whose tail is not the one their cursor was read at (with
+    /// that cursor, `None` for sessions new to the index), and the indexed
+    /// sessions that are no longer live (trashed or purged).
+    pub(crate) fn search_changes(&self) -> Result<SearchChanges> {
         self.run("postgres search", true, |c| {
-            let s = c.stmt(
-                "SELECT id, last_seq, last_hash FROM memoir_sessions WHERE deleted_at IS NULL",
+            let live = c.stmt("SELECT count(*) FROM memoir_sessions WHERE deleted_at IS NULL")?;
+            let changed = c.stmt(
+                "SELECT t.id, t.last_seq, t.last_hash, s.id, s.sid, s.last_seq, s.last_hash, \
+                        s.tail_seq, s.tail_hash \
+                 FROM memoir_sessions t LEFT JOIN memoir_search_sessions s ON s.id = t.id \
+                 WHERE t.deleted_at IS NULL AND (s.sid IS NULL \
+                     OR s.tail_seq IS DISTINCT FROM t.last_seq \
+                     OR s.tail_hash IS DISTINCT FROM t.last_hash) \
+                 ORDER BY t.id",
             )?;
-            Ok(c.client
-                .query(&s, &[])?
+            let gone = c.stmt(
+                "SELECT s.sid FROM memoir_search_sessions s WHERE NOT EXISTS \
+                 (SELECT 1 FROM memoir_sessions t WHERE t.id = s.id AND t.deleted_at IS NULL)",
+            )?;
+            let live: i64 = c.client.query_one(&live, &[])?.get(0);
+            let changed = c
+                .client
+                .query(&changed, &[])?
                 .iter()
-                .map(|r| SessionTail {
-                    id: r.get(0),
-                    seq: r.get(1),
-                    hash: r.get(2),
+                .map(|r| {
+                    let tail = SessionTail {
+                        id: r.get(0),
+                        seq: r.get(1),
+                        hash: r.get(2),
+                    };
+                    let sid: Option<i64> = r.get(4);
+                    let cursor = sid.map(|sid| {
+                        let tail_seq: Option<i64> = r.get(7);
+                        let tail_hash: Option<Vec<u8>> = r.get(8);
+                        SearchCursor {
+                            id: r.get(3),
+                            sid,
+                            last_seq: r.get(5),
+                            last_hash: r.get(6),
+                            tail: tail_seq.zip(tail_hash),
+                        }
+                    });
+                    (tail, cursor)
                 })
-                .collect())
+                .collect();
+            let gone = c
+                .client
+                .query(&gone, &[])?
+                .iter()
+                .map(|r| r.get(0))
+                .collect();
+            Ok(SearchChanges {
+                live: live.max(0) as usize,
+                changed,
+                gone,
+            })
         })
     }
 
@@ -224,14 +275,6 @@ impl PgStore {
                 seq: r.get(1),
                 hash: r.get(2),
             }))
-        })
-    }
-
-    /// Every indexed session's cursor.
-    pub(crate) fn search_cursors(&self) -> Result<Vec<SearchCursor>> {
-        self.run("postgres search", true, |c| {
-            let s = c.stmt(CURSOR_SQL)?;
-            Ok(c.client.query(&s, &[])?.iter().map(cursor_row).collect())
         })
     }
 
@@ -495,11 +538,19 @@ impl PgStore {
 
     /// Store vectors for `(content hash, vector)` pairs of `model` (one
     /// transaction; existing ones are replaced).
-    pub(crate) fn search_put_vectors(&self, model: &str, items: &[(Vec<u8>, Vec<f32>)]) -> Result<()> {
+    pub(crate) fn search_put_vectors(
+        &self,
+        model: &str,
+        items: &[(Vec<u8>, Vec<f32>)],
+    ) -> Result<()> {
         let Some(dims) = items.first().map(|(_, v)| v.len()) else {
             return Ok(());
         };
-        if dims == 0 || items.iter().any(|(_, v)| v.len() != dims || v.iter().any(|x| !x.is_finite())) {
+        if dims == 0
+            || items
+                .iter()
+                .any(|(_, v)| v.len() != dims || v.iter().any(|x| !x.is_finite()))
+        {
             return Err(Error::Invalid(
                 "search vectors must share one non-zero width and be finite".into(),
             ));
@@ -536,7 +587,9 @@ impl PgStore {
         sql: &str,
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Vec<postgres::Row>> {
-        self.run("postgres search query", true, |c| c.client.query(sql, params))
+        self.run("postgres search query", true, |c| {
+            c.client.query(sql, params)
+        })
     }
 
     /// Run a read query and hand its rows to `each` `batch` at a time
