@@ -714,3 +714,61 @@ fn hybrid_reads_a_bounded_pool_yet_finds_an_old_rare_match_first(bed: &Bed) {
         .unwrap();
     assert!(first_is(&hits, "old", 1), "{hits:?}");
 }
+
+/// Two indexes over one PostgreSQL store updating at the same time (two
+/// servers, or a server and `memoir index`): every message is indexed
+/// exactly once, whoever wins each session.
+#[cfg(feature = "postgres")]
+fn two_indexers_at_once_index_every_message_exactly_once(bed: &Bed) {
+    let spec = Spec {
+        sessions: 120,
+        messages_per_session: 20,
+        answer_every: 10,
+        seed: 5,
+        extra_result_lines: 0,
+    };
+    let answers = corpus::generate_into(bed.store.as_ref(), &spec);
+    let mut first = bed.index();
+    let mut second = bed.index();
+    let (a, b) = std::thread::scope(|s| {
+        let a = s.spawn(|| first.update().unwrap());
+        let b = s.spawn(|| second.update().unwrap());
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    assert_eq!(a.messages + b.messages, 2400, "{a:?} {b:?}");
+    assert_eq!(a.reindexed + b.reindexed, 120, "{a:?} {b:?}");
+    let stats = first.stats().unwrap();
+    assert_eq!((stats.sessions, stats.messages), (120, 2400));
+    for ans in &answers {
+        let hits = first
+            .search(&query(
+                &ans.query,
+                SearchMode::Lexical,
+                SearchFilter::default(),
+            ))
+            .unwrap();
+        assert!(first_is(&hits, &ans.session, ans.seq), "{ans:?}");
+        let same = hits
+            .iter()
+            .filter(|h| h.session == ans.session && h.seq == ans.seq)
+            .count();
+        assert_eq!(same, 1, "indexed twice: {hits:?}");
+    }
+}
+
+#[cfg(feature = "postgres")]
+mod concurrent {
+    #[test]
+    fn postgres() {
+        if let Some(bed) = super::Bed::postgres(crate::postgres_common::POSTGRES_URL) {
+            super::two_indexers_at_once_index_every_message_exactly_once(&bed);
+        }
+    }
+
+    #[test]
+    fn pgvector() {
+        if let Some(bed) = super::Bed::postgres(crate::postgres_common::PGVECTOR_URL) {
+            super::two_indexers_at_once_index_every_message_exactly_once(&bed);
+        }
+    }
+}
