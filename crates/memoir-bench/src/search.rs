@@ -231,6 +231,10 @@ fn child_pg(dir: &Path) {
     );
     drop(ix);
     drop(pg);
+    if std::env::var_os("MEMOIR_BENCH_KEEP_SCHEMA").is_some() {
+        eprintln!("kept schema {schema} (MEMOIR_BENCH_KEEP_SCHEMA)");
+        return;
+    }
     if let Ok(mut c) = postgres::Client::connect(&url, postgres::NoTls) {
         let _ = c.batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"));
     }

@@ -562,13 +562,17 @@ impl Postings for PgSource<'_> {
         ];
         let cond = filter_sql(f, &mut params);
         // BM25 as `score_bm25` computes it: term frequency from the
-        // lexeme's positions, length from `len`.
+        // lexeme's positions, length from `len`. Only the query's lexemes
+        // are unnested (marked with weight A and filtered in C: unnesting
+        // every lexeme of every match was most of the time).
         let sql = format!(
             "WITH w AS (SELECT * FROM unnest($3::text[], $4::float8[]) AS w (term, idf)), \
              top AS (SELECT d.id, d.ts_ms, sum(w.idf * array_length(u.positions, 1) * ($6::float8 + 1) \
                        / (array_length(u.positions, 1) + $6::float8 \
                           * (1 - $7::float8 + $7::float8 * d.len / $5::float8)))::real AS score \
-                     FROM {FROM} CROSS JOIN LATERAL unnest(d.terms) u JOIN w ON w.term = u.lexeme \
+                     FROM {FROM} CROSS JOIN LATERAL \
+                       unnest(ts_filter(setweight(d.terms, 'A', $3::text[]), '{{a}}')) u \
+                       JOIN w ON w.term = u.lexeme \
                      WHERE d.terms @@ $1::text::tsquery{cond} \
                      GROUP BY d.id, d.ts_ms ORDER BY score DESC, d.ts_ms DESC, d.id DESC LIMIT $2) \
              SELECT {COLUMNS}, top.score FROM top JOIN {FROM} ON d.id = top.id \
