@@ -9,7 +9,8 @@
 //!
 //! - `ann`: exact scan vs HNSW on the same 384-d unit vectors at each size:
 //!   build time, recall@10 against the exact answer, per-query p50/p99 and
-//!   single-thread QPS for a sweep of `ef`. The vectors, queries and exact
+//!   single-thread QPS for a sweep of `ef`, the graph walked on int8 codes
+//!   (the default) and on the f32 rows. The vectors, queries and exact
 //!   answers are written to `DIR` (default `target/bench-view`); `--peers`
 //!   then runs `peers/ann.py` (hnswlib, faiss) on the same files right after
 //!   memoir's sweep at each size, every engine with one call per query, and
@@ -232,26 +233,35 @@ fn ann(args: &Args) {
         }
         let build = t0.elapsed().as_secs_f64();
         let index_mb = rss_mb() - rss_before;
-        let mut points = Vec::new();
-        for ef in EFS {
-            graph.set_ef_search(ef);
-            let (found, t) = time_queries(&queries, |q| graph.search(q, K, &|_| true));
-            let mut hits = 0;
-            for (f, g) in found.iter().zip(&gt_ids) {
-                hits += f.iter().filter(|h| g.contains(&h.0)).count();
+        // The same graph walked on the int8 codes (the default) and on the
+        // f32 rows; both answer exact scores.
+        let mut sweeps: Vec<(&str, Vec<Point>)> = Vec::new();
+        for (walk, quantized) in [("int8", true), ("f32", false)] {
+            graph.set_quantized(quantized);
+            let mut points = Vec::new();
+            for ef in EFS {
+                graph.set_ef_search(ef);
+                let (found, t) = time_queries(&queries, |q| graph.search(q, K, &|_| true));
+                let mut hits = 0;
+                for (f, g) in found.iter().zip(&gt_ids) {
+                    hits += f.iter().filter(|h| g.contains(&h.0)).count();
+                }
+                let recall = hits as f64 / (K * queries.len()) as f64;
+                println!(
+                    "memoir hnsw {walk} M=16 efc={} | {n} | {ef} | {build:.2} | {recall:.4} | {:.4} | {:.4} | {:.0}",
+                    args.efc, t.p50_ms, t.p99_ms, t.qps
+                );
+                points.push(Point {
+                    ef,
+                    recall,
+                    qps: t.qps,
+                });
             }
-            let recall = hits as f64 / (K * queries.len()) as f64;
-            println!(
-                "memoir hnsw M=16 efc={} | {n} | {ef} | {build:.2} | {recall:.4} | {:.4} | {:.4} | {:.0}",
-                args.efc, t.p50_ms, t.p99_ms, t.qps
-            );
-            points.push(Point {
-                ef,
-                recall,
-                qps: t.qps,
-            });
+            sweeps.push((walk, points));
         }
-        println!("memoir build {n}: {build:.2} s, index memory (RSS growth) {index_mb:.0} MB");
+        println!(
+            "memoir build {n}: {build:.2} s, index memory (RSS growth, f32 rows + graph + int8 codes) {index_mb:.0} MB"
+        );
         drop(graph);
         // The peers right after, on the same files (back to back: the
         // machine's load changes less between the two).
@@ -260,23 +270,23 @@ fn ann(args: &Args) {
         } else {
             Vec::new()
         };
-        summaries.push((n, points, peer));
+        summaries.push((n, sweeps, peer));
     }
     if !summaries.is_empty() && args.peers {
         println!("\n## ann summary: smallest ef reaching the recall, QPS from one single-query loop each\n");
-        println!("| n | target recall@10 | memoir ef | memoir recall | memoir QPS | hnswlib ef | hnswlib recall | hnswlib QPS | memoir / hnswlib |");
-        println!("|---|---|---|---|---|---|---|---|---|");
-        for (n, ours, theirs) in &summaries {
+        println!("| n | target recall@10 | memoir walk | memoir ef | memoir recall | memoir QPS | hnswlib ef | hnswlib recall | hnswlib QPS | memoir / hnswlib |");
+        println!("|---|---|---|---|---|---|---|---|---|---|");
+        for (n, sweeps, theirs) in &summaries {
             for target in [0.95, 0.99] {
                 let pick = |v: &[Point]| v.iter().find(|p| p.recall >= target).copied();
-                match (pick(ours), pick(theirs)) {
-                    (Some(a), Some(b)) => {
-                        println!(
-                        "| {n} | {target} | {} | {:.4} | {:.0} | {} | {:.4} | {:.0} | **{:.2}x** |",
-                        a.ef, a.recall, a.qps, b.ef, b.recall, b.qps, a.qps / b.qps
-                    )
+                for (walk, ours) in sweeps {
+                    match (pick(ours), pick(theirs)) {
+                        (Some(a), Some(b)) => println!(
+                            "| {n} | {target} | {walk} | {} | {:.4} | {:.0} | {} | {:.4} | {:.0} | **{:.2}x** |",
+                            a.ef, a.recall, a.qps, b.ef, b.recall, b.qps, a.qps / b.qps
+                        ),
+                        _ => println!("| {n} | {target} | {walk} | not reached by both | | | | | | |"),
                     }
-                    _ => println!("| {n} | {target} | not reached by both | | | | | | |"),
                 }
             }
         }

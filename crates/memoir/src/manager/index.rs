@@ -306,7 +306,7 @@ impl Index {
     /// the transcript still ends with the entry's last record. Returns the
     /// written entry, or `None` when the transcript is gone or moved on (the
     /// entry is then left for the next listing to rebuild).
-    pub fn commit(&self, mut entry: IndexEntry) -> Result<Option<IndexEntry>> {
+    pub fn commit(&self, entry: IndexEntry) -> Result<Option<IndexEntry>> {
         let path = self.transcript_path(&entry.id);
         let meta = match fs::metadata(&path) {
             Ok(m) => m,
@@ -317,10 +317,16 @@ impl Index {
         if last_seq_at(&path, stamp.len) != Some(entry.last_seq) {
             return Ok(None);
         }
+        self.store_stamped(entry, stamp).map(Some)
+    }
+
+    /// Stamp `entry` with `stamp` (its transcript's state when the entry
+    /// was read from it) and write it.
+    fn store_stamped(&self, mut entry: IndexEntry, stamp: Stamp) -> Result<IndexEntry> {
         entry.stamp = stamp;
         entry.last_activity = stamp.modified();
         self.write(&entry)?;
-        Ok(Some(entry))
+        Ok(entry)
     }
 
     /// Write an entry in place, under an exclusive `flock` of its file (so
@@ -484,15 +490,30 @@ impl Index {
         }
         let mut refreshed: HashMap<String, IndexEntry> = HashMap::new();
         let mut unreadable: BTreeSet<String> = header.unreadable.iter().cloned().collect();
+        // A session whose refresh is not known to be current (a transient
+        // error, or an entry that could not be stored) keeps the journal
+        // position where it was, so the next listing looks at it again: a
+        // change the journal announced is never consumed without being seen.
+        let mut unsettled = false;
         for id in &changed {
             unreadable.remove(id);
             match self.refresh_locked(reader, id) {
-                Ok(Some((e, rebuilt))) => {
-                    listing.rebuilt += usize::from(rebuilt);
+                Ok(Refreshed::Current(e)) => {
                     refreshed.insert(id.clone(), e);
                 }
-                Ok(None) => {
+                Ok(Refreshed::Rebuilt { entry, stored }) => {
+                    listing.rebuilt += 1;
+                    unsettled |= !stored;
+                    refreshed.insert(id.clone(), entry);
+                }
+                Ok(Refreshed::Gone) => {
                     gone.insert(id.clone());
+                }
+                Err(e) if is_transient(&e) => {
+                    unsettled = true;
+                    if let Some(old) = entries.iter().find(|old| &old.id == id) {
+                        refreshed.insert(id.clone(), old.clone());
+                    }
                 }
                 Err(_) => {
                     unreadable.insert(id.clone());
@@ -511,8 +532,8 @@ impl Index {
         entries.extend(refreshed.into_values());
         sort_newest_first(&mut entries);
         header.unreadable = unreadable.into_iter().collect();
-        let mut position = end;
-        if position.offset > COMPACT_AT {
+        let mut position = if unsettled { header.position() } else { end };
+        if !unsettled && position.offset > COMPACT_AT {
             if let Ok(Some(fresh)) = journal.compact(&position) {
                 position = fresh;
             }
@@ -528,13 +549,8 @@ impl Index {
 
     /// Refresh one session's entry while holding its transcript's lock
     /// shared (so an append the journal announced has finished): the stored
-    /// entry when it matches the transcript, else rebuilt from it. `None`
-    /// when the transcript is gone; the flag tells whether it was rebuilt.
-    fn refresh_locked(
-        &self,
-        reader: &dyn LogStore,
-        id: &str,
-    ) -> Result<Option<(IndexEntry, bool)>> {
+    /// entry when it matches the transcript, else rebuilt from it.
+    fn refresh_locked(&self, reader: &dyn LogStore, id: &str) -> Result<Refreshed> {
         let path = self.transcript_path(id);
         let file = match OpenOptions::new()
             .read(true)
@@ -542,7 +558,7 @@ impl Index {
             .open(&path)
         {
             Ok(f) => f,
-            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Refreshed::Gone),
             Err(e) => return Err(e).ctx("open", &path),
         };
         if !file.metadata().ctx("stat", &path)?.is_file() {
@@ -552,12 +568,28 @@ impl Index {
             });
         }
         file.lock_shared().ctx("lock", &path)?;
+        // No writer that notes its changes can move the transcript on while
+        // the lock is held, so the entry read now is stamped with the state
+        // seen under the lock (even a torn tail waiting for its repair).
         let out = match self.load_fresh(id) {
-            Some(e) => Ok(Some((e, false))),
-            None => match self.rebuild(reader, id) {
-                Ok((e, _)) => Ok(Some((e, true))),
-                Err(crate::Error::NotFound(_)) => Ok(None),
-                Err(e) => Err(e),
+            Some(e) => Ok(Refreshed::Current(e)),
+            None => match (read_in(reader, id), file.metadata()) {
+                (Ok(t), Ok(meta)) => {
+                    let entry = IndexEntry::from_transcript(&t);
+                    match self.store_stamped(entry.clone(), Stamp::of(&meta)) {
+                        Ok(entry) => Ok(Refreshed::Rebuilt {
+                            entry,
+                            stored: true,
+                        }),
+                        Err(_) => Ok(Refreshed::Rebuilt {
+                            entry,
+                            stored: false,
+                        }),
+                    }
+                }
+                (Err(crate::Error::NotFound(_)), _) => Ok(Refreshed::Gone),
+                (Err(e), _) => Err(e),
+                (_, Err(e)) => Err(e).ctx("stat", &path),
             },
         };
         let _ = file.unlock();
@@ -687,6 +719,29 @@ impl Index {
     pub fn invalidate(&self) -> Result<()> {
         snapshot::remove(&self.snapshot_path())
     }
+}
+
+/// What refreshing one session's entry found.
+enum Refreshed {
+    /// The stored entry matches the transcript.
+    Current(IndexEntry),
+    /// Rebuilt from the transcript; `stored`: written back as current (false
+    /// when the transcript moved on meanwhile or the index is read-only).
+    Rebuilt { entry: IndexEntry, stored: bool },
+    /// The transcript is gone.
+    Gone,
+}
+
+/// An error that says nothing about the transcript (I/O, a busy or
+/// unavailable resource): retried by the next listing, never recorded as
+/// an unreadable session.
+fn is_transient(e: &crate::Error) -> bool {
+    matches!(
+        e.kind(),
+        crate::error::ErrorKind::Io
+            | crate::error::ErrorKind::Busy
+            | crate::error::ErrorKind::Unavailable
+    )
 }
 
 /// Entries checked against their transcript per snapshot listing (32).

@@ -233,17 +233,7 @@ impl FileStore {
     /// (settling a torn tail or partial batch), and accept writes again.
     /// Returns the `seq` the next append will get.
     pub fn reverify(&self, id: &str) -> Result<u64> {
-        let path = self.path_of(id)?;
-        let mut file = open_transcript(&path, id, true)?;
-        file.lock().ctx("lock", &path)?;
-        self.forget_tail(id);
-        let settled = self.note_change(id).and_then(|noted| {
-            let settled = self.settle_tail(id, &mut file, &path);
-            self.note_change_after(id, noted);
-            settled
-        });
-        let _ = file.unlock();
-        let (tail, _) = settled?;
+        let (tail, _) = self.settle_from_scratch(id)?;
         if let Ok(mut p) = self.poisoned.lock() {
             p.remove(id);
         }
@@ -255,6 +245,15 @@ impl FileStore {
     /// next append would do), saving the cut bytes aside. `None` when the
     /// tail was already clean.
     pub fn repair(&self, id: &str) -> Result<Option<TornTail>> {
+        let (tail, repaired) = self.settle_from_scratch(id)?;
+        self.remember_tail(id, tail);
+        Ok(repaired)
+    }
+
+    /// Forget what this store believed about session `id`'s tail and settle
+    /// it again from the file, under the append lock (noted in the change
+    /// journal: a repair may cut bytes).
+    fn settle_from_scratch(&self, id: &str) -> Result<(Tail, Option<TornTail>)> {
         let path = self.path_of(id)?;
         let mut file = open_transcript(&path, id, true)?;
         file.lock().ctx("lock", &path)?;
@@ -265,9 +264,7 @@ impl FileStore {
             settled
         });
         let _ = file.unlock();
-        let (tail, repaired) = settled?;
-        self.remember_tail(id, tail);
-        Ok(repaired)
+        settled
     }
 
     /// Establish the end a reader will see, repairing a torn tail or a

@@ -206,12 +206,22 @@ fn handle(
     let _ = conn.flush();
 }
 
+/// The key's variable is set in a child process (see `support::env_child`).
+const KEY_VAR: &str = "MEMOIR_TEST_OPENAI_KEY_A";
+
 #[test]
 fn batches_keep_order_and_send_the_key() {
+    if !crate::support::env_child::in_child() {
+        let key = std::ffi::OsStr::new("sk-test-123");
+        crate::support::env_child::run_in_child(
+            "embed_openai::batches_keep_order_and_send_the_key",
+            &[(KEY_VAR, key)],
+        );
+        return;
+    }
     let srv = Server::start(32);
-    std::env::set_var("MEMOIR_TEST_OPENAI_KEY_A", "sk-test-123");
     let cfg = OpenAiConfig {
-        api_key_env: Some("MEMOIR_TEST_OPENAI_KEY_A".into()),
+        api_key_env: Some(KEY_VAR.into()),
         batch_size: 2,
         ..srv.config()
     };
@@ -397,9 +407,11 @@ fn timeouts_are_bounded() {
         ..srv.config()
     };
     let e = OpenAiEmbedder::new(cfg).expect("client");
+    // Answers slower than both attempts and their backoff together, so the
+    // bound below has room on a loaded machine.
     srv.push([
-        Reply::Sleep(Duration::from_millis(1500)),
-        Reply::Sleep(Duration::from_millis(1500)),
+        Reply::Sleep(Duration::from_millis(4000)),
+        Reply::Sleep(Duration::from_millis(4000)),
     ]);
     let start = Instant::now();
     let err = e.embed("x").unwrap_err();
@@ -408,7 +420,7 @@ fn timeouts_are_bounded() {
         matches!(&err, EmbeddingError::BackendError(m) if m.to_lowercase().contains("timeout") || m.to_lowercase().contains("timed out")),
         "{err:?}"
     );
-    assert!(took < Duration::from_millis(1400), "took {took:?}");
+    assert!(took < Duration::from_millis(3000), "took {took:?}");
     assert_eq!(srv.seen().len(), 2);
 
     // A slow answer then a quick one: the retry succeeds.

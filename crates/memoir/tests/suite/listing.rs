@@ -66,11 +66,18 @@ fn listing_appender_process() {
         let m = Message::assistant(format!("appended {i} by {}", std::process::id()));
         store.append(id, &[Record::Message(m)], None).unwrap();
         i += 1;
+        if count.is_some() {
+            // Paced, so the parent's listings overlap the appends even when
+            // this process starts late on a loaded machine.
+            std::thread::sleep(Duration::from_millis(2));
+        }
     }
 }
 
 fn appender(dir: &Path, count: Option<usize>, ids: &[String]) -> Child {
     let count = count.map_or("forever".to_string(), |c| c.to_string());
+    // Its stderr goes beside the store (outside it), for a failure message.
+    let log = fs::File::create(stderr_path(dir, &ids[0])).unwrap();
     Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
@@ -83,9 +90,13 @@ fn appender(dir: &Path, count: Option<usize>, ids: &[String]) -> Child {
             format!("{}\n{count}\n{}", dir.display(), ids.join("\n")),
         )
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(log)
         .spawn()
         .unwrap()
+}
+
+fn stderr_path(dir: &Path, first_id: &str) -> std::path::PathBuf {
+    dir.with_extension(format!("{first_id}.stderr"))
 }
 
 /// Each session's message count and last seq, read from its transcript.
@@ -138,6 +149,11 @@ fn appends_by_other_processes_while_listing_are_listed_fresh() {
     let mut children = children;
     while children.iter_mut().any(|c| c.try_wait().unwrap().is_none()) {
         let now = listed(&m.list_sessions().unwrap());
+        assert_eq!(
+            now.len(),
+            last.len(),
+            "a session vanished: {last:?} -> {now:?}"
+        );
         for (before, after) in last.iter().zip(&now) {
             assert_eq!(before.0, after.0);
             assert!(
@@ -149,12 +165,23 @@ fn appends_by_other_processes_while_listing_are_listed_fresh() {
         last = now;
         listings += 1;
     }
-    for c in &mut children {
-        assert!(c.wait().unwrap().success(), "an appender failed");
+    for (k, c) in children.iter_mut().enumerate() {
+        let status = c.wait().unwrap();
+        let log = stderr_path(dir.path(), &ids[k * 2]);
+        let said = fs::read_to_string(&log).unwrap_or_default();
+        let _ = fs::remove_file(&log);
+        assert!(status.success(), "appender {k} failed ({status}): {said}");
     }
-    assert!(listings > 0);
+    assert!(listings > 0, "no listing overlapped the appenders");
     let report = m.list_sessions_report().unwrap();
-    assert_eq!(listed(&report.entries), truth(dir.path(), &ids));
+    assert_eq!(
+        listed(&report.entries),
+        truth(dir.path(), &ids),
+        "after {listings} listings; rebuilt {}, full scan {}, journal:\n{}",
+        report.rebuilt,
+        report.full_scan,
+        fs::read_to_string(dir.path().join("index").join("changes")).unwrap_or_default()
+    );
     assert_eq!(
         report.entries.iter().map(|e| e.messages).sum::<usize>(),
         before + 180,
@@ -186,6 +213,7 @@ fn an_appender_killed_mid_run_is_listed_as_its_transcripts_say() {
     }
     child.kill().unwrap();
     child.wait().unwrap();
+    let _ = fs::remove_file(stderr_path(dir.path(), &ids[0]));
     let report = m.list_sessions_report().unwrap();
     assert_eq!(listed(&report.entries), truth(dir.path(), &ids));
     assert!(!report.full_scan);
@@ -245,4 +273,89 @@ fn a_corrupt_stale_or_orphaned_snapshot_is_detected_and_rebuilt() {
     now.push(moved_in);
     assert_eq!(listed(&r.entries), truth(dir.path(), &now));
     assert_eq!(r.removed, 1, "the vanished session's entry is removed");
+}
+
+/// A reader whose whole-log reads fail with an I/O error while `failing` is
+/// set (a device error, too many open files): what a listing must not take
+/// for an unreadable session.
+#[derive(Debug)]
+struct FlakyReader {
+    store: FileStore,
+    failing: std::sync::atomic::AtomicBool,
+}
+
+impl LogStore for FlakyReader {
+    fn create(
+        &self,
+        meta: &memoir::record::SessionMeta,
+    ) -> memoir::Result<memoir::store::Appended> {
+        self.store.create(meta)
+    }
+    fn append(
+        &self,
+        id: &str,
+        records: &[Record],
+        expected_next: Option<u64>,
+    ) -> memoir::Result<memoir::store::Appended> {
+        self.store.append(id, records, expected_next)
+    }
+    fn read(&self, id: &str) -> memoir::Result<memoir::store::RawLog> {
+        if self.failing.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(memoir::Error::Io {
+                op: "read",
+                path: self.store.location(id),
+                // EMFILE, "too many open files": says nothing about the log.
+                source: std::io::Error::from_raw_os_error(24),
+            });
+        }
+        self.store.read(id)
+    }
+    fn read_header(&self, id: &str) -> memoir::Result<Option<memoir::record::SessionMeta>> {
+        self.store.read_header(id)
+    }
+    fn list(&self) -> memoir::Result<(Vec<memoir::store::Listed>, usize)> {
+        self.store.list()
+    }
+    fn location(&self, id: &str) -> std::path::PathBuf {
+        self.store.location(id)
+    }
+    fn durability(&self) -> Durability {
+        self.store.durability()
+    }
+}
+
+#[test]
+fn a_transient_read_error_never_drops_a_session_from_later_listings() {
+    if std::env::var(APPENDER_ENV).is_ok() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ids = sessions(dir.path(), 3);
+    let index = memoir::manager::index::Index::new(dir.path());
+    let reader = FlakyReader {
+        store: FileStore::new(dir.path(), Durability::None),
+        failing: false.into(),
+    };
+    index.list(&reader).unwrap();
+    // Another process appends (noted in the change journal); the next
+    // listing's read of that transcript fails once.
+    let writer = FileStore::new(dir.path(), Durability::None);
+    let m = Message::assistant("appended while the disk hiccuped");
+    writer.append(&ids[1], &[Record::Message(m)], None).unwrap();
+    reader
+        .failing
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let during = index.list(&reader).unwrap();
+    assert_eq!(
+        during.entries.len(),
+        3,
+        "a session whose read failed for a transient reason is still listed"
+    );
+    assert_eq!(during.unreadable, 0, "and not counted as unreadable");
+    reader
+        .failing
+        .store(false, std::sync::atomic::Ordering::SeqCst);
+    let after = index.list(&reader).unwrap();
+    assert_eq!(listed(&after.entries), truth(dir.path(), &ids));
+    assert!(!after.full_scan, "caught up from the journal");
 }

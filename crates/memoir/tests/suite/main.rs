@@ -6,6 +6,8 @@
 //! `cargo test -p memoir --test suite <module>::`.
 //! Tests that change the process environment (`default_dir`, `embed_select`)
 //! stay separate binaries: a shared process would let them race the others.
+//! A test that only needs a variable set runs itself again in a child that
+//! has it (`support::env_child`); nothing here calls `std::env::set_var`.
 
 // Shared helpers: not every feature combination uses all of them.
 // The conformance harness names PostgreSQL backends (they skip themselves at

@@ -73,6 +73,14 @@ fn header(id: &str, agent: &str, created: &str, extra: Value) -> SessionMeta {
     meta
 }
 
+/// A Codex session's header that forks `parent` by reference after its
+/// first `messages` messages (record `seq` = `messages`).
+fn codex_fork(id: &str, parent: &str, messages: usize) -> SessionMeta {
+    let mut meta = header(id, "codex", "2026-05-12T08:02:00Z", json!({}));
+    meta.parent = Some(ForkPoint::new(parent, messages as u64, messages));
+    meta
+}
+
 fn write(store: &Arc<FileStore>, meta: SessionMeta, messages: &[Message]) -> Session {
     let s = Session::create_in(store.clone(), meta).unwrap();
     s.append_messages(messages).unwrap();
@@ -135,13 +143,7 @@ fn codex_branch_forked_by_reference_adds_850_to_the_parents_1200() {
     let (_d, store) = store();
     codex_parent(&store);
     // The branch as a fork by reference: its header names the parent's cut.
-    let mut meta = header("codex-branch", "codex", "2026-05-12T08:02:00Z", json!({}));
-    meta.parent = Some(ForkPoint {
-        session: "codex-parent".into(),
-        seq: 2,
-        messages: 2,
-        parent_created_at: None,
-    });
+    let meta = codex_fork("codex-branch", "codex-parent", 2);
     write(
         &store,
         meta,
@@ -775,12 +777,7 @@ fn showcase_and_rewind_fixtures_total_as_hand_computed() {
         "2025-07-01T10:02:00Z",
         json!({}),
     );
-    branch.parent = Some(ForkPoint {
-        session: "cc-dag".into(),
-        seq: 2,
-        messages: 2,
-        parent_created_at: None,
-    });
+    branch.parent = Some(ForkPoint::new("cc-dag", 2, 2));
     write(
         &store,
         branch,
@@ -814,13 +811,7 @@ fn showcase_and_rewind_fixtures_total_as_hand_computed() {
 fn a_fork_whose_parent_is_gone_keeps_its_own_counts_and_says_why_inherited_is_missing() {
     let (dir, store) = store();
     codex_parent(&store);
-    let mut meta = header("codex-orphan", "codex", "2026-05-12T08:02:00Z", json!({}));
-    meta.parent = Some(ForkPoint {
-        session: "codex-parent".into(),
-        seq: 2,
-        messages: 2,
-        parent_created_at: None,
-    });
+    let meta = codex_fork("codex-orphan", "codex-parent", 2);
     write(
         &store,
         meta,
@@ -866,13 +857,7 @@ fn a_fork_response_naming_no_model_is_priced_with_the_parents_model() {
             tokens(900, 200, 100, 0),
         )],
     );
-    let mut meta = header("cx-branch", "codex", "2026-05-12T08:02:00Z", json!({}));
-    meta.parent = Some(ForkPoint {
-        session: parent.meta.id.clone(),
-        seq: 1,
-        messages: 1,
-        parent_created_at: None,
-    });
+    let meta = codex_fork("cx-branch", &parent.meta.id, 1);
     let mut own = response(
         None,
         json!({"response_id": "r2"}),

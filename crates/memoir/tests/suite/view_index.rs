@@ -50,6 +50,7 @@ fn graph_index(threshold: usize) -> VectorIndex {
                 ..HnswParams::default()
             },
             ef_search: 64,
+            ..IndexConfig::default()
         },
     )
 }

@@ -18,6 +18,7 @@ use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 use std::sync::Mutex;
 
+use super::quant::{Codes, Query};
 use super::simd::Kernel;
 
 /// Highest level a node can get (a cap against pathological seeds).
@@ -61,6 +62,62 @@ impl<'a> Rows<'a> {
     #[inline]
     fn dist(&self, q: &[f32], i: u32) -> f32 {
         1.0 - self.kernel.dot(q, self.row(i))
+    }
+}
+
+/// How far each node is from the vector being searched for, and how to get
+/// a node's data into cache ahead of that: the f32 rows ([`Exact`], used to
+/// build the graph and for every final score) or their int8 codes
+/// ([`Coded`], a quicker walk).
+trait Distance {
+    /// The distance of node `i` (smaller is closer).
+    fn to(&self, i: u32) -> f32;
+    /// Start loading all of node `i`'s data (the next node to score).
+    fn prefetch(&self, i: u32);
+    /// Start loading the head of node `i`'s data (a node scored soon).
+    fn prefetch_head(&self, i: u32);
+}
+
+/// Exact distances from a query to the f32 rows.
+struct Exact<'r, 'q> {
+    rows: &'r Rows<'r>,
+    q: &'q [f32],
+}
+
+impl Distance for Exact<'_, '_> {
+    #[inline]
+    fn to(&self, i: u32) -> f32 {
+        self.rows.dist(self.q, i)
+    }
+    #[inline]
+    fn prefetch(&self, i: u32) {
+        self.rows.prefetch(i);
+    }
+    #[inline]
+    fn prefetch_head(&self, i: u32) {
+        self.rows.prefetch_head(i);
+    }
+}
+
+/// Approximate distances from an encoded query to the rows' int8 codes.
+struct Coded<'c, 'q> {
+    codes: &'c Codes,
+    q: &'q Query,
+    kernel: Kernel,
+}
+
+impl Distance for Coded<'_, '_> {
+    #[inline]
+    fn to(&self, i: u32) -> f32 {
+        1.0 - self.codes.dot(self.kernel, self.q, i)
+    }
+    #[inline]
+    fn prefetch(&self, i: u32) {
+        self.codes.prefetch(i);
+    }
+    #[inline]
+    fn prefetch_head(&self, i: u32) {
+        self.codes.prefetch(i);
     }
 }
 
@@ -244,10 +301,9 @@ impl Hnsw {
     }
 
     /// Greedy descent on one layer: the closest node reachable from `start`.
-    fn greedy(
+    fn greedy<D: Distance>(
         &self,
-        rows: &Rows,
-        q: &[f32],
+        dist: &D,
         mut cur: u32,
         mut cur_d: f32,
         level: usize,
@@ -255,7 +311,7 @@ impl Hnsw {
         loop {
             let mut changed = false;
             for &n in self.links(cur, level) {
-                let d = rows.dist(q, n);
+                let d = dist.to(n);
                 if d < cur_d || (d == cur_d && n < cur) {
                     cur = n;
                     cur_d = d;
@@ -270,11 +326,9 @@ impl Hnsw {
 
     /// Best-first search of one layer. Returns up to `ef` accepted nodes,
     /// closest first. Rejected nodes are still walked through.
-    #[allow(clippy::too_many_arguments)]
-    fn search_layer(
+    fn search_layer<D: Distance>(
         &self,
-        rows: &Rows,
-        q: &[f32],
+        dist: &D,
         entries: &[(f32, u32)],
         ef: usize,
         level: usize,
@@ -310,15 +364,15 @@ impl Hnsw {
             fresh.clear();
             for &n in self.links(c, level) {
                 if visited.insert(n) {
-                    rows.prefetch_head(n);
+                    dist.prefetch_head(n);
                     fresh.push(n);
                 }
             }
             for (j, &n) in fresh.iter().enumerate() {
                 if let Some(&next) = fresh.get(j + 1) {
-                    rows.prefetch(next);
+                    dist.prefetch(next);
                 }
-                let dn = rows.dist(q, n);
+                let dn = dist.to(n);
                 if top.len() < ef || dn < bound {
                     cand.push(Reverse((Dist(dn), n)));
                     if accept(n) {
@@ -392,10 +446,11 @@ impl Hnsw {
             return;
         }
         let q = rows.row(node);
+        let exact = Exact { rows, q };
         let mut ep = self.entry;
-        let mut ep_d = rows.dist(q, ep);
+        let mut ep_d = exact.to(ep);
         for l in (level + 1..=self.max_level).rev() {
-            (ep, ep_d) = self.greedy(rows, q, ep, ep_d, l);
+            (ep, ep_d) = self.greedy(&exact, ep, ep_d, l);
         }
         let mut visited = self.take_visited(self.levels.len());
         let mut entries = vec![(ep_d, ep)];
@@ -403,8 +458,7 @@ impl Hnsw {
         for l in (0..=level.min(self.max_level)).rev() {
             visited.reset(self.levels.len());
             let found = self.search_layer(
-                rows,
-                q,
+                &exact,
                 &entries,
                 self.params.ef_construction,
                 l,
@@ -430,9 +484,14 @@ impl Hnsw {
 
     /// The `k` accepted nodes nearest to `q` (searching with list size
     /// `max(ef, k)`), as `(distance, node)` closest first.
+    ///
+    /// With `codes` (the int8 codes of the same rows, see `quant.rs`) the
+    /// walk scores nodes by their codes and the final list is re-scored
+    /// with the f32 rows: every distance returned is exact either way.
     pub fn search(
         &self,
         rows: &Rows,
+        codes: Option<&Codes>,
         q: &[f32],
         k: usize,
         ef: usize,
@@ -441,15 +500,46 @@ impl Hnsw {
         if self.levels.is_empty() || k == 0 {
             return Vec::new();
         }
+        match codes.filter(|c| c.len() >= self.levels.len()) {
+            Some(codes) => {
+                let query = Query::new(q);
+                let coded = Coded {
+                    codes,
+                    q: &query,
+                    kernel: rows.kernel,
+                };
+                let mut out = self.walk(&coded, ef.max(k), accept);
+                for hit in &mut out {
+                    hit.0 = rows.dist(q, hit.1);
+                }
+                out.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+                out.truncate(k);
+                out
+            }
+            None => {
+                let mut out = self.walk(&Exact { rows, q }, ef.max(k), accept);
+                out.truncate(k);
+                out
+            }
+        }
+    }
+
+    /// Descend the upper layers greedily, then search layer 0 with list
+    /// size `ef`.
+    fn walk<D: Distance>(
+        &self,
+        dist: &D,
+        ef: usize,
+        accept: &dyn Fn(u32) -> bool,
+    ) -> Vec<(f32, u32)> {
         let mut ep = self.entry;
-        let mut ep_d = rows.dist(q, ep);
+        let mut ep_d = dist.to(ep);
         for l in (1..=self.max_level).rev() {
-            (ep, ep_d) = self.greedy(rows, q, ep, ep_d, l);
+            (ep, ep_d) = self.greedy(dist, ep, ep_d, l);
         }
         let mut visited = self.take_visited(self.levels.len());
-        let mut out = self.search_layer(rows, q, &[(ep_d, ep)], ef.max(k), 0, &mut visited, accept);
+        let out = self.search_layer(dist, &[(ep_d, ep)], ef, 0, &mut visited, accept);
         self.give_visited(visited);
-        out.truncate(k);
         out
     }
 }
@@ -493,11 +583,64 @@ mod tests {
         assert_eq!(a.levels, b.levels);
         for i in (0..600).step_by(7) {
             let q = rows.row(i);
-            let hits = a.search(&rows, q, 1, 32, &|_| true);
+            let hits = a.search(&rows, None, q, 1, 32, &|_| true);
             assert_eq!(hits[0].1, i);
         }
-        let hits = a.search(&rows, rows.row(5), 3, 32, &|n| n != 5);
+        let hits = a.search(&rows, None, rows.row(5), 3, 32, &|n| n != 5);
         assert!(hits.iter().all(|h| h.1 != 5));
         assert_eq!(hits.len(), 3);
+    }
+
+    /// Recall@10 of `graph` against an exact scan, over `queries`.
+    fn recall(rows: &Rows, codes: Option<&Codes>, graph: &Hnsw, queries: &[f32], ef: usize) -> f64 {
+        let mut found = 0;
+        let mut total = 0;
+        for q in queries.chunks_exact(rows.dims) {
+            let mut exact: Vec<(f32, u32)> = (0..graph.len() as u32)
+                .map(|i| (rows.dist(q, i), i))
+                .collect();
+            exact.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+            let want: Vec<u32> = exact[..10].iter().map(|e| e.1).collect();
+            let got = graph.search(rows, codes, q, 10, ef, &|_| true);
+            // Every distance returned is the exact one, whatever the walk used.
+            for &(d, i) in &got {
+                assert_eq!(d, rows.dist(q, i), "node {i}");
+            }
+            assert!(got.windows(2).all(|w| w[0].0 <= w[1].0), "closest first");
+            found += got.iter().filter(|h| want.contains(&h.1)).count();
+            total += 10;
+        }
+        found as f64 / total as f64
+    }
+
+    #[test]
+    fn the_int8_walk_keeps_recall_and_answers_exact_distances() {
+        let dims = 64;
+        let n = 3000;
+        let data = unit_rows(n, dims, 9);
+        let rows = Rows {
+            data: &data,
+            dims,
+            kernel: Kernel::detect(),
+        };
+        let mut g = Hnsw::new(HnswParams::default());
+        for _ in 0..n {
+            g.insert(&rows);
+        }
+        let codes = Codes::of_matrix(&data, dims);
+        let queries = unit_rows(100, dims, 77);
+        let exact_walk = recall(&rows, None, &g, &queries, 64);
+        let coded_walk = recall(&rows, Some(&codes), &g, &queries, 64);
+        assert!(exact_walk > 0.9, "f32 walk recall {exact_walk}");
+        assert!(
+            coded_walk >= exact_walk - 0.02,
+            "int8 walk recall {coded_walk} vs f32 {exact_walk}"
+        );
+        // Codes that do not cover the graph are not used (a stale cache).
+        let short = Codes::of_matrix(&data[..dims * 10], dims);
+        assert_eq!(
+            g.search(&rows, Some(&short), &queries[..dims], 10, 64, &|_| true),
+            g.search(&rows, None, &queries[..dims], 10, 64, &|_| true)
+        );
     }
 }

@@ -2,7 +2,9 @@
 //!
 //! A portable kernel with 16 independent accumulators (LLVM turns it into
 //! packed SSE/NEON code) and, on x86-64 CPUs that have them, an AVX2 + FMA
-//! kernel and an AVX-512F kernel, the widest selected once at run time.
+//! kernel and an AVX-512 (F + BW) kernel, the widest selected once at run
+//! time. Each level also has an integer kernel for int8 codes
+//! ([`Kernel::dot_i8`], the quantised graph walk of `quant.rs`).
 //! [`Kernel`] is the handle the indexes hold: it can only be obtained through
 //! [`Kernel::detect`] (or the narrower constructors, which also check the
 //! CPU), which is what makes calling the vector code sound.
@@ -14,7 +16,7 @@ pub enum KernelLevel {
     Portable,
     /// AVX2 + FMA, 8 lanes.
     Avx2,
-    /// AVX-512F, 16 lanes.
+    /// AVX-512F (16 f32 lanes) with AVX-512BW (32 i16 lanes for int8 codes).
     Avx512,
 }
 
@@ -32,7 +34,10 @@ fn cpu_has(level: KernelLevel) -> bool {
             std::arch::is_x86_feature_detected!("avx2")
                 && std::arch::is_x86_feature_detected!("fma")
         }
-        KernelLevel::Avx512 => std::arch::is_x86_feature_detected!("avx512f"),
+        KernelLevel::Avx512 => {
+            std::arch::is_x86_feature_detected!("avx512f")
+                && std::arch::is_x86_feature_detected!("avx512bw")
+        }
     }
 }
 
@@ -104,6 +109,29 @@ impl Kernel {
             }
         }
         dot_portable(a, b)
+    }
+
+    /// Integer dot product of two int8 codes of equal length (extra
+    /// elements of the longer slice are ignored). Exact: every product and
+    /// sum is in `i32` range for codes up to 65,000 elements long.
+    #[inline]
+    pub fn dot_i8(&self, a: &[i8], b: &[i8]) -> i32 {
+        let n = a.len().min(b.len());
+        let (a, b) = (&a[..n], &b[..n]);
+        #[cfg(target_arch = "x86_64")]
+        {
+            match self.level {
+                // SAFETY: a `Kernel` holds `Avx512` only when `cpu_has` saw
+                // AVX-512F and AVX-512BW, the features `dot_i8_avx512`
+                // enables; `a` and `b` have the same length.
+                KernelLevel::Avx512 => return unsafe { dot_i8_avx512(a, b) },
+                // SAFETY: `Avx2` only when the CPU reported AVX2 (and FMA),
+                // the feature `dot_i8_avx2` enables; equal lengths as above.
+                KernelLevel::Avx2 => return unsafe { dot_i8_avx2(a, b) },
+                KernelLevel::Portable => {}
+            }
+        }
+        dot_i8_portable(a, b)
     }
 
     /// `out[i] = dot(query, rows[i])` for the `dims`-wide rows of `matrix`.
@@ -268,6 +296,108 @@ pub fn dot_portable(a: &[f32], b: &[f32]) -> f32 {
         s[i] = (acc[i] + acc[i + 4]) + (acc[i + 8] + acc[i + 12]);
     }
     (s[0] + s[1]) + (s[2] + s[3]) + tail
+}
+
+/// Portable int8 dot product (the compiler widens and vectorises it).
+#[inline]
+pub fn dot_i8_portable(a: &[i8], b: &[i8]) -> i32 {
+    let mut acc = [0i32; 16];
+    let ca = a.chunks_exact(16);
+    let cb = b.chunks_exact(16);
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for i in 0..16 {
+            acc[i] += i32::from(x[i]) * i32::from(y[i]);
+        }
+    }
+    let tail: i32 = ra
+        .iter()
+        .zip(rb)
+        .map(|(&x, &y)| i32::from(x) * i32::from(y))
+        .sum();
+    acc.iter().sum::<i32>() + tail
+}
+
+/// AVX2 int8 dot product: 16 codes per step, sign-extended to `i16` and
+/// multiplied pairwise into `i32` lanes (`vpmaddwd`).
+///
+/// # Safety
+/// The CPU must support AVX2, and `a.len() == b.len()`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn dot_i8_avx2(a: &[i8], b: &[i8]) -> i32 {
+    use std::arch::x86_64::*;
+    let n = a.len();
+    let pa = a.as_ptr();
+    let pb = b.as_ptr();
+    let mut acc0 = _mm256_setzero_si256();
+    let mut acc1 = _mm256_setzero_si256();
+    let mut i = 0;
+    // SAFETY (all loads below): each reads 16 bytes at offsets i..i+16 with
+    // i + 16 <= n, inside both slices; unaligned loads need no alignment.
+    while i + 32 <= n {
+        unsafe {
+            let x0 = _mm256_cvtepi8_epi16(_mm_loadu_si128(pa.add(i) as *const __m128i));
+            let y0 = _mm256_cvtepi8_epi16(_mm_loadu_si128(pb.add(i) as *const __m128i));
+            let x1 = _mm256_cvtepi8_epi16(_mm_loadu_si128(pa.add(i + 16) as *const __m128i));
+            let y1 = _mm256_cvtepi8_epi16(_mm_loadu_si128(pb.add(i + 16) as *const __m128i));
+            acc0 = _mm256_add_epi32(acc0, _mm256_madd_epi16(x0, y0));
+            acc1 = _mm256_add_epi32(acc1, _mm256_madd_epi16(x1, y1));
+        }
+        i += 32;
+    }
+    while i + 16 <= n {
+        unsafe {
+            let x = _mm256_cvtepi8_epi16(_mm_loadu_si128(pa.add(i) as *const __m128i));
+            let y = _mm256_cvtepi8_epi16(_mm_loadu_si128(pb.add(i) as *const __m128i));
+            acc0 = _mm256_add_epi32(acc0, _mm256_madd_epi16(x, y));
+        }
+        i += 16;
+    }
+    let sum = _mm256_add_epi32(acc0, acc1);
+    let mut lanes = [0i32; 8];
+    // SAFETY: `lanes` is 32 writable bytes; unaligned stores need no alignment.
+    unsafe { _mm256_storeu_si256(lanes.as_mut_ptr() as *mut __m256i, sum) };
+    lanes.iter().sum::<i32>() + dot_i8_portable(&a[i..], &b[i..])
+}
+
+/// AVX-512BW int8 dot product: 64 codes per step in two 32-code halves,
+/// sign-extended to `i16` and multiplied pairwise into `i32` lanes.
+///
+/// # Safety
+/// The CPU must support AVX-512F and AVX-512BW, and `a.len() == b.len()`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw")]
+unsafe fn dot_i8_avx512(a: &[i8], b: &[i8]) -> i32 {
+    use std::arch::x86_64::*;
+    let n = a.len();
+    let pa = a.as_ptr();
+    let pb = b.as_ptr();
+    let mut acc0 = _mm512_setzero_si512();
+    let mut acc1 = _mm512_setzero_si512();
+    let mut i = 0;
+    // SAFETY (all loads below): each reads 32 bytes at offsets i..i+32 with
+    // i + 32 <= n, inside both slices; unaligned loads need no alignment.
+    while i + 64 <= n {
+        unsafe {
+            let x0 = _mm512_cvtepi8_epi16(_mm256_loadu_si256(pa.add(i) as *const __m256i));
+            let y0 = _mm512_cvtepi8_epi16(_mm256_loadu_si256(pb.add(i) as *const __m256i));
+            let x1 = _mm512_cvtepi8_epi16(_mm256_loadu_si256(pa.add(i + 32) as *const __m256i));
+            let y1 = _mm512_cvtepi8_epi16(_mm256_loadu_si256(pb.add(i + 32) as *const __m256i));
+            acc0 = _mm512_add_epi32(acc0, _mm512_madd_epi16(x0, y0));
+            acc1 = _mm512_add_epi32(acc1, _mm512_madd_epi16(x1, y1));
+        }
+        i += 64;
+    }
+    while i + 32 <= n {
+        unsafe {
+            let x = _mm512_cvtepi8_epi16(_mm256_loadu_si256(pa.add(i) as *const __m256i));
+            let y = _mm512_cvtepi8_epi16(_mm256_loadu_si256(pb.add(i) as *const __m256i));
+            acc0 = _mm512_add_epi32(acc0, _mm512_madd_epi16(x, y));
+        }
+        i += 32;
+    }
+    _mm512_reduce_add_epi32(_mm512_add_epi32(acc0, acc1)) + dot_i8_portable(&a[i..], &b[i..])
 }
 
 /// AVX2 + FMA dot product, four 8-lane accumulators (32 floats per step).
@@ -500,6 +630,41 @@ mod tests {
                 let scalar = dot_portable(&a, &b) as f64;
                 assert!((got - scalar).abs() < 1e-4, "n={n} {}", k.name());
             }
+        }
+    }
+
+    #[test]
+    fn int8_kernels_agree_with_a_naive_sum_for_every_length() {
+        let mut seed = 11u64;
+        for n in 0..200 {
+            let a: Vec<i8> = (0..n).map(|_| (lcg(&mut seed) * 254.0) as i8).collect();
+            let mut b: Vec<i8> = (0..n).map(|_| (lcg(&mut seed) * 254.0) as i8).collect();
+            // The extremes too: every product at its largest magnitude.
+            if n % 7 == 0 {
+                b.iter_mut().for_each(|x| *x = -127);
+            }
+            let want: i64 = a.iter().zip(&b).map(|(&x, &y)| x as i64 * y as i64).sum();
+            for k in every_kernel() {
+                assert_eq!(k.dot_i8(&a, &b) as i64, want, "{} at n = {n}", k.name());
+            }
+        }
+        // Slices cut from the middle of a buffer of large codes: a read past
+        // either end would change the sum.
+        let mut buf_a = vec![127i8; 512];
+        let mut buf_b = vec![127i8; 512];
+        for n in 0..200 {
+            buf_a[64..64 + n].fill(1);
+            buf_b[64..64 + n].fill(2);
+            for k in every_kernel() {
+                let got = k.dot_i8(&buf_a[64..64 + n], &buf_b[64..64 + n]);
+                assert_eq!(got, 2 * n as i32, "n={n} {}", k.name());
+            }
+        }
+        let a = vec![127i8; 384];
+        let b = vec![-127i8; 384];
+        for k in every_kernel() {
+            assert_eq!(k.dot_i8(&a, &b), -127 * 127 * 384, "{}", k.name());
+            assert_eq!(k.dot_i8(&a[..383], &b), -127 * 127 * 383, "{}", k.name());
         }
     }
 

@@ -1,2 +1,3 @@
 //! Helpers shared by integration tests.
 pub mod corpus;
+pub mod env_child;
