@@ -45,9 +45,12 @@ pub(super) struct Parsed {
     /// The distinct words when the query has no phrase (the OR-only case the
     /// rare-term path can answer).
     words: Option<Vec<String>>,
-    /// The `"quoted"` parts' terms: each must match as a phrase.
+    /// The `"quoted"` parts' terms: each must match as a phrase (the
+    /// PostgreSQL engine's `tsquery` is built from these two).
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     pub(super) phrases: Vec<Vec<String>>,
     /// The other words, distinct, in query order: at least one must match.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     pub(super) any: Vec<String>,
 }
 
