@@ -96,6 +96,24 @@ impl Bed {
         }
     }
 
+    /// On PostgreSQL, check the stored document frequency of `term` (the
+    /// SQLite engine reads FTS5's own, which cannot drift).
+    fn assert_doc_frequency(&self, term: &str, docs: i64) {
+        #[cfg(feature = "postgres")]
+        if let Keep::Schema(schema) = &self.keep {
+            let got: i64 = schema
+                .client()
+                .query_opt(
+                    "SELECT docs FROM memoir_search_terms WHERE term = $1",
+                    &[&term],
+                )
+                .unwrap()
+                .map_or(0, |r| r.get(0));
+            assert_eq!(got, docs, "document frequency of {term:?}");
+        }
+        let _ = (term, docs);
+    }
+
     /// Replace session `id` behind the index's back: same id, new content
     /// (what a repair or an external rewrite leaves behind).
     fn replace(&self, id: &str, meta: &SessionMeta) {
@@ -416,6 +434,9 @@ fn a_rewritten_log_is_reindexed_from_scratch(bed: &Bed) {
     assert!(texts(&ix, "axolotl").is_empty());
     assert_eq!(texts(&ix, "pangolin").len(), 3);
     assert_eq!(ix.stats().unwrap().messages, 3);
+    // BM25's document frequencies follow (PostgreSQL keeps them in a table).
+    bed.assert_doc_frequency("axolotl", 0);
+    bed.assert_doc_frequency("pangolin", 3);
 }
 
 fn deleting_a_session_hides_it_and_restoring_brings_it_back(bed: &Bed) {
@@ -437,6 +458,7 @@ fn deleting_a_session_hides_it_and_restoring_brings_it_back(bed: &Bed) {
     let r = ix.update().unwrap();
     assert_eq!(r.removed, 1);
     assert_eq!(texts(&ix, "narwhal"), vec![("keep".into(), 1)]);
+    bed.assert_doc_frequency("narwhal", 1);
     st.restore("gone").unwrap();
     let r = ix.update().unwrap();
     assert_eq!(r.reindexed, 1);
