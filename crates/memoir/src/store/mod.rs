@@ -367,7 +367,7 @@ pub trait LogStore: Send + Sync + std::fmt::Debug {
 
     /// The PostgreSQL store this is, for features that keep their own tables
     /// next to its sessions (the cross-session search index,
-    /// [`crate::search`]). `None` (the default) for every other store.
+    /// `memoir::search`). `None` (the default) for every other store.
     #[cfg(feature = "postgres")]
     fn postgres(&self) -> Option<&postgres::PgStore> {
         None

@@ -32,7 +32,7 @@
 //! (migrations), `pool.rs` (connections, retries, error mapping), `log.rs`
 //! (the [`LogStore`] implementation), `lease.rs` (owner leases as advisory
 //! locks), `blobs.rs` and `vectors.rs` (the side tables), `search.rs` (the
-//! cross-session search index's tables, [`crate::search`] on PostgreSQL).
+//! cross-session search index's tables, `memoir::search` on PostgreSQL).
 
 use std::collections::HashMap;
 use std::path::PathBuf;

@@ -1,6 +1,6 @@
 //! The tables of the cross-session search index on PostgreSQL
 //! (`memoir_search_*`, migration 5): the store side of
-//! [`crate::search`]'s PostgreSQL engine. This file owns their upkeep (per
+//! the PostgreSQL engine of `memoir::search`. This file owns their upkeep (per
 //! session cursors, one transaction per indexed session guarded by a
 //! compare-and-set on the cursor, removal, clearing, statistics, stored
 //! vectors) and two executors for the engine's queries; what the queries
@@ -49,7 +49,7 @@ pub(crate) struct SearchCursor {
     pub sid: i64,
     /// The `seq` of the last indexed record.
     pub last_seq: i64,
-    /// That record's hash ([`crate::search::cursor::record_hash`]).
+    /// That record's hash (`memoir::search::cursor::record_hash`).
     pub last_hash: Vec<u8>,
     /// The store's tail when the session was read (`None`: read on).
     pub tail: Option<(i64, Vec<u8>)>,
