@@ -19,8 +19,11 @@
 //!   as the exact fallback (SQLite's is FTS5's `bm25()`).
 //! - Vectors from [`super::SearchIndex::embed_missing`] go to
 //!   `memoir_search_vectors` (pgvector's `vector` when the server has it,
-//!   `real[]` otherwise); semantic mode ranks the stored ones in SQL with
-//!   `<=>` on pgvector, and scores the rest in the client.
+//!   `real[]` otherwise); on pgvector, `embed_missing` builds an HNSW index
+//!   per width and semantic mode takes the nearest stored vectors from it
+//!   (falling back to an exact `<=>` ranking in SQL when selective filters
+//!   leave too few); messages without a stored vector, and every message on
+//!   `real[]`, are scored in the client.
 //!
 //! Fusion, ties and snippets are [`query::run`]'s, shared with SQLite.
 
@@ -47,6 +50,10 @@ use crate::view::lexical::Tokenizer;
 
 /// The key of the tokenizer stamp in `memoir_search_meta`.
 const STAMP_KEY: &str = "tokenizer";
+
+/// Semantic mode on pgvector with an HNSW index reads at least this many
+/// nearest stored vectors (ten per hit asked for, at most ten times this).
+const ANN_POOL: usize = 100;
 
 /// Rows fetched per round trip by the semantic scan.
 const SCAN_BATCH: i32 = 1000;
@@ -217,6 +224,10 @@ impl PgIndex {
             pg.search_put_vectors(&model, &items)?;
             done += items.len() as u64;
             progress(done, total.max(done));
+        }
+        if pg.search_pgvector() && done > 0 {
+            // Semantic mode's approximate path (built once per width).
+            pg.search_ensure_hnsw(embedder.dimensions() as i32)?;
         }
         Ok(done)
     }
@@ -477,6 +488,40 @@ impl PgSource<'_> {
         Ok(rows.iter().map(|r| candidate(r, 0.0)).collect())
     }
 
+    /// The best `k` messages with a stored vector through the HNSW index
+    /// (approximate): the nearest [`ANN_POOL`] vectors of the model, then
+    /// the messages holding them that the filters allow. `None` when that
+    /// cannot be trusted to be complete (the filters left fewer than `k` of
+    /// a full pool: they are selective, so the exact path is cheap).
+    fn nearest_stored(
+        &self,
+        model: &str,
+        dims: i32,
+        qv: &[f32],
+        f: &SearchFilter,
+        k: usize,
+    ) -> Result<Option<Vec<Candidate>>> {
+        let pool = (k * 10).clamp(ANN_POOL, 10 * ANN_POOL);
+        let near = self
+            .pg
+            .search_nearest(model, dims, &vector_text(qv), pool)?;
+        let score: HashMap<Vec<u8>, f32> = near.iter().cloned().collect();
+        let hashes: Vec<Vec<u8>> = near.into_iter().map(|(h, _)| h).collect();
+        let mut params: Params = vec![Box::new(hashes.clone())];
+        let cond = filter_sql(f, &mut params);
+        let sql = format!("SELECT {COLUMNS} FROM {FROM} WHERE d.chash = ANY($1){cond}");
+        let mut best: Vec<Candidate> = Vec::new();
+        for r in self.pg.search_query(&sql, &refs(&params))? {
+            let mut c = candidate(&r, 0.0);
+            c.score = score.get(&c.chash).copied().unwrap_or(0.0);
+            keep_best(&mut best, c, k);
+        }
+        if best.len() < k && hashes.len() >= pool {
+            return Ok(None);
+        }
+        Ok(Some(best))
+    }
+
     /// Stored vectors of `model` for `hashes`.
     fn stored(
         &self,
@@ -606,8 +651,15 @@ impl Source for PgSource<'_> {
         let dims = embedder.dimensions() as i32;
         let mut best: Vec<Candidate> = Vec::with_capacity(2 * k + 1);
         let pgvector = self.pg.search_pgvector();
-        if pgvector {
-            // Stored vectors ranked by the server.
+        let ann = if pgvector && self.pg.search_has_hnsw(dims)? {
+            self.nearest_stored(&model, dims, qv, f, k)?
+        } else {
+            None
+        };
+        if let Some(found) = ann {
+            best = found;
+        } else if pgvector {
+            // Stored vectors ranked by the server, exactly.
             let q = vector_text(qv);
             let mut params: Params = vec![
                 Box::new(model.clone()),

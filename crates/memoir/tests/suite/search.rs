@@ -114,6 +114,39 @@ impl Bed {
         let _ = (term, docs);
     }
 
+    /// Whether the store keeps vectors in pgvector's type.
+    fn is_pgvector(&self) -> bool {
+        #[cfg(feature = "postgres")]
+        if let Some(pg) = self.store.postgres() {
+            return pg.vector_backend() == memoir::store::postgres::VectorBackend::PgVector;
+        }
+        false
+    }
+
+    /// Drop the HNSW index of the search vectors (pgvector only); whether
+    /// there was one.
+    fn drop_search_hnsw(&self) -> bool {
+        #[cfg(feature = "postgres")]
+        if let Keep::Schema(schema) = &self.keep {
+            let mut c = schema.client();
+            let names: Vec<String> = c
+                .query(
+                    "SELECT indexname::text FROM pg_indexes WHERE schemaname = $1 \
+                     AND indexname LIKE 'memoir_search_vectors_hnsw_%'",
+                    &[&schema.name],
+                )
+                .unwrap()
+                .iter()
+                .map(|r| r.get(0))
+                .collect();
+            for n in &names {
+                c.batch_execute(&format!("DROP INDEX \"{n}\"")).unwrap();
+            }
+            return !names.is_empty();
+        }
+        false
+    }
+
     /// Replace session `id` behind the index's back: same id, new content
     /// (what a repair or an external rewrite leaves behind).
     fn replace(&self, id: &str, meta: &SessionMeta) {
@@ -355,6 +388,44 @@ fn every_filter_finds_the_known_message_in_a_1000_session_store(bed: &Bed) {
         ))
         .unwrap();
     assert!(first_is(&hits, &a.session, a.seq), "{:?}", hits.first());
+    // Unfiltered: on pgvector this goes through the HNSW index.
+    let hits = ix
+        .search(&query(
+            "handler fails because the migration was never applied",
+            SearchMode::Semantic,
+            SearchFilter::default(),
+        ))
+        .unwrap();
+    assert_eq!(hits.len(), 10);
+    assert!(
+        hits.iter()
+            .any(|h| answers.iter().any(|x| found(std::slice::from_ref(h), x))),
+        "{hits:?}"
+    );
+    let had_index = bed.drop_search_hnsw();
+    assert_eq!(
+        had_index,
+        bed.is_pgvector(),
+        "embed_missing builds the index on pgvector"
+    );
+    if had_index {
+        // The index existed (embed_missing built it); without it the exact
+        // ranking answers, and the approximate one agreed with it.
+        let exact = ix
+            .search(&query(
+                "handler fails because the migration was never applied",
+                SearchMode::Semantic,
+                SearchFilter::default(),
+            ))
+            .unwrap();
+        let key = |h: &SearchHit| (h.session.clone(), h.seq);
+        assert_eq!(key(&hits[0]), key(&exact[0]), "{hits:?} vs {exact:?}");
+        let same = hits
+            .iter()
+            .filter(|h| exact.iter().any(|e| key(e) == key(h)))
+            .count();
+        assert!(same >= 8, "{hits:?} vs {exact:?}");
+    }
     // An unchanged store costs no reading.
     let again = ix.update().unwrap();
     assert_eq!((again.unchanged, again.messages), (1000, 0));

@@ -85,6 +85,7 @@ fn search_index_sql(ty: &str) -> String {
         );
         CREATE INDEX memoir_search_docs_terms ON memoir_search_docs USING gin (terms);
         CREATE INDEX memoir_search_docs_session ON memoir_search_docs (sid, chash);
+        CREATE INDEX memoir_search_docs_chash ON memoir_search_docs (chash);
         CREATE INDEX memoir_search_docs_time ON memoir_search_docs (ts_ms DESC, id DESC);
         CREATE TABLE memoir_search_terms (
             term text PRIMARY KEY,

@@ -619,6 +619,58 @@ impl PgStore {
         })
     }
 
+    /// Build the HNSW index of the search vectors of width `dims` (pgvector
+    /// only; a no-op when it exists).
+    pub(crate) fn search_ensure_hnsw(&self, dims: i32) -> Result<()> {
+        let sql = format!(
+            "CREATE INDEX IF NOT EXISTS memoir_search_vectors_hnsw_{dims} ON memoir_search_vectors \
+             USING hnsw ((embedding::vector({dims})) vector_cosine_ops) WHERE dims = {dims}"
+        );
+        self.run("postgres search index", true, |c| {
+            c.client.batch_execute(&sql)
+        })
+    }
+
+    /// Whether the HNSW index of width `dims` exists.
+    pub(crate) fn search_has_hnsw(&self, dims: i32) -> Result<bool> {
+        if self.vectors != VectorBackend::PgVector {
+            return Ok(false);
+        }
+        let name = format!("memoir_search_vectors_hnsw_{dims}");
+        self.run("postgres search", true, |c| {
+            let s = c.stmt("SELECT to_regclass($1) IS NOT NULL")?;
+            Ok(c.client.query_one(&s, &[&name])?.get(0))
+        })
+    }
+
+    /// The `pool` stored vectors of `model` nearest to `query` (pgvector's
+    /// text form, width `dims`) through the HNSW index: content hash and
+    /// cosine similarity, best first.
+    pub(crate) fn search_nearest(
+        &self,
+        model: &str,
+        dims: i32,
+        query: &str,
+        pool: usize,
+    ) -> Result<Vec<(Vec<u8>, f32)>> {
+        let sql = format!(
+            "SELECT chash, (1 - (embedding::vector({dims}) <=> $2::text::vector({dims})))::real \
+             FROM memoir_search_vectors WHERE dims = {dims} AND model = $1 \
+             ORDER BY embedding::vector({dims}) <=> $2::text::vector({dims}) LIMIT $3"
+        );
+        let limit = pool as i64;
+        let ef = limit.clamp(40, 1000);
+        self.run("postgres search vectors", true, |c| {
+            let mut tx = c.client.transaction()?;
+            tx.batch_execute(&format!(
+                "SET LOCAL hnsw.ef_search = {ef}; SET LOCAL hnsw.iterative_scan = relaxed_order;"
+            ))?;
+            let rows = tx.query(&sql, &[&model, &query, &limit])?;
+            tx.commit()?;
+            Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+        })
+    }
+
     /// Whether the search index's vectors are pgvector's `vector`.
     pub(crate) fn search_pgvector(&self) -> bool {
         self.vectors == VectorBackend::PgVector
