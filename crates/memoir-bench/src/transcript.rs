@@ -363,6 +363,7 @@ fn bench_load() {
         "| reader | seconds | MB/s (of the JSONL size) | peak RSS growth | peak / file size |"
     );
     println!("|---|---|---|---|---|");
+    let mut results = Vec::new();
     for kind in ["memoir", "sqlite"] {
         let path = if kind == "memoir" {
             s.path.clone()
@@ -377,6 +378,15 @@ fn bench_load() {
             mb / t,
             kib as f64 / 1024.0,
             kib as f64 * 1024.0 / size as f64
+        );
+        results.push((t, kib));
+    }
+    if let [(memoir_t, memoir_kib), (sqlite_t, sqlite_kib)] = results[..] {
+        println!(
+            "| memoir ÷ SQLite | {:.2}x the time | {:.2}x the throughput | {:.2}x the peak | |",
+            memoir_t / sqlite_t,
+            sqlite_t / memoir_t,
+            memoir_kib as f64 / sqlite_kib.max(1) as f64
         );
     }
 }

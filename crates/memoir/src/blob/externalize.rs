@@ -66,14 +66,12 @@ impl ExternalizePolicy {
 
     /// The payload string of `block` this policy moves out (whatever its
     /// length), with its media type.
-    pub fn payload_mut<'a>(&self, block: &'a mut Block) -> Option<(&'a mut String, String)> {
+    pub fn payload_mut<'a>(&self, block: &'a mut Block) -> Option<(&'a mut String, &'a str)> {
         match block {
-            Block::ToolResult { content, .. } if self.tool_results => {
-                Some((content, "text/plain".to_string()))
-            }
-            Block::Image { data, media_type } if self.images => Some((data, media_type.clone())),
+            Block::ToolResult { content, .. } if self.tool_results => Some((content, "text/plain")),
+            Block::Image { data, media_type } if self.images => Some((data, media_type.as_str())),
             Block::Text { text } | Block::Thinking { text, .. } if self.text => {
-                Some((text, "text/plain".to_string()))
+                Some((text, "text/plain"))
             }
             _ => None,
         }

@@ -122,6 +122,11 @@ pub fn blob_ref(hash: &str) -> String {
 /// The hash inside a reference string, when `s` is exactly one
 /// (`memoir-blob:blake3:` followed by 64 lowercase hex digits, nothing else).
 pub fn parse_blob_ref(s: &str) -> Option<&str> {
+    // By length first: most strings a reader checks are no reference, and
+    // their bytes need not be read at all.
+    if s.len() != BLOB_REF_PREFIX.len() + 64 {
+        return None;
+    }
     let hash = s.strip_prefix(BLOB_REF_PREFIX)?;
     is_valid_hash(hash).then_some(hash)
 }

@@ -26,6 +26,7 @@ use serde_json::{json, Map, Value};
 
 use super::cursor::TailState;
 use super::lines::{self, Line};
+use super::segments;
 use super::{
     make_id, source_record, str_of, time_of, Agent, ForkAt, ForkFrom, ImportError, ParentRef,
     ParseContext, Parsed, Planned,
@@ -34,6 +35,10 @@ use crate::message::{Block, Message, Role, Usage, SOURCE_KEY};
 use crate::record::{Record, RunConfig, SessionMeta, SourceRef};
 
 const AGENT: Agent = Agent::Codex;
+
+/// The `type` of the lines made from items of Codex's thread-history
+/// projection that the rollout lacks (see `codex_history`).
+pub(crate) const HISTORY_ITEM: &str = "thread_history_item";
 
 /// Texts that mark a `user` message as injected context, not a human turn.
 const INJECTED: &[&str] = &[
@@ -95,7 +100,8 @@ fn text_of_content(content: Option<&Value>) -> String {
     let mut out = String::new();
     if let Some(Value::Array(parts)) = content {
         for p in parts {
-            if let Some(t) = p.get("text").and_then(Value::as_str) {
+            // Parts are `{type, text}` objects (ThreadItems: plain strings).
+            if let Some(t) = p.get("text").and_then(Value::as_str).or(p.as_str()) {
                 if !out.is_empty() {
                     out.push('\n');
                 }
@@ -231,6 +237,15 @@ struct Builder {
     /// The rollout's usage comes from `token_usage_record`s.
     usage_records: bool,
     seen_meta: bool,
+    /// The highest `ordinal` fed, with the hash of its line when that line
+    /// was fed by an earlier import (else `ordinal_line` is its index).
+    ordinal: Option<(u64, String)>,
+    /// Index, in this parse's lines, of the last line with `ordinal`.
+    ordinal_line: Option<usize>,
+    /// Lines of the predecessor segments (carried for a later run).
+    segment_lines: u64,
+    /// Tolerated oddities: `(line, reason)`.
+    notes: Vec<(u64, String)>,
 }
 
 impl Builder {
@@ -246,6 +261,10 @@ impl Builder {
             floor: 0,
             usage_records,
             seen_meta: false,
+            ordinal: None,
+            ordinal_line: None,
+            segment_lines: 0,
+            notes: Vec::new(),
         }
     }
 
@@ -256,6 +275,8 @@ impl Builder {
             last_total,
             usage_records,
             seen_meta,
+            ordinal,
+            segment_lines,
         } = state
         else {
             return None;
@@ -264,16 +285,80 @@ impl Builder {
         b.unmatched = unmatched.clone();
         b.last_total = *last_total;
         b.seen_meta = *seen_meta;
+        b.ordinal = ordinal.clone();
+        b.segment_lines = *segment_lines;
         Some(b)
     }
 
-    /// What a later run needs to resume after everything fed so far.
-    fn state(&self) -> TailState {
+    /// What a later run needs to resume after everything fed so far
+    /// (`lines`: those of this parse).
+    fn state(&self, lines: &[Line]) -> TailState {
+        let ordinal = self.ordinal.as_ref().map(|(o, h)| {
+            let h = match self.ordinal_line.and_then(|k| lines.get(k)) {
+                Some(l) => line_hash(l),
+                None => h.clone(),
+            };
+            (*o, h)
+        });
         TailState::Codex {
             unmatched: self.unmatched.clone(),
             last_total: self.last_total,
             usage_records: self.usage_records,
             seen_meta: self.seen_meta,
+            ordinal,
+            segment_lines: self.segment_lines,
+        }
+    }
+
+    /// Check line `i` of `lines`' top-level `ordinal` against those fed
+    /// before: a line that repeats the last ordinal with identical content
+    /// is a duplicate write (`false`: skip it); a repeated or decreasing
+    /// ordinal on another line (Codex writing `thread_settings_applied`
+    /// after `token_count` under one ordinal) is kept and reported. Lines
+    /// without one pass. Lines are compared as parsed; only a repeat of the
+    /// previous import's last ordinal hashes the line.
+    fn admit(&mut self, lines: &[Line], i: usize) -> bool {
+        let line = &lines[i];
+        let Some(ordinal) = line.value.get("ordinal").and_then(Value::as_u64) else {
+            return true;
+        };
+        match self.ordinal.as_ref().map(|(o, _)| *o) {
+            Some(last) if ordinal == last => {
+                let same = match self.ordinal_line.and_then(|k| lines.get(k)) {
+                    Some(prev) => prev.value == line.value,
+                    None => self
+                        .ordinal
+                        .as_ref()
+                        .is_some_and(|(_, h)| *h == line_hash(line)),
+                };
+                if same {
+                    self.notes.push((
+                        line.number,
+                        format!(
+                            "ordinal {ordinal} written twice with the same content: copy skipped"
+                        ),
+                    ));
+                    return false;
+                }
+                self.notes.push((
+                    line.number,
+                    format!("ordinal {ordinal} repeats the previous line's: line kept"),
+                ));
+                self.ordinal_line = Some(i);
+                true
+            }
+            Some(last) if ordinal < last => {
+                self.notes.push((
+                    line.number,
+                    format!("ordinal {ordinal} precedes {last}: line kept"),
+                ));
+                true
+            }
+            _ => {
+                self.ordinal = Some((ordinal, String::new()));
+                self.ordinal_line = Some(i);
+                true
+            }
         }
     }
 
@@ -309,6 +394,7 @@ impl Builder {
                 self.flush();
                 self.raw(raw());
             }
+            HISTORY_ITEM => history_item(self, line, payload, &raw),
             _ => self.raw(raw()),
         }
     }
@@ -579,14 +665,32 @@ impl Builder {
 /// replays the first lines of (a fork written without a reference).
 pub fn parse(path: &Path, bytes: &[u8], ctx: &ParseContext) -> Parsed {
     let file = lines::parse(path, bytes);
+    let own_tid = thread_id(&file.lines, path);
+    // Predecessor segments of the same thread come first, numbered before
+    // the rollout's own lines (see `segments`).
+    let mut chain = segments::chain(path, &file.lines, &own_tid);
+    let offset = chain.line_count;
     let mut parsed = Parsed {
-        skipped: file.skipped,
+        skipped: std::mem::take(&mut chain.skipped),
+        notes: std::mem::take(&mut chain.notes),
         torn: file.torn,
         consumed: file.consumed,
-        complete_lines: file.complete_lines,
+        complete_lines: file.complete_lines + offset,
         ..Parsed::default()
     };
-    let lines = file.lines;
+    parsed.skipped.extend(file.skipped);
+    let segment_files = chain.files.clone();
+    let mut lines = std::mem::take(&mut chain.lines);
+    lines.extend(file.lines.into_iter().map(|mut l| {
+        l.number += offset;
+        l
+    }));
+    #[cfg(feature = "import-opencode")]
+    let lines = {
+        let (lines, notes) = super::codex_history::fill(path, &own_tid, lines);
+        parsed.notes.extend(notes);
+        lines
+    };
     let items: Vec<(&str, &Map<String, Value>)> =
         lines.iter().enumerate().map(|(i, l)| item(l, i)).collect();
     let has_usage_records = items.iter().any(|(k, _)| *k == "token_usage_record");
@@ -598,9 +702,42 @@ pub fn parse(path: &Path, bytes: &[u8], ctx: &ParseContext) -> Parsed {
         .map(|(_, p)| (*p).clone())
         .unwrap_or_default();
 
+    // A fork by reference: `history_base` of another thread (paginated
+    // history: the rollout holds only its own records), or a
+    // `rollout_reference` to another thread at the head.
+    let history_base = meta_payload
+        .get("history_base")
+        .and_then(Value::as_object)
+        .filter(|_| str_of(&meta_payload, "history_mode") != Some("legacy"))
+        .filter(|hb| str_of(hb, "thread_id").is_some_and(|t| t != tid));
+    let head_reference = lines
+        .iter()
+        .zip(&items)
+        .take(8)
+        .find_map(|(_, (k, p))| segments::Reference::of(k, p).filter(|r| !r.continues(&tid)));
+    let by_reference: Option<ForkFrom> = if let Some(hb) = history_base {
+        let parent = str_of(hb, "thread_id").unwrap_or_default();
+        hb.get("end_ordinal_exclusive")
+            .and_then(Value::as_u64)
+            .map(|end| ForkFrom {
+                parent: ParentRef::Session(make_id(AGENT, &[parent])),
+                at: ForkAt::Ordinal(end),
+            })
+    } else {
+        head_reference.and_then(|r| {
+            let parent = r.thread_id.clone()?;
+            Some(ForkFrom {
+                parent: ParentRef::Session(make_id(AGENT, &[&parent])),
+                at: ForkAt::BeforeUserMessage(r.nth_user_message.unwrap_or(u64::MAX)),
+            })
+        })
+    };
+
     // The replayed prefix of a fork: lines up to `copied_through`.
     let mut fork: Option<(String, u64)> = None;
-    if let Some(parent_path) = &ctx.codex_parent {
+    if by_reference.is_some() {
+        // Nothing replayed: the parent is referenced, not copied.
+    } else if let Some(parent_path) = &ctx.codex_parent {
         if let Ok(parent_bytes) = lines::read_all(parent_path) {
             let parent = lines::parse(parent_path, &parent_bytes).lines;
             let same = lines
@@ -631,6 +768,7 @@ pub fn parse(path: &Path, bytes: &[u8], ctx: &ParseContext) -> Parsed {
     let copied_through = fork.as_ref().map_or(0, |f| f.1);
 
     let mut b = Builder::new(has_usage_records);
+    b.segment_lines = offset;
     let mut inherited_records = 0usize;
     let mut inherited_messages = 0usize;
     let mut split_done = copied_through == 0;
@@ -649,12 +787,19 @@ pub fn parse(path: &Path, bytes: &[u8], ctx: &ParseContext) -> Parsed {
         if ctx.cuts.contains(&line.number) {
             b.boundary();
         }
+        if !b.admit(&lines, i) {
+            continue;
+        }
         let (kind, payload) = items[i];
         b.feed(line, kind, payload);
     }
     b.flush();
+    parsed.notes.extend(b.notes.drain(..).map(|(line, reason)| {
+        let (file, line) = chain.locate(path, line);
+        super::Skipped { file, line, reason }
+    }));
     if split_done && !lines.is_empty() {
-        parsed.tail = Some(b.state());
+        parsed.tail = Some(b.state(&lines));
     }
     let mut records = b.records;
     let own = if !split_done {
@@ -664,20 +809,17 @@ pub fn parse(path: &Path, bytes: &[u8], ctx: &ParseContext) -> Parsed {
         records.split_off(inherited_records)
     };
     let mut meta = header(path, &lines, &meta_payload, &id, &tid, &own);
-    let fork_from = fork.map(|(parent, _)| ForkFrom {
-        parent: ParentRef::Session(parent),
-        at: ForkAt::Messages(inherited_messages),
-    });
-    let history_base = meta_payload.get("history_base").and_then(Value::as_object);
-    let fork_from = fork_from.or_else(|| {
-        let hb = history_base?;
-        let parent = str_of(hb, "thread_id")?;
-        let end = hb.get("end_ordinal_exclusive").and_then(Value::as_u64)?;
-        Some(ForkFrom {
-            parent: ParentRef::Session(make_id(AGENT, &[parent])),
-            at: ForkAt::Ordinal(end),
+    if !segment_files.is_empty() {
+        if let Some(src) = meta.source.as_mut() {
+            src.extra.insert("segments".into(), json!(segment_files));
+        }
+    }
+    let fork_from = fork
+        .map(|(parent, _)| ForkFrom {
+            parent: ParentRef::Session(parent),
+            at: ForkAt::Messages(inherited_messages),
         })
-    });
+        .or(by_reference);
     if meta.title.is_none() {
         meta.title = fork_from.as_ref().map(|_| format!("Fork of {tid}"));
     }
@@ -727,22 +869,41 @@ pub fn parse_tail(
     let needs_all = items.iter().any(|(k, p)| {
         (*k == "token_usage_record" && !b.usage_records)
             || (*k == "event_msg" && str_of(p, "type") == Some("thread_rolled_back"))
+            || *k == "rollout_reference"
+            || *k == "session_meta"
     });
     if needs_all {
         return None;
     }
-    for (line, (kind, payload)) in lines.iter().zip(&items) {
-        b.feed(line, kind, payload);
+    for (i, (line, (kind, payload))) in lines.iter().zip(&items).enumerate() {
+        if b.admit(&lines, i) {
+            b.feed(line, kind, payload);
+        }
     }
     b.flush();
+    // Reports name lines of this file, not of the segment chain.
+    let offset = b.segment_lines;
+    let in_file = |mut s: super::Skipped| {
+        s.line = s.line.saturating_sub(offset);
+        s
+    };
     let mut parsed = Parsed {
-        skipped: file.skipped,
-        torn: file.torn,
+        skipped: file.skipped.into_iter().map(in_file).collect(),
+        notes: b
+            .notes
+            .drain(..)
+            .map(|(line, reason)| super::Skipped {
+                file: path.to_path_buf(),
+                line: line.saturating_sub(offset),
+                reason,
+            })
+            .collect(),
+        torn: file.torn.map(in_file),
         consumed: file.consumed,
         complete_lines: file.complete_lines,
         resumed: true,
         cuts: lines.first().map(|l| vec![l.number]).unwrap_or_default(),
-        tail: Some(b.state()),
+        tail: Some(b.state(&lines)),
         ..Parsed::default()
     };
     parsed.sessions.push(Planned {
@@ -788,21 +949,7 @@ fn response_item(b: &mut Builder, line: &Line, p: &Map<String, Value>, raw: &dyn
             // (with its encrypted content) as a source record.
             b.raw(raw());
         }
-        "reasoning" => {
-            let mut text = text_of_content(p.get("summary"));
-            let content = text_of_content(p.get("content"));
-            if !content.is_empty() {
-                if !text.is_empty() {
-                    text.push('\n');
-                }
-                text.push_str(&content);
-            }
-            let block = (!text.is_empty()).then_some(Block::Thinking {
-                text,
-                signature: None,
-            });
-            b.assistant_part(line, t, p, block);
-        }
+        "reasoning" => b.assistant_part(line, t, p, reasoning_block(p)),
         "function_call" => {
             let args = str_of(p, "arguments").unwrap_or("");
             let input = serde_json::from_str(args).unwrap_or_else(|_| Value::String(args.into()));
@@ -843,6 +990,63 @@ fn response_item(b: &mut Builder, line: &Line, p: &Map<String, Value>, raw: &dyn
             b.raw(raw());
         }
     }
+}
+
+/// An item of the thread-history projection the rollout lacks: user and
+/// agent messages and reasoning become (parts of) messages; other items
+/// (command executions, file changes, ...) are kept verbatim.
+fn history_item(b: &mut Builder, line: &Line, p: &Map<String, Value>, raw: &dyn Fn() -> Record) {
+    match str_of(p, "type").unwrap_or("") {
+        "userMessage" => {
+            let blocks = match p.get("content") {
+                Some(Value::Array(parts)) => parts
+                    .iter()
+                    .map(
+                        |part| match (str_of_value(part, "type"), str_of_value(part, "text")) {
+                            (Some("text"), Some(t)) => Block::Text { text: t.into() },
+                            _ => Block::Unknown(part.clone()),
+                        },
+                    )
+                    .collect(),
+                _ => Vec::new(),
+            };
+            b.user(line, HISTORY_ITEM, p, blocks, None);
+        }
+        "agentMessage" => {
+            let text = str_of(p, "text").unwrap_or("").to_string();
+            b.assistant_part(line, HISTORY_ITEM, p, Some(Block::Text { text }));
+        }
+        "reasoning" => b.assistant_part(line, HISTORY_ITEM, p, reasoning_block(p)),
+        _ => b.raw(raw()),
+    }
+}
+
+/// A reasoning item's readable text (summary, then content) as thinking;
+/// encrypted content is never rendered.
+fn reasoning_block(p: &Map<String, Value>) -> Option<Block> {
+    let mut text = text_of_content(p.get("summary"));
+    let content = text_of_content(p.get("content"));
+    if !content.is_empty() {
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(&content);
+    }
+    (!text.is_empty()).then_some(Block::Thinking {
+        text,
+        signature: None,
+    })
+}
+
+/// A short BLAKE3 of a line's JSON (to recognise a copy of it later).
+fn line_hash(line: &Line) -> String {
+    serde_json::to_vec(&line.value)
+        .map(|b| blake3::hash(&b).to_hex()[..32].to_string())
+        .unwrap_or_default()
+}
+
+fn str_of_value<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
 }
 
 fn event(

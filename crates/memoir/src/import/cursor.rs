@@ -108,7 +108,19 @@ pub enum TailState {
         usage_records: bool,
         /// The `session_meta` was seen.
         seen_meta: bool,
+        /// The highest `ordinal` seen and the hash of its line, to report
+        /// duplicated ordinals and drop identical copies.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ordinal: Option<(u64, String)>,
+        /// Lines of the predecessor segments read before the rollout's own
+        /// (its own lines are numbered after them).
+        #[serde(default, skip_serializing_if = "is_zero")]
+        segment_lines: u64,
     },
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Every cursor of a store.

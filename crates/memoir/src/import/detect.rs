@@ -97,6 +97,8 @@ fn is_session_file(agent: Agent, p: &Path) -> bool {
         Agent::Codex => {
             name.starts_with("rollout-")
                 && (name.ends_with(".jsonl") || name.ends_with(lines::ZSTD_SUFFIX))
+                // Stored segments are read through the references to them.
+                && !super::segments::is_stored_segment(p)
         }
         Agent::GeminiCli => {
             name.starts_with("session-") && (name.ends_with(".json") || name.ends_with(".jsonl"))

@@ -14,6 +14,8 @@
 //!   `import-opencode` feature): one parser per agent format.
 //! - [`detect`]: where each agent keeps its sessions, and which format a
 //!   file is.
+//! - [`segments`]: Codex paginated history, the segments and bases a
+//!   rollout references.
 //! - [`cursor`]: the per-source cursors (`<sessions dir>/import/cursors.json`).
 //! - `sync`: applying planned sessions to the store.
 //! - [`watch`]: keeping the store current while agents run.
@@ -25,12 +27,16 @@
 
 pub mod claude;
 pub mod codex;
+#[cfg(feature = "import-opencode")]
+mod codex_history;
 pub mod cursor;
 pub mod detect;
+mod documents;
 pub mod gemini;
 mod lines;
 #[cfg(feature = "import-opencode")]
 pub mod opencode;
+pub mod segments;
 mod sync;
 pub mod watch;
 
@@ -180,6 +186,9 @@ pub enum ForkAt {
     /// After the parent's messages whose source `ordinal` is below this
     /// (Codex paginated history: `history_base.end_ordinal_exclusive`).
     Ordinal(u64),
+    /// Before the parent's user message of this 0-based index (all of
+    /// the parent when it has fewer; Codex `rollout_reference.nth_user_message`).
+    BeforeUserMessage(u64),
 }
 
 /// A planned fork by reference.

@@ -23,7 +23,7 @@ use crate::record::{Record, SessionMeta, SourceRef};
 
 const AGENT: Agent = Agent::OpenCode;
 
-fn sql_err(path: &Path, e: rusqlite::Error) -> ImportError {
+pub(crate) fn sql_err(path: &Path, e: rusqlite::Error) -> ImportError {
     ImportError::Unsupported {
         path: path.to_path_buf(),
         reason: format!("SQLite: {e}"),
@@ -37,13 +37,16 @@ pub fn wal_of(db: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// Open `db` for reading without ever writing to it (see the module docs).
-fn open(db: &Path) -> Result<(Connection, Option<tempfile::TempDir>), ImportError> {
+/// Open `db` for reading without ever writing to it (see the module docs;
+/// the Codex importer opens `thread_history_*.sqlite` the same way).
+pub(crate) fn open(db: &Path) -> Result<(Connection, Option<tempfile::TempDir>), ImportError> {
     let wal = wal_of(db);
     let has_wal = std::fs::metadata(&wal).is_ok_and(|m| m.len() > 0);
     if has_wal {
         let tmp = tempfile::tempdir().map_err(|e| ImportError::io("create temp dir for", db, e))?;
-        let copy = tmp.path().join("opencode.db");
+        let copy = tmp
+            .path()
+            .join(db.file_name().unwrap_or(std::ffi::OsStr::new("copy.db")));
         std::fs::copy(db, &copy).map_err(|e| ImportError::io("copy", db, e))?;
         std::fs::copy(&wal, wal_of(&copy)).map_err(|e| ImportError::io("copy", &wal, e))?;
         let conn = Connection::open_with_flags(
@@ -64,7 +67,7 @@ fn open(db: &Path) -> Result<(Connection, Option<tempfile::TempDir>), ImportErro
     Ok((conn, None))
 }
 
-fn columns(conn: &Connection, table: &str) -> Vec<String> {
+pub(crate) fn columns(conn: &Connection, table: &str) -> Vec<String> {
     let Ok(mut stmt) = conn.prepare(&format!("PRAGMA table_info({table})")) else {
         return Vec::new();
     };

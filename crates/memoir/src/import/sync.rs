@@ -387,6 +387,9 @@ impl Run<'_> {
                         ForkAt::Ordinal(end) => {
                             messages_while(self.manager, &parent, "ordinal", |o| o < end)?
                         }
+                        ForkAt::BeforeUserMessage(n) => {
+                            messages_before_user(self.manager, &parent, n)?
+                        }
                     };
                     planned.meta.parent = self.manager.fork_reference(&parent, messages)?;
                     if planned.meta.parent.is_none() && messages > 0 {
@@ -488,13 +491,19 @@ impl Run<'_> {
         Ok((records.len(), messages))
     }
 
-    /// Imported images go to the store's blob store whatever their size (not
-    /// inline base64; larger payloads of every kind go there anyway):
-    /// `Some(records)` with the images replaced by references, `None` when
-    /// there is none (or the store keeps no blobs).
+    /// Imported images and documents (PDFs, text documents: `document`
+    /// blocks) go to the store's blob store whatever their size (not inline
+    /// base64; larger payloads of every kind go there anyway): `Some(records)`
+    /// with them replaced by references, `None` when there is none (or the
+    /// store keeps no blobs).
     fn images_as_blobs(&self, records: &[Record]) -> Result<Option<Vec<Record>>, ImportError> {
-        let has_image = |r: &Record| matches!(r, Record::Message(m) if m.content.iter().any(|b| matches!(b, crate::message::Block::Image { .. })));
-        if !records.iter().any(has_image) {
+        use crate::message::Block;
+        let has_media = |r: &Record| {
+            matches!(r, Record::Message(m) if m.content.iter().any(|b| {
+                matches!(b, Block::Image { .. }) || super::documents::payload(b).is_some()
+            }))
+        };
+        if !records.iter().any(has_media) {
             return Ok(None);
         }
         let Some(payloads) = self.manager.store().blobs() else {
@@ -513,6 +522,7 @@ impl Run<'_> {
         for r in out.iter_mut() {
             if let Record::Message(m) = r {
                 crate::transcript::blobs::externalize_message(m, &images)?;
+                super::documents::externalize(m, &images.store)?;
             }
         }
         Ok(Some(out))
@@ -637,4 +647,20 @@ fn messages_while(
                 .is_some_and(&keep)
         })
         .count())
+}
+
+/// How many of `id`'s messages come before its user message of 0-based
+/// index `n` (all of them when it has fewer).
+fn messages_before_user(manager: &SessionManager, id: &str, n: u64) -> Result<usize, ImportError> {
+    let t = manager.read_stored(id)?;
+    let mut users = 0u64;
+    for (i, m) in t.messages.iter().enumerate() {
+        if m.role == crate::message::Role::User {
+            if users == n {
+                return Ok(i);
+            }
+            users += 1;
+        }
+    }
+    Ok(t.messages.len())
 }

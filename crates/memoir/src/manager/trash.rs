@@ -25,7 +25,7 @@ use chrono::{DateTime, Utc};
 use super::index::{IndexEntry, Status};
 use crate::error::{Error, ErrorKind, Result};
 use crate::record::{Record, SessionMeta};
-use crate::store::{Appended, DeletedListed, Durability, Listed, LogStore, RawLog};
+use crate::store::{Appended, DeletedListed, Durability, Listed, LogStore, RawLog, RecordSink};
 use crate::transcript::{read_in, Transcript};
 
 /// A store that reads from the live sessions and, for ids that are not
@@ -63,6 +63,18 @@ impl LogStore for TrashAware {
             Err(Error::NotFound(missing)) => self
                 .live
                 .read_deleted(id)
+                .map_err(|_| Error::NotFound(missing)),
+            other => other,
+        }
+    }
+
+    fn read_each(&self, id: &str, sink: &mut dyn RecordSink) -> Result<RawLog> {
+        match self.live.read_each(id, sink) {
+            // Not found before any record was handed over: from the trash.
+            Err(Error::NotFound(missing)) => self
+                .live
+                .read_deleted(id)
+                .map(|raw| crate::store::hand_over(raw, sink))
                 .map_err(|_| Error::NotFound(missing)),
             other => other,
         }

@@ -41,7 +41,8 @@ use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt, OpenOptionsExt};
 
 use super::fault::{FaultPlan, Io};
 use super::{
-    line, scan, sort_newest_first, Appended, Durability, Listed, LogStore, RawLog, TornTail,
+    line, scan, sort_newest_first, Appended, Durability, Listed, LogStore, RawLog, RecordSink,
+    TornTail,
 };
 use crate::blob::{ExternalizePolicy, PayloadStore};
 use crate::error::{Error, IoContext, Result};
@@ -483,6 +484,12 @@ impl LogStore for FileStore {
         let path = self.path_of(id)?;
         let file = open_transcript(&path, id, false)?;
         file_read::read_log(&file).ctx("read", &path)
+    }
+
+    fn read_each(&self, id: &str, sink: &mut dyn RecordSink) -> Result<RawLog> {
+        let path = self.path_of(id)?;
+        let file = open_transcript(&path, id, false)?;
+        file_read::read_log_each(&file, sink).ctx("read", &path)
     }
 
     fn read_header(&self, id: &str) -> Result<Option<SessionMeta>> {

@@ -84,6 +84,35 @@ pub struct SeqRecord {
     pub record: Record,
 }
 
+/// Receives the records of a log in order as a reader verifies them
+/// ([`LogStore::read_each`]), so that a caller folding them (a transcript
+/// replay) never holds the whole record list.
+pub trait RecordSink {
+    /// The verified header (`seq` 0), given once, before the records after it.
+    fn header(&mut self, meta: &SessionMeta);
+    /// One applied record (the records of a batch only once its last record
+    /// verified), in `seq` order.
+    fn record(&mut self, record: SeqRecord);
+    /// A hint: about `records` more records are coming (to reserve memory).
+    fn expect(&mut self, records: usize) {
+        let _ = records;
+    }
+}
+
+/// Hand the header and records of a log already read to `sink`, as
+/// [`LogStore::read_each`] would have; returns the log without its records.
+pub fn hand_over(mut raw: RawLog, sink: &mut dyn RecordSink) -> RawLog {
+    if let Some(meta) = &raw.header {
+        sink.header(meta);
+    }
+    let records = std::mem::take(&mut raw.records);
+    sink.expect(records.len());
+    for record in records {
+        sink.record(record);
+    }
+    raw
+}
+
 /// Everything wrong with a stored log, found while reading it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LoadReport {
@@ -253,6 +282,15 @@ pub trait LogStore: Send + Sync + std::fmt::Debug {
 
     /// Read and verify the whole log.
     fn read(&self, id: &str) -> Result<RawLog>;
+
+    /// [`LogStore::read`], handing each applied record to `sink` as soon as
+    /// it is final instead of collecting it: the log returned has no
+    /// `records`, and the same header, report and `last_seq` as `read`'s.
+    /// The default body reads the whole log, then hands its records over;
+    /// stores that read incrementally (files) override it.
+    fn read_each(&self, id: &str, sink: &mut dyn RecordSink) -> Result<RawLog> {
+        Ok(hand_over(self.read(id)?, sink))
+    }
 
     /// Read only the header (cheap; for listings).
     fn read_header(&self, id: &str) -> Result<Option<SessionMeta>>;

@@ -13,7 +13,7 @@ use std::io::BufRead;
 
 use super::{Issue, IssueKind, LoadReport, RawLog, SeqRecord};
 use crate::frame::{self, Hash, LineError, ZERO_HASH};
-use crate::record::Record;
+use crate::record::{Record, SessionMeta};
 use crate::store::line;
 
 /// The records of a batch whose last record has not been seen yet.
@@ -234,6 +234,18 @@ impl Scanner {
             Some(p) => p.before,
             None => self.last,
         }
+    }
+
+    /// The header, once a verified `meta` record was seen at `seq` 0.
+    pub fn header(&self) -> Option<&SessionMeta> {
+        self.log.header.as_ref()
+    }
+
+    /// Move out the records applied so far, in order (the records of a batch
+    /// still open stay held): a reader that folds records as it goes then
+    /// never holds the whole list.
+    pub fn take_records(&mut self) -> std::vec::Drain<'_, SeqRecord> {
+        self.log.records.drain(..)
     }
 
     /// The verified log; a batch still open at the end is dropped and reported.

@@ -47,7 +47,32 @@ fn payload_field(block_type: &str) -> Option<&'static str> {
         .map(|(_, f)| *f)
 }
 
-fn blob_error(e: BlobError) -> Error {
+/// Where a block kept verbatim ([`Block::Unknown`]) holds a payload that
+/// can be a reference: the field of a payload block type, or `source.data`
+/// of a `document` block (a PDF or text document, stored as a blob by the
+/// importers).
+pub(crate) fn unknown_payload_path(v: &Value) -> Option<&'static [&'static str]> {
+    const DOCUMENT: &[&str] = &["source", "data"];
+    match v.get("type").and_then(Value::as_str)? {
+        "document" => Some(DOCUMENT),
+        t => PAYLOAD_FIELDS
+            .iter()
+            .find(|(k, _)| *k == t)
+            .map(|(_, f)| std::slice::from_ref(f)),
+    }
+}
+
+/// The value at `path` inside `v`.
+pub(crate) fn value_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a Value> {
+    path.iter().try_fold(v, |v, k| v.get(k))
+}
+
+/// The value at `path` inside `v`, mutably.
+pub(crate) fn value_at_mut<'a>(v: &'a mut Value, path: &[&str]) -> Option<&'a mut Value> {
+    path.iter().try_fold(v, |v, k| v.get_mut(k))
+}
+
+pub(crate) fn blob_error(e: BlobError) -> Error {
     match e {
         BlobError::Storage(e) => e,
         other => Error::Invalid(format!("blob store: {other}")),
@@ -65,6 +90,7 @@ pub fn externalize_message(m: &mut Message, blobs: &PayloadStore) -> Result<usiz
         if payload.len() <= blobs.policy.min_bytes || parse_blob_ref(payload).is_some() {
             continue;
         }
+        let media_type = media_type.to_string();
         let hash = blobs
             .store
             .put_payload(payload.as_bytes(), &media_type)
@@ -174,19 +200,15 @@ impl Resolver {
         for block in &mut m.content {
             let (hash, value) = match block {
                 Block::Unknown(v) => {
-                    let Some(field) = v
-                        .get("type")
-                        .and_then(Value::as_str)
-                        .and_then(payload_field)
-                    else {
+                    let Some(path) = unknown_payload_path(v) else {
                         continue;
                     };
-                    let Some(r) = v.get(field).and_then(BlobRef::from_value) else {
+                    let Some(r) = value_at(v, path).and_then(BlobRef::from_value) else {
                         continue;
                     };
                     let mut v = v.clone();
                     let hash = r.blob;
-                    v[field] = match self.load(&hash) {
+                    let resolved = match self.load(&hash) {
                         Ok(text) => Value::String(text),
                         Err(problem) => {
                             report.blobs.push(BlobIssue {
@@ -197,6 +219,9 @@ impl Resolver {
                             Value::String(blob_ref(&hash))
                         }
                     };
+                    if let Some(slot) = value_at_mut(&mut v, path) {
+                        *slot = resolved;
+                    }
                     (hash, v)
                 }
                 other => {
@@ -260,11 +285,8 @@ fn message_refs(m: &Message, out: &mut HashSet<String>) {
     for block in &m.content {
         match block {
             Block::Unknown(v) => {
-                if let Some(r) = v
-                    .get("type")
-                    .and_then(Value::as_str)
-                    .and_then(payload_field)
-                    .and_then(|f| v.get(f))
+                if let Some(r) = unknown_payload_path(v)
+                    .and_then(|path| value_at(v, path))
                     .and_then(BlobRef::from_value)
                 {
                     out.insert(r.blob);

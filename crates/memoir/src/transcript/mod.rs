@@ -11,6 +11,7 @@
 
 pub mod blobs;
 pub mod codec;
+mod fold;
 mod replay;
 mod taint;
 
@@ -26,7 +27,7 @@ use crate::paths;
 use crate::record::{Record, RunConfig, SessionMeta, Summary, Taint};
 use crate::store::file::FileStore;
 use crate::store::lock::OwnerLock;
-use crate::store::{Appended, Durability, Issue, IssueKind, LoadReport, LogStore};
+use crate::store::{Appended, Durability, LoadReport, LogStore};
 
 /// How deep fork chains may go before a reader refuses (cycle guard).
 const MAX_FORK_DEPTH: usize = 256;
@@ -395,61 +396,7 @@ fn verify_parent(
 /// (another session that reuses its id, or another project's) is not
 /// stitched: the report says why ([`crate::error::StoreError::ForeignParent`]).
 pub fn read_in(store: &dyn LogStore, id: &str) -> Result<Transcript> {
-    read_depth(store, id, 0)
-}
-
-fn read_depth(store: &dyn LogStore, id: &str, depth: usize) -> Result<Transcript> {
-    let raw = store.read(id)?;
-    let meta = raw
-        .header
-        .clone()
-        .ok_or_else(|| Error::NoHeader(store.location(id)))?;
-    let mut t = Transcript::new(meta.clone());
-    if let Some(fork) = &meta.parent {
-        let project = crate::store::header_project(&meta);
-        match stitch_parent(store, fork, project, &meta.id, depth) {
-            Ok(prefix) => {
-                t.messages = prefix.messages;
-                t.message_seqs = prefix.message_seqs;
-                t.inherited = t.messages.len();
-                t.taint = prefix.taint;
-                t.taint_timeline = prefix.taint_timeline;
-                t.configs = prefix.configs;
-                t.config_positions = prefix.config_positions;
-                t.report.issues.extend(prefix.report.issues);
-                t.report.blobs.extend(prefix.report.blobs);
-            }
-            Err(e) => t.report.issues.push(Issue {
-                line: 1,
-                offset: 0,
-                seq: 0,
-                kind: IssueKind::SkippedCorrupt(format!(
-                    "fork parent {} unreadable: {e}",
-                    fork.session
-                )),
-            }),
-        }
-    }
-    t.last_seq = raw.last_seq;
-    t.report.issues.extend(raw.report.issues);
-    let mut payloads = blobs::Resolver::new(store);
-    // Replay by move, releasing the record list as the messages grow (peak
-    // memory is then about one of the two, not both): taken from the back
-    // of a reversed list, whose unused capacity is returned now and then.
-    let mut records = raw.records;
-    records.reverse();
-    t.messages.reserve(records.len());
-    t.message_seqs.reserve(records.len());
-    while let Some(rec) = records.pop() {
-        if records.capacity() > 2 * records.len() + 4096 {
-            records.shrink_to_fit();
-        }
-        let rec = payloads.resolve_record(rec, &mut t.report);
-        t.apply(rec);
-    }
-    t.messages.shrink_to_fit();
-    t.message_seqs.shrink_to_fit();
-    Ok(t)
+    fold::read_depth(store, id, 0)
 }
 
 /// The state a fork at `fork` starts with: the records of `fork.session` up
@@ -457,57 +404,7 @@ fn read_depth(store: &dyn LogStore, id: &str, depth: usize) -> Result<Transcript
 pub fn read_at(store: &dyn LogStore, fork: &crate::record::ForkPoint) -> Result<Transcript> {
     let parent = store.read_header(&fork.session).ok().flatten();
     let project = parent.as_ref().and_then(crate::store::header_project);
-    stitch_parent(store, fork, project, "(new fork)", 0)
-}
-
-/// The parent's state at the fork point: its records up to the cut `seq`,
-/// without its run summaries (a fork never duplicates usage).
-fn stitch_parent(
-    store: &dyn LogStore,
-    fork: &crate::record::ForkPoint,
-    child_project: Option<&str>,
-    child: &str,
-    depth: usize,
-) -> Result<Transcript> {
-    if depth >= MAX_FORK_DEPTH {
-        return Err(Error::Invalid(format!(
-            "fork chain deeper than {MAX_FORK_DEPTH} (cycle?)"
-        )));
-    }
-    crate::id::validate(&fork.session)?;
-    let raw = store.read(&fork.session)?;
-    let meta = raw
-        .header
-        .clone()
-        .ok_or_else(|| Error::NoHeader(store.location(&fork.session)))?;
-    verify_parent(&meta, child_project, fork).map_err(|reason| {
-        Error::from(crate::error::StoreError::ForeignParent {
-            session: child.to_string(),
-            parent: fork.session.clone(),
-            reason,
-        })
-    })?;
-    let mut t = Transcript::new(meta.clone());
-    if let Some(grand) = &meta.parent {
-        let project = crate::store::header_project(&meta);
-        let prefix = stitch_parent(store, grand, project, &fork.session, depth + 1)?;
-        t = Transcript {
-            meta,
-            inherited: prefix.messages.len(),
-            ..prefix
-        };
-    }
-    t.report
-        .issues
-        .extend(raw.report.issues.into_iter().filter(|i| i.seq <= fork.seq));
-    let mut payloads = blobs::Resolver::new(store);
-    for rec in raw.records.into_iter().take_while(|r| r.seq <= fork.seq) {
-        if !matches!(rec.record, Record::Summary(_)) {
-            let rec = payloads.resolve_record(rec, &mut t.report);
-            t.apply(rec);
-        }
-    }
-    Ok(t)
+    fold::stitch_parent(store, fork, project, "(new fork)", 0)
 }
 
 /// The records that take a file holding `before` to `after`.

@@ -40,6 +40,10 @@ mod golden_payloads;
 mod golden_postgres;
 #[cfg(all(feature = "import-opencode", feature = "import-watch"))]
 mod import;
+#[cfg(feature = "import")]
+mod import_documents;
+#[cfg(feature = "import")]
+mod import_paginated;
 mod listing;
 mod manager;
 #[cfg(feature = "postgres")]
