@@ -3,11 +3,14 @@
 //! generated coding-agent-shaped store with known-answer queries.
 //!
 //! `memoir-bench search [--sessions N] [--messages M] [--queries Q]
-//! [--result-lines L] [--engines memoir,fts5,view] [--dir DIR]` (default
+//! [--result-lines L] [--engines memoir,fts5,view,pg] [--dir DIR]` (default
 //! 1,000 × 100 = 100k messages; the size is `--sessions 10000
 //! --result-lines 60`, ~2 GB). Each engine indexes in its own child process,
 //! so its peak RSS (VmHWM) is its own. With `--dir`, a store already there
-//! (same number of sessions) is reused.
+//! (same number of sessions) is reused. `pg` is memoir's index on PostgreSQL
+//! (the same library API; the store copied into a fresh schema first,
+//! untimed) on the server at `$MEMOIR_BENCH_POSTGRES_URL` (else
+//! `$MEMOIR_TEST_POSTGRES_URL`); its peak RSS is the client's only.
 
 #[path = "../../memoir/tests/suite/support/corpus.rs"]
 mod corpus;
@@ -172,16 +175,85 @@ fn print_row(r: &Row) {
 
 /// Child: memoir's index, full build, incremental update, searches.
 fn child_memoir(dir: &Path) {
-    let spec = spec();
-    let answers = answers(&spec);
     let t = Instant::now();
     let mut ix = SearchIndex::open(dir).expect("open");
     let report = ix.rebuild().expect("rebuild");
     let index_s = t.elapsed().as_secs_f64();
+    let store = FileStore::new(dir, Durability::None);
+    measure(
+        "memoir search (SQLite FTS5 + view tokenizer, hash hybrid)",
+        &mut ix,
+        &store,
+        index_s,
+        report.messages as usize,
+    );
+}
+
+/// Child: memoir's index on PostgreSQL (the store copied in first, untimed).
+fn child_pg(dir: &Path) {
+    use memoir::store::postgres::{PgOptions, PgStore};
+    let url = std::env::var("MEMOIR_BENCH_POSTGRES_URL")
+        .or_else(|_| std::env::var("MEMOIR_TEST_POSTGRES_URL"))
+        .expect("set MEMOIR_BENCH_POSTGRES_URL (or MEMOIR_TEST_POSTGRES_URL) for --engines pg");
+    let schema = format!("memoir_bench_{}", uuid::Uuid::new_v4().simple());
+    let options = PgOptions {
+        schema: schema.clone(),
+        durability: Durability::None,
+        ..PgOptions::default()
+    };
+    let pg = std::sync::Arc::new(PgStore::connect(&url, options).expect("connect"));
+    let files = FileStore::new(dir, Durability::None);
+    let t = Instant::now();
+    let (listed, _) = files.list().expect("list");
+    for l in &listed {
+        let raw = files.read(&l.meta.id).expect("read");
+        pg.create(raw.header.as_ref().expect("header"))
+            .expect("create");
+        let records: Vec<Record> = raw.records.into_iter().map(|r| r.record).collect();
+        for chunk in records.chunks(500) {
+            pg.append(&l.meta.id, chunk, None).expect("append");
+        }
+    }
+    eprintln!(
+        "copied the store into {schema} in {:.1}s",
+        t.elapsed().as_secs_f64()
+    );
+    let t = Instant::now();
+    let mut ix = SearchIndex::open_postgres(pg.clone()).expect("open");
+    let report = ix.rebuild().expect("rebuild");
+    let index_s = t.elapsed().as_secs_f64();
+    measure(
+        "memoir search on PostgreSQL (tsvector + GIN, same BM25, hash hybrid)",
+        &mut ix,
+        pg.as_ref(),
+        index_s,
+        report.messages as usize,
+    );
+    drop(ix);
+    drop(pg);
+    if std::env::var_os("MEMOIR_BENCH_KEEP_SCHEMA").is_some() {
+        eprintln!("kept schema {schema} (MEMOIR_BENCH_KEEP_SCHEMA)");
+        return;
+    }
+    if let Ok(mut c) = postgres::Client::connect(&url, postgres::NoTls) {
+        let _ = c.batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"));
+    }
+}
+
+/// Measure a built index: size, incremental updates after appends, lexical
+/// and hybrid latency and recall of the known answers; print its row.
+fn measure(
+    name: &'static str,
+    ix: &mut SearchIndex,
+    store: &dyn LogStore,
+    index_s: f64,
+    messages: usize,
+) {
+    let spec = spec();
+    let answers = answers(&spec);
     let rss = peak_rss_mb();
     let size = ix.stats().expect("stats").bytes as f64 / 1e6;
     // Incremental: append one message to one session, then catch up.
-    let store = FileStore::new(dir, Durability::None);
     let mut note = Vec::new();
     let mut full = Vec::new();
     for i in 0..20 {
@@ -230,9 +302,9 @@ fn child_memoir(dir: &Path) {
     let (l50, l99, lr) = lat(SearchMode::Lexical);
     let (h50, h99, hr) = lat(SearchMode::Hybrid);
     print_row(&Row {
-        engine: "memoir search (SQLite FTS5 + view tokenizer, hash hybrid)",
+        engine: name,
         index_s,
-        msgs: report.messages as usize,
+        msgs: messages,
         rss_mb: rss,
         size_mb: size,
         incr_ms: format!(
@@ -370,6 +442,7 @@ pub fn main() {
             "memoir" => child_memoir(&dir),
             "fts5" => child_fts5(&dir),
             "view" => child_view_bm25(&dir),
+            "pg" => child_pg(&dir),
             other => panic!("unknown phase {other}"),
         }
         return;

@@ -1097,7 +1097,27 @@ fn search_all(base: &str, token: &str, body: serde_json::Value) -> (u16, serde_j
 #[test]
 fn cross_session_search_is_project_scoped_by_the_token() {
     let dir = tempfile::tempdir().unwrap();
-    let server = Running::start(file_config(dir.path()));
+    cross_session_search_is_project_scoped(file_config(dir.path()));
+}
+
+#[test]
+fn cross_session_search_is_project_scoped_by_the_token_on_postgres() {
+    let Some((cfg, _schema)) = pg_config(POSTGRES_URL) else {
+        return;
+    };
+    cross_session_search_is_project_scoped(cfg);
+}
+
+#[test]
+fn cross_session_search_is_project_scoped_by_the_token_on_pgvector_postgres() {
+    let Some((cfg, _schema)) = pg_config(postgres_common::PGVECTOR_URL) else {
+        return;
+    };
+    cross_session_search_is_project_scoped(cfg);
+}
+
+fn cross_session_search_is_project_scoped(config: ServerConfig) {
+    let server = Running::start(config);
     let (a, b) = (server.client(TOKEN_A), server.client(TOKEN_B));
     for (c, id, text) in [
         (&a, "a1", "the zebrafish migration of alpha"),
@@ -1161,6 +1181,31 @@ fn cross_session_search_is_project_scoped_by_the_token() {
         serde_json::json!({"query": "narwhal"}),
     );
     assert_eq!(body["hits"].as_array().unwrap().len(), 0, "{body}");
+    // Beta's better matches never crowd alpha's out of its own top k: the
+    // scoping is in the query, not a filter over the whole store's top k.
+    b.append(
+        "b2",
+        &(0..30)
+            .map(|_| msg("zebrafish migration zebrafish migration zebrafish"))
+            .collect::<Vec<_>>(),
+        None,
+    )
+    .unwrap();
+    for mode in ["lexical", "hybrid", "semantic"] {
+        let (_, body) = search_all(
+            &server.0.url(),
+            TOKEN_A,
+            serde_json::json!({"query": "zebrafish migration", "k": 2, "mode": mode}),
+        );
+        let mut sessions: Vec<&str> = body["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["session"].as_str().unwrap())
+            .collect();
+        sessions.sort();
+        assert_eq!(sessions, vec!["a1", "a2"], "{mode}: {body}");
+    }
     // Filters; a session filter cannot escape the namespace.
     let (_, body) = search_all(
         &server.0.url(),

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use memoir::search::SearchMode;
 
-use super::search::{open_index, sessions_dir};
+use super::search::open_store_index;
 
 /// Arguments of `memoir index`.
 #[derive(clap::Args)]
@@ -24,6 +24,11 @@ pub struct Args {
     /// Session directory (default: the current project's, else the global store).
     #[arg(long)]
     pub dir: Option<PathBuf>,
+    /// Store: a session directory, or `postgres://user@host:port/db[#schema=NAME]`
+    /// (wins over --dir; PostgreSQL keeps the index in its own database).
+    #[cfg(feature = "server")]
+    #[arg(long, value_name = "STORE", conflicts_with = "dir")]
+    pub store: Option<String>,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -31,13 +36,16 @@ pub struct Args {
 
 /// Run `memoir index`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let dir = sessions_dir(&args.dir)?;
     let mode = if args.embed {
         SearchMode::Hybrid
     } else {
         SearchMode::Lexical
     };
-    let mut ix = open_index(&dir, mode)?;
+    #[cfg(feature = "server")]
+    let store = args.store.as_deref();
+    #[cfg(not(feature = "server"))]
+    let store = None;
+    let mut ix = open_store_index(store, &args.dir, mode)?;
     let started = std::time::Instant::now();
     let report = if args.rebuild {
         ix.rebuild()

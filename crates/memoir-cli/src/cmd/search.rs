@@ -1,6 +1,8 @@
 //! `memoir search "<query>"`: search every session of the store through the
 //! persistent index ([`memoir::search`]), catching it up first (cheap when
-//! nothing changed). Hits print as `session seq role time title` plus a
+//! nothing changed). `--store postgres://...` searches a PostgreSQL store
+//! (the index lives in its database); otherwise the file store of `--dir`
+//! or the defaults. Hits print as `session seq role time title` plus a
 //! snippet with the match in colour on a terminal (`NO_COLOR` respected) or
 //! between `[[`/`]]` otherwise; `--json` prints the library's `SearchHit`s.
 
@@ -52,6 +54,11 @@ pub struct Args {
     /// Session directory (default: the current project's, else the global store).
     #[arg(long)]
     pub dir: Option<PathBuf>,
+    /// Store: a session directory, or `postgres://user@host:port/db[#schema=NAME]`
+    /// (wins over --dir).
+    #[cfg(feature = "server")]
+    #[arg(long, value_name = "STORE", conflicts_with = "dir")]
+    pub store: Option<String>,
     /// Search the index as it is, without catching up first.
     #[arg(long)]
     pub no_update: bool,
@@ -82,10 +89,40 @@ pub fn sessions_dir(dir: &Option<PathBuf>) -> anyhow::Result<PathBuf> {
     .dir)
 }
 
+/// Which store's index a command uses: `--store` (a directory or
+/// `postgres://...`), else `--dir`, else the resolved store's directory.
+pub fn open_store_index(
+    store: Option<&str>,
+    dir: &Option<PathBuf>,
+    mode: SearchMode,
+) -> anyhow::Result<SearchIndex> {
+    let ix = match store {
+        #[cfg(feature = "server")]
+        Some(spec) => {
+            let config = memoir_server::open_store(spec, memoir::store::Durability::Fsync)
+                .with_context(|| format!("opening {spec}"))?;
+            SearchIndex::for_store(config.store)
+                .with_context(|| format!("opening the index of {spec}"))?
+        }
+        #[cfg(not(feature = "server"))]
+        Some(spec) => anyhow::bail!("this build cannot open the store {spec:?} (feature `server`)"),
+        None => {
+            let dir = sessions_dir(dir)?;
+            SearchIndex::open(&dir)
+                .with_context(|| format!("opening the index of {}", dir.display()))?
+        }
+    };
+    with_mode_embedder(ix, mode)
+}
+
 /// Open the index of `dir` with the configured embedder when `mode` needs one.
 pub fn open_index(dir: &std::path::Path, mode: SearchMode) -> anyhow::Result<SearchIndex> {
     let ix = SearchIndex::open(dir)
         .with_context(|| format!("opening the index of {}", dir.display()))?;
+    with_mode_embedder(ix, mode)
+}
+
+fn with_mode_embedder(ix: SearchIndex, mode: SearchMode) -> anyhow::Result<SearchIndex> {
     Ok(if mode == SearchMode::Lexical {
         ix
     } else {
@@ -95,8 +132,7 @@ pub fn open_index(dir: &std::path::Path, mode: SearchMode) -> anyhow::Result<Sea
 
 /// Run `memoir search`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let dir = sessions_dir(&args.dir)?;
-    let mut ix = open_index(&dir, args.mode)?;
+    let mut ix = open_store_index(store_arg(&args), &args.dir, args.mode)?;
     if !args.no_update {
         ix.update().context("updating the search index")?;
     }
@@ -133,6 +169,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         print_hit(h, colour);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(feature = "server")]
+fn store_arg(args: &Args) -> Option<&str> {
+    args.store.as_deref()
+}
+
+#[cfg(not(feature = "server"))]
+fn store_arg(_: &Args) -> Option<&str> {
+    None
 }
 
 fn print_hit(h: &SearchHit, colour: bool) {

@@ -183,3 +183,65 @@ fn tool_filter_finds_calls_and_results_and_a_terminal_gets_colour() {
         "{text:?}"
     );
 }
+
+/// `memoir index` and `memoir search` on a PostgreSQL store: the index lives
+/// in its database, the hits are the file store's shape (skipped with a
+/// notice when no server is configured).
+#[test]
+fn index_and_search_work_on_a_postgres_store() {
+    let Some((pg, schema)) = crate::postgres_common::pg_store(
+        crate::postgres_common::POSTGRES_URL,
+        memoir::store::postgres::VectorMode::Auto,
+    ) else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let mut meta = SessionMeta::new("pgsess1");
+    meta.workspace = "/work/pgproj".into();
+    pg.create(&meta).unwrap();
+    let records: Vec<Record> = (0..5)
+        .map(|i| {
+            Record::Message(Message::user(if i == 2 {
+                "the heron rollout stalled".to_string()
+            } else {
+                format!("ordinary line {i}")
+            }))
+        })
+        .collect();
+    pg.append("pgsess1", &records, None).unwrap();
+    let spec = format!("{}#schema={}", schema.url, schema.name);
+
+    let (code, out) = run(memoir(home.path()).args(["index", "--store", &spec, "--json"]));
+    assert_eq!(code, 0, "{out}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["stats"]["messages"], 5, "{out}");
+    assert!(
+        v["index"].as_str().unwrap().starts_with("postgres://"),
+        "{out}"
+    );
+    // The index is in the store's own tables, nowhere under $MEMOIR_HOME.
+    let rows: i64 = schema
+        .client()
+        .query_one("SELECT count(*) FROM memoir_search_docs", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(rows, 5);
+
+    let (code, out) = run(memoir(home.path()).args([
+        "search",
+        "heron",
+        "--store",
+        &spec,
+        "--json",
+        "--project",
+        "/work/pgproj",
+    ]));
+    assert_eq!(code, 0, "{out}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let hit = &v["hits"][0];
+    assert_eq!(hit["session"], "pgsess1");
+    assert_eq!(hit["seq"], 3);
+    assert_eq!(hit["snippet"]["marked"], "the [[heron]] rollout stalled");
+    let (code, _) = run(memoir(home.path()).args(["search", "zebra", "--store", &spec]));
+    assert_eq!(code, 1);
+}

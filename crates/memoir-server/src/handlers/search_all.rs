@@ -10,9 +10,11 @@
 //! store (stored ids `P~X`), and every query is restricted in SQL to ids
 //! starting with the caller's `P~`, so a token never sees another project's
 //! hits. Each request first catches the index up with the store
-//! ([`SearchIndex::update`]: on the file store, a read of the change
-//! journal's tail, not a `stat` per session). The index
-//! lives under the file store (`<dir>/search/`); other stores answer 501.
+//! ([`SearchIndex::update`]: on the file store a read of the change
+//! journal's tail, not a `stat` per session; one query for the whole store on
+//! PostgreSQL). The index is the store's own ([`SearchIndex::for_store`]):
+//! SQLite under the file store (`<dir>/search/`), tables in the database of a
+//! PostgreSQL store; other stores answer 501.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -36,26 +38,23 @@ use crate::namespace::SEPARATOR;
 /// Most hits one request may ask for.
 pub const MAX_K: usize = 200;
 
-/// The open indexes of the server, by directory (opened on first use).
+/// The id whose location names a store (the key of its open index).
+const KEY_PROBE: &str = "search-index";
+
+/// The open indexes of the server, by store location (opened on first use).
 #[derive(Default)]
 pub(crate) struct Indexes(Mutex<HashMap<PathBuf, Arc<Mutex<SearchIndex>>>>);
 
 impl Indexes {
     fn get(&self, store: Arc<dyn LogStore>) -> ApiResult<Arc<Mutex<SearchIndex>>> {
-        let dir = memoir::search::default_index_dir(store.as_ref()).ok_or_else(|| {
-            ApiError::new(
-                StatusCode::NOT_IMPLEMENTED,
-                "unsupported",
-                "cross-session search needs the file store on this server",
-            )
-        })?;
+        let key = store.location(KEY_PROBE);
         let mut open = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(ix) = open.get(&dir) {
+        if let Some(ix) = open.get(&key) {
             return Ok(ix.clone());
         }
-        let ix = SearchIndex::open_store(store, &dir).map_err(search_error)?;
+        let ix = SearchIndex::for_store(store).map_err(search_error)?;
         let ix = Arc::new(Mutex::new(ix));
-        open.insert(dir, ix.clone());
+        open.insert(key, ix.clone());
         Ok(ix)
     }
 }
@@ -94,6 +93,11 @@ fn search_error(e: memoir::search::SearchError) -> ApiError {
     match e {
         memoir::search::SearchError::Invalid(m) => ApiError::bad_request(m),
         memoir::search::SearchError::Store(e) => e.into(),
+        memoir::search::SearchError::Unsupported(_) => ApiError::new(
+            StatusCode::NOT_IMPLEMENTED,
+            "unsupported",
+            "cross-session search needs the file store or PostgreSQL on this server",
+        ),
         other => ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "internal",
@@ -138,8 +142,9 @@ pub(crate) async fn search_all(
             tool: f.tool,
         },
     };
-    let index = st.search.get(st.store.clone())?;
     let hits = blocking(move || -> ApiResult<Vec<SearchHit>> {
+        // Opening may query the database: off the async workers.
+        let index = st.search.get(st.store.clone())?;
         let mut ix = index.lock().unwrap_or_else(|p| p.into_inner());
         ix.update().map_err(search_error)?;
         ix.search(&query).map_err(search_error)

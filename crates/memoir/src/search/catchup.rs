@@ -181,7 +181,7 @@ fn apply(
     changed.extend(stale);
     let mut report = UpdateReport::default();
     for id in &gone {
-        if let Some(sid) = indexer::known_session(batch.db, id)?.map(|k| k.sid()) {
+        if let Some(sid) = indexer::known_session(batch.db, id)?.map(|k| k.sid) {
             indexer::forget_session(batch.db, sid)?;
             report.removed += 1;
         }

@@ -24,6 +24,9 @@ pub enum SearchError {
     /// A query the index cannot run.
     #[error("invalid search: {0}")]
     Invalid(String),
+    /// The store has no search engine (neither files nor PostgreSQL).
+    #[error("cross-session search is not available on {0}")]
+    Unsupported(String),
 }
 
 impl SearchError {
@@ -36,6 +39,7 @@ impl SearchError {
             SearchError::Store(e) => e.kind(),
             SearchError::Embedding(e) => e.kind(),
             SearchError::Invalid(_) => crate::error::ErrorKind::Invalid,
+            SearchError::Unsupported(_) => crate::error::ErrorKind::Unsupported,
         }
     }
 }

@@ -32,8 +32,8 @@ pub const BATCH_DOCS: usize = 20_000;
 
 /// A stored session row: its key and cursor.
 pub(super) struct Known {
-    sid: i64,
-    cursor: Cursor,
+    pub(super) sid: i64,
+    pub(super) cursor: Cursor,
 }
 
 const KNOWN_SQL: &str = "SELECT id, sid, last_seq, last_hash, fp_len, fp_mtime FROM sessions";
@@ -72,13 +72,6 @@ pub(super) fn known_session(db: &Db, id: &str) -> Result<Option<Known>> {
         .optional()
         .at(db.path())?;
     Ok(found.map(|(_, k)| k))
-}
-
-impl Known {
-    /// The session's row key.
-    pub(super) fn sid(&self) -> i64 {
-        self.sid
-    }
 }
 
 /// Sessions among a few picked at random ([`checkpoint::sample`]) whose
@@ -180,13 +173,13 @@ impl Drop for Batch<'_> {
     }
 }
 
-fn agent_of(meta: &SessionMeta) -> String {
+pub(super) fn agent_of(meta: &SessionMeta) -> String {
     meta.source
         .as_ref()
         .map_or_else(|| NATIVE_AGENT.to_string(), |s| s.agent.clone())
 }
 
-fn ms(t: chrono::DateTime<chrono::Utc>) -> i64 {
+pub(super) fn ms(t: chrono::DateTime<chrono::Utc>) -> i64 {
     t.timestamp_millis()
 }
 
@@ -400,28 +393,28 @@ pub(super) fn update_one(
 }
 
 /// One message made ready for the index.
-struct Doc {
+pub(super) struct Doc {
     /// Index in the session's `records` of the record that holds it.
-    record: usize,
+    pub(super) record: usize,
     /// Whether it came from a `rewrite` (checked against what is indexed).
-    rewritten: bool,
-    role: &'static str,
-    ts_ms: i64,
-    text: MessageText,
-    terms: String,
-    term_count: u64,
-    hash: RecordHash,
+    pub(super) rewritten: bool,
+    pub(super) role: &'static str,
+    pub(super) ts_ms: i64,
+    pub(super) text: MessageText,
+    pub(super) terms: String,
+    pub(super) term_count: u64,
+    pub(super) hash: RecordHash,
 }
 
 /// One session read and turned into documents, ready for the writer.
-struct Prepared {
-    id: String,
-    known: Option<Known>,
-    fp: Option<Fingerprint>,
-    read: Read,
+pub(super) struct Prepared {
+    pub(super) id: String,
+    pub(super) known: Option<Known>,
+    pub(super) fp: Option<Fingerprint>,
+    pub(super) read: Read,
 }
 
-enum Read {
+pub(super) enum Read {
     /// Its fingerprint is the cursor's: nothing to read.
     Unchanged,
     /// The store no longer has the session.
@@ -435,15 +428,15 @@ enum Read {
     Log(Box<SessionLog>),
 }
 
-struct SessionLog {
-    meta: SessionMeta,
-    header_hash: RecordHash,
+pub(super) struct SessionLog {
+    pub(super) meta: SessionMeta,
+    pub(super) header_hash: RecordHash,
     /// `Some(from)`: extend from record `from`; `None`: re-index it all.
-    extend_from: Option<usize>,
-    title: Option<String>,
-    records: Vec<crate::store::SeqRecord>,
+    pub(super) extend_from: Option<usize>,
+    pub(super) title: Option<String>,
+    pub(super) records: Vec<crate::store::SeqRecord>,
     /// Documents of `records[from..]`, in record order.
-    docs: Vec<Doc>,
+    pub(super) docs: Vec<Doc>,
 }
 
 fn content_hash(text: &str) -> RecordHash {
@@ -452,7 +445,7 @@ fn content_hash(text: &str) -> RecordHash {
 
 /// Read session `id` and make documents of what its cursor has not seen
 /// (no database access: this runs on the reader thread).
-fn prepare(
+pub(super) fn prepare(
     store: &dyn LogStore,
     terms: &mut Terms<'_>,
     id: String,
@@ -739,7 +732,7 @@ fn write_session(
         while let Some(d) = docs.next_if(|d| d.record == i) {
             if d.rewritten
                 && (writer.already_indexed(db, &d.hash)?
-                    || inherited_contains(&mut writer, store, &meta, &d.hash))
+                    || inherited_contains(&mut writer.inherited, store, &meta, &d.hash))
             {
                 continue;
             }
@@ -766,8 +759,8 @@ fn write_session(
 }
 
 /// Whether a fork inherited a message with this content hash from its parent.
-fn inherited_contains(
-    writer: &mut SessionWriter,
+pub(super) fn inherited_contains(
+    inherited: &mut Option<HashSet<RecordHash>>,
     store: &dyn LogStore,
     meta: &SessionMeta,
     hash: &RecordHash,
@@ -775,7 +768,7 @@ fn inherited_contains(
     let Some(fork) = &meta.parent else {
         return false;
     };
-    let set = writer.inherited.get_or_insert_with(|| {
+    let set = inherited.get_or_insert_with(|| {
         crate::transcript::read_at(store, fork)
             .map(|t| {
                 t.messages

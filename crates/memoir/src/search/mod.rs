@@ -4,7 +4,10 @@
 //! [`SearchIndex`] keeps a derived, rebuildable SQLite database (FTS5) under
 //! the store, by default `<sessions dir>/search/index.sqlite`. Deleting it
 //! loses nothing: the next [`SearchIndex::update`] rebuilds it from the
-//! transcripts. What it holds:
+//! transcripts. On a PostgreSQL store (features `search` + `postgres`) the
+//! same index lives in the store's database instead (`memoir_search_*`
+//! tables: `tsvector` + GIN, pgvector when available; see `pg.rs`), behind
+//! the same API: [`SearchIndex::for_store`] picks the engine. What it holds:
 //!
 //! - one document per message a session ever held in its OWN log (a fork's
 //!   inherited prefix is indexed once, in its parent), including the turns a
@@ -37,6 +40,8 @@ pub mod cursor;
 mod engine;
 mod error;
 mod indexer;
+#[cfg(feature = "postgres")]
+mod pg;
 mod query;
 pub mod resume;
 pub mod schema;
@@ -196,8 +201,8 @@ pub struct UpdateReport {
     /// Whether the index was (re)created from nothing (missing, stale version,
     /// or unreadable).
     pub rebuilt: bool,
-    /// Whether every session was listed and `stat`ed (no usable change
-    /// journal checkpoint, or not a file store).
+    /// Whether every session was listed and `stat`ed (SQLite engine: no
+    /// usable change journal checkpoint, or not a file store).
     pub full_scan: bool,
 }
 
@@ -214,9 +219,18 @@ pub struct IndexStats {
     pub bytes: u64,
 }
 
+/// Where an index lives: one engine per kind of store.
+enum Engine {
+    /// SQLite FTS5 in a file next to the store.
+    Sqlite(engine::Db),
+    /// Tables in the PostgreSQL store's own database.
+    #[cfg(feature = "postgres")]
+    Postgres(pg::PgIndex),
+}
+
 /// The persistent cross-session index of one store.
 pub struct SearchIndex {
-    db: engine::Db,
+    db: Engine,
     store: Arc<dyn LogStore>,
     tokenizer: Tokenizer,
     embedder: Arc<dyn EmbeddingProvider>,
@@ -227,7 +241,7 @@ pub struct SearchIndex {
 impl std::fmt::Debug for SearchIndex {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SearchIndex")
-            .field("path", &self.db.path())
+            .field("path", &self.path())
             .field("store", &self.store)
             .finish()
     }
@@ -251,14 +265,49 @@ impl SearchIndex {
     pub fn open_store(store: Arc<dyn LogStore>, index_dir: &Path) -> Result<SearchIndex> {
         crate::paths::create_private_dir(index_dir)?;
         let (db, rebuilt) = engine::Db::open(&index_dir.join(INDEX_FILE))?;
-        Ok(SearchIndex {
+        Ok(SearchIndex::with_engine(Engine::Sqlite(db), store, rebuilt))
+    }
+
+    /// The index of a PostgreSQL store, kept in its own database (tables
+    /// `memoir_search_*`). Fails with [`SearchError::Unsupported`] when
+    /// `store` is not one ([`LogStore::postgres`] is `None`).
+    #[cfg(feature = "postgres")]
+    pub fn open_postgres(store: Arc<dyn LogStore>) -> Result<SearchIndex> {
+        if store.postgres().is_none() {
+            return Err(SearchError::Unsupported(format!("{store:?}")));
+        }
+        let (ix, rebuilt) = pg::PgIndex::open(store.clone())?;
+        Ok(SearchIndex::with_engine(
+            Engine::Postgres(ix),
+            store,
+            rebuilt,
+        ))
+    }
+
+    /// The index of `store` where it belongs: in a PostgreSQL store's
+    /// database, or under a file store's directory
+    /// ([`default_index_dir`]). Other stores (memory, remote) have none:
+    /// [`SearchError::Unsupported`].
+    pub fn for_store(store: Arc<dyn LogStore>) -> Result<SearchIndex> {
+        #[cfg(feature = "postgres")]
+        if store.postgres().is_some() {
+            return SearchIndex::open_postgres(store);
+        }
+        match default_index_dir(store.as_ref()) {
+            Some(dir) => SearchIndex::open_store(store, &dir),
+            None => Err(SearchError::Unsupported(format!("{store:?}"))),
+        }
+    }
+
+    fn with_engine(db: Engine, store: Arc<dyn LogStore>, rebuilt: bool) -> SearchIndex {
+        SearchIndex {
             db,
             store,
             tokenizer: index_tokenizer(),
             embedder: Arc::new(HashEmbedder::new(crate::embed::hash::DEFAULT_DIMS)),
             hybrid: HybridParams::default(),
             rebuilt_on_open: rebuilt,
-        })
+        }
     }
 
     /// Use `embedder` for the semantic side (default: the hash embedder).
@@ -274,9 +323,14 @@ impl SearchIndex {
         &self.embedder
     }
 
-    /// Where the database lives.
+    /// Where the database lives (for PostgreSQL, the store's locator
+    /// followed by `/memoir_search`; never credentials).
     pub fn path(&self) -> &Path {
-        self.db.path()
+        match &self.db {
+            Engine::Sqlite(db) => db.path(),
+            #[cfg(feature = "postgres")]
+            Engine::Postgres(ix) => ix.path(),
+        }
     }
 
     /// Whether opening found no usable index (missing, stale, unreadable)
@@ -291,9 +345,14 @@ impl SearchIndex {
     /// lost) are looked at, so a current index costs a read of the journal's
     /// tail, not a `stat` per session; without a usable journal (the first
     /// update, after a reboot, once the journal was compacted) and on other
-    /// stores, every session is listed and `stat`ed (`full_scan` in the report).
+    /// SQLite-indexed stores, every session is listed and `stat`ed
+    /// (`full_scan` in the report); on PostgreSQL, one query for the store.
     pub fn update(&mut self) -> Result<UpdateReport> {
-        let mut report = catchup::update(&mut self.db, self.store.as_ref(), &self.tokenizer)?;
+        let mut report = match &mut self.db {
+            Engine::Sqlite(db) => catchup::update(db, self.store.as_ref(), &self.tokenizer)?,
+            #[cfg(feature = "postgres")]
+            Engine::Postgres(ix) => ix.update_all(&self.tokenizer)?,
+        };
         report.rebuilt |= std::mem::take(&mut self.rebuilt_on_open);
         Ok(report)
     }
@@ -302,12 +361,22 @@ impl SearchIndex {
     /// only that session, from its cursor on. A session the store no longer
     /// has is dropped from the index.
     pub fn note_append(&mut self, session: &str) -> Result<UpdateReport> {
-        indexer::update_one(&mut self.db, self.store.as_ref(), &self.tokenizer, session)
+        match &mut self.db {
+            Engine::Sqlite(db) => {
+                indexer::update_one(db, self.store.as_ref(), &self.tokenizer, session)
+            }
+            #[cfg(feature = "postgres")]
+            Engine::Postgres(ix) => ix.update_one(&self.tokenizer, session),
+        }
     }
 
     /// Forget everything and index the whole store again.
     pub fn rebuild(&mut self) -> Result<UpdateReport> {
-        self.db.clear()?;
+        match &mut self.db {
+            Engine::Sqlite(db) => db.clear()?,
+            #[cfg(feature = "postgres")]
+            Engine::Postgres(ix) => ix.clear()?,
+        }
         let mut report = self.update()?;
         report.rebuilt = true;
         Ok(report)
@@ -315,13 +384,16 @@ impl SearchIndex {
 
     /// Run a search. Lexical mode never touches the embedder.
     pub fn search(&self, query: &SearchQuery) -> Result<Vec<SearchHit>> {
-        query::search(
-            &self.db,
-            &self.tokenizer,
-            self.embedder.as_ref(),
-            &self.hybrid,
-            query,
-        )
+        let tk = &self.tokenizer;
+        let embedder = self.embedder.as_ref();
+        match &self.db {
+            Engine::Sqlite(db) => {
+                let source = query::Sqlite { db };
+                query::run(&source, tk, embedder, &self.hybrid, query)
+            }
+            #[cfg(feature = "postgres")]
+            Engine::Postgres(ix) => pg::search(ix, tk, embedder, &self.hybrid, query),
+        }
     }
 
     /// Compute and store the embedder's vectors for messages that have none
@@ -333,12 +405,22 @@ impl SearchIndex {
         batch: usize,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<u64> {
-        engine::embed_missing(&mut self.db, self.embedder.as_ref(), batch, progress)
+        match &mut self.db {
+            Engine::Sqlite(db) => {
+                engine::embed_missing(db, self.embedder.as_ref(), batch, progress)
+            }
+            #[cfg(feature = "postgres")]
+            Engine::Postgres(ix) => ix.embed_missing(self.embedder.as_ref(), batch, progress),
+        }
     }
 
     /// Size of the index.
     pub fn stats(&self) -> Result<IndexStats> {
-        self.db.stats()
+        match &self.db {
+            Engine::Sqlite(db) => db.stats(),
+            #[cfg(feature = "postgres")]
+            Engine::Postgres(ix) => ix.stats(),
+        }
     }
 }
 

@@ -1,5 +1,7 @@
-//! Running a search: the FTS5 query, the filters, the semantic side and the
-//! fusion.
+//! Running a search: the one pipeline of both engines ([`run`] over a
+//! [`Source`]: validation, the query's parse, fusion, ties, snippets) and
+//! the SQLite engine's source (the FTS5 query, the filters, the semantic
+//! scan).
 //!
 //! Query text: words are OR'ed and ranked by BM25 (FTS5's `bm25()`, k1 1.2,
 //! b 0.75, as the view's index); each `"double quoted"` part must match as a
@@ -33,15 +35,23 @@ pub const MAX_QUERY_BYTES: usize = 4096;
 /// At most this many hits per search.
 pub const MAX_K: usize = 1000;
 
-/// A query split into FTS5 syntax and the terms to highlight.
-struct Parsed {
+/// A query split into its phrases and words (the engines' query syntax is
+/// built from these), plus the terms to highlight.
+pub(super) struct Parsed {
     /// The FTS5 MATCH expression, `None` when the query has no terms.
     fts: Option<String>,
     /// Every term, for snippets.
-    terms: HashSet<String>,
+    pub(super) terms: HashSet<String>,
     /// The distinct words when the query has no phrase (the OR-only case the
     /// rare-term path can answer).
     words: Option<Vec<String>>,
+    /// The `"quoted"` parts' terms: each must match as a phrase (the
+    /// PostgreSQL engine's `tsquery` is built from these two).
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    pub(super) phrases: Vec<Vec<String>>,
+    /// The other words, distinct, in query order: at least one must match.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    pub(super) any: Vec<String>,
 }
 
 fn quote(tokens: &[String]) -> String {
@@ -49,14 +59,16 @@ fn quote(tokens: &[String]) -> String {
     format!("\"{}\"", tokens.join(" "))
 }
 
-fn parse(text: &str, tk: &Tokenizer) -> Parsed {
+pub(super) fn parse(text: &str, tk: &Tokenizer) -> Parsed {
     let mut phrases = Vec::new();
+    let mut phrase_terms = Vec::new();
     let mut words = Vec::new();
     for (i, part) in text.split('"').enumerate() {
         let tokens = tk.tokens(part);
         if i % 2 == 1 {
             if !tokens.is_empty() {
                 phrases.push(quote(&tokens));
+                phrase_terms.push(tokens);
             }
         } else {
             words.extend(tokens);
@@ -85,23 +97,92 @@ fn parse(text: &str, tk: &Tokenizer) -> Parsed {
         (false, None) => Some(phrases.join(" AND ")),
         (false, Some(w)) => Some(format!("{} AND ({w})", phrases.join(" AND "))),
     };
-    let words = (phrases.is_empty() && !distinct.is_empty()).then_some(distinct);
-    Parsed { fts, terms, words }
+    let words = (phrases.is_empty() && !distinct.is_empty()).then(|| distinct.clone());
+    Parsed {
+        fts,
+        terms,
+        words,
+        phrases: phrase_terms,
+        any: distinct,
+    }
 }
 
-/// One candidate row.
-struct Candidate {
-    score: f32,
-    seq: u64,
-    role: String,
-    ts_ms: i64,
-    tools: String,
-    text: String,
-    chash: Vec<u8>,
-    session: String,
-    title: Option<String>,
-    agent: String,
-    project: String,
+/// One candidate message, from either engine.
+pub(super) struct Candidate {
+    /// Relevance in the list it came from (higher is better).
+    pub(super) score: f32,
+    pub(super) seq: u64,
+    pub(super) role: String,
+    pub(super) ts_ms: i64,
+    /// Tools, `" a b "`.
+    pub(super) tools: String,
+    pub(super) text: String,
+    /// BLAKE3 of `text` (the key of stored vectors).
+    pub(super) chash: Vec<u8>,
+    pub(super) session: String,
+    pub(super) title: Option<String>,
+    pub(super) agent: String,
+    pub(super) project: String,
+}
+
+/// Where candidates come from: one implementation per engine (SQLite FTS5
+/// here, PostgreSQL in `pg.rs`); validation, the query's parse, fusion,
+/// ranking ties and snippets are [`run`]'s, once for both.
+pub(super) trait Source: Postings {
+    /// The newest `limit` messages the filters allow (a query without terms).
+    fn newest(&self, f: &SearchFilter, limit: usize) -> Result<Vec<Candidate>>;
+    /// Every message the filters allow scored by similarity to `qv`; the
+    /// best `k`, best first.
+    fn semantic(
+        &self,
+        embedder: &dyn EmbeddingProvider,
+        qv: &[f32],
+        f: &SearchFilter,
+        k: usize,
+    ) -> Result<Vec<Candidate>>;
+    /// The embedding of each of `cands` (stored for the embedder's model
+    /// when available, computed otherwise), in order.
+    fn vectors(
+        &self,
+        embedder: &dyn EmbeddingProvider,
+        cands: &[Candidate],
+    ) -> Result<Vec<Vec<f32>>>;
+}
+
+/// What the shared lexical algorithms ([`lexical`], [`bounded_candidates`])
+/// need from an engine's inverted index. Documents are in insertion order
+/// ("newest" is the last inserted), matches use the query's terms exactly.
+pub(super) trait Postings {
+    /// `(documents, average length in terms)` of the whole index; `None`
+    /// when it is empty.
+    fn collection(&self) -> Result<Option<(i64, f64)>>;
+    /// How many documents hold `term`.
+    fn doc_frequency(&self, term: &str) -> Result<i64>;
+    /// Documents holding at least one of `any` (and matching the whole of
+    /// `also` when given) that the filters allow, newest first, at most
+    /// `cap`; unscored.
+    fn holding(
+        &self,
+        any: &[String],
+        also: Option<&Parsed>,
+        f: &SearchFilter,
+        cap: i64,
+    ) -> Result<Vec<Candidate>>;
+    /// The newest `cap` documents matching the whole query; unscored.
+    fn newest_matching(&self, q: &Parsed, f: &SearchFilter, cap: i64) -> Result<Vec<Candidate>>;
+    /// The engine's own exact BM25 over every match: the best `limit`, then
+    /// recency (the fallback of [`lexical`] when the rare-term path cannot
+    /// prove its answer).
+    fn ranked(&self, q: &Parsed, f: &SearchFilter, limit: usize) -> Result<Vec<Candidate>>;
+}
+
+/// Add `c` to a best-`k` list, keeping memory at most `2k + 1` candidates.
+pub(super) fn keep_best(best: &mut Vec<Candidate>, c: Candidate, k: usize) {
+    best.push(c);
+    if best.len() > 2 * k {
+        rank(best);
+        best.truncate(k);
+    }
 }
 
 const COLUMNS: &str =
@@ -185,8 +266,14 @@ fn run_query(
 }
 
 /// BM25 parameters of the rare-term path (the view's and FTS5's defaults).
-const K1: f64 = 1.2;
-const B: f64 = 0.75;
+pub(super) const K1: f64 = 1.2;
+pub(super) const B: f64 = 0.75;
+/// BM25's inverse document frequency of a term in `df` of `n` documents
+/// (the view's non-negative form).
+pub(super) fn idf(n: i64, df: i64) -> f64 {
+    (1.0 + (n - df) as f64 / (df as f64 + 0.5)).ln().max(0.0)
+}
+
 /// The rare-term path reads at most this many candidate documents.
 const RARE_CANDIDATES: i64 = 2000;
 
@@ -198,15 +285,16 @@ const RARE_CANDIDATES: i64 = 2000;
 /// most [`RARE_CANDIDATES`] documents), only the documents holding one of
 /// them are scored, in Rust, with BM25 over all the words (the view's
 /// non-negative IDF; document frequencies from `terms_vocab`, lengths and
-/// counts from `sessions`). The answer is kept when its `limit`-th score
+/// counts from `sessions`; on PostgreSQL from `memoir_search_terms` and
+/// `memoir_search_sessions`). The answer is kept when its `limit`-th score
 /// beats the most any other document could reach (the sum of the common
 /// words' `idf × (k1 + 1)`: the MaxScore bound), so it is the exact top
-/// `limit` under that BM25; otherwise the full FTS5 query runs.
-fn lexical(
-    db: &Db,
+/// `limit` under that BM25; otherwise the engine's full ranking runs
+/// ([`Postings::ranked`]).
+pub(super) fn lexical(
+    db: &dyn Postings,
     tk: &Tokenizer,
     parsed: &Parsed,
-    fts: &str,
     f: &SearchFilter,
     limit: usize,
 ) -> Result<Vec<Candidate>> {
@@ -215,28 +303,27 @@ fn lexical(
             return Ok(found);
         }
     }
-    lexical_where(db, fts, f, limit)
+    db.ranked(parsed, f, limit)
 }
 
 fn rare_first(
-    db: &Db,
+    db: &dyn Postings,
     tk: &Tokenizer,
     words: &[String],
     f: &SearchFilter,
     limit: usize,
 ) -> Result<Option<Vec<Candidate>>> {
-    let p = db.path();
-    let Some((n, avgdl)) = collection(db)? else {
+    let Some((n, avgdl)) = db.collection()? else {
         return Ok(None);
     };
-    let idf = |df: i64| (1.0 + (n - df) as f64 / (df as f64 + 0.5)).ln().max(0.0);
+    let idf = |df: i64| idf(n, df);
     let mut rare = Vec::new();
     let mut weights: Vec<(String, f64)> = Vec::new();
     let mut rare_docs = 0i64;
     let mut bound = 0f64;
     let mut common = false;
     for w in words {
-        let df = doc_frequency(db, w)?;
+        let df = db.doc_frequency(w)?;
         if df == 0 {
             continue;
         }
@@ -252,30 +339,7 @@ fn rare_first(
     if rare.is_empty() {
         return Ok(None);
     }
-    let rare_fts = rare
-        .iter()
-        .map(|w| quote(std::slice::from_ref(w)))
-        .collect::<Vec<_>>()
-        .join(" OR ");
-    let rowids: Vec<i64> = {
-        let mut st = db
-            .conn
-            .prepare_cached("SELECT rowid FROM terms WHERE terms MATCH ?1")
-            .at(p)?;
-        let rows = st.query_map([rare_fts], |r| r.get(0)).at(p)?;
-        rows.collect::<rusqlite::Result<_>>().at(p)?
-    };
-    let list = rowids
-        .iter()
-        .map(i64::to_string)
-        .collect::<Vec<_>>()
-        .join(",");
-    let (cond, args) = filter_sql(f, 1);
-    let sql = format!(
-        "SELECT {COLUMNS} FROM docs d JOIN sessions s ON s.sid = d.sid \
-         WHERE d.rowid IN ({list}){cond}"
-    );
-    let mut found = run_query(db, &sql, &args, &|_| Ok(0.0))?;
+    let mut found = db.holding(&rare, None, f, RARE_CANDIDATES)?;
     score_bm25(&mut found, tk, &weights, avgdl);
     rank(&mut found);
     found.truncate(limit);
@@ -286,7 +350,7 @@ fn rare_first(
 
 /// Collection statistics for BM25 computed in Rust: (documents, average
 /// length), `None` for an empty index.
-fn collection(db: &Db) -> Result<Option<(i64, f64)>> {
+fn sqlite_collection(db: &Db) -> Result<Option<(i64, f64)>> {
     let (n, total): (i64, i64) = db
         .conn
         .query_row(
@@ -299,7 +363,7 @@ fn collection(db: &Db) -> Result<Option<(i64, f64)>> {
 }
 
 /// How many documents hold `term` (FTS5's vocabulary table).
-fn doc_frequency(db: &Db, term: &str) -> Result<i64> {
+fn sqlite_doc_frequency(db: &Db, term: &str) -> Result<i64> {
     let p = db.path();
     Ok(db
         .conn
@@ -314,7 +378,12 @@ fn doc_frequency(db: &Db, term: &str) -> Result<i64> {
 /// Score `cands` with BM25 over `weights` (term, IDF) in Rust. The
 /// candidates' words go through one word cache per call (they repeat across
 /// candidates; stemming was most of a query's CPU).
-fn score_bm25(cands: &mut [Candidate], tk: &Tokenizer, weights: &[(String, f64)], avgdl: f64) {
+pub(super) fn score_bm25(
+    cands: &mut [Candidate],
+    tk: &Tokenizer,
+    weights: &[(String, f64)],
+    avgdl: f64,
+) {
     let mut terms = Terms::new(tk);
     let mut joined = String::new();
     for c in cands {
@@ -340,51 +409,38 @@ fn score_bm25(cands: &mut [Candidate], tk: &Tokenizer, weights: &[(String, f64)]
 /// Unlike [`lexical`], a document holding only common words may be missed
 /// when it is old and better scored than the newest ones: the semantic side
 /// re-ranks this pool anyway, and recency is memoir's tie-breaker.
-fn bounded_candidates(
-    db: &Db,
+pub(super) fn bounded_candidates(
+    db: &dyn Postings,
     tk: &Tokenizer,
     parsed: &Parsed,
-    fts: &str,
     f: &SearchFilter,
     limit: usize,
 ) -> Result<Vec<Candidate>> {
-    let Some((n, avgdl)) = collection(db)? else {
+    let Some((n, avgdl)) = db.collection()? else {
         return Ok(Vec::new());
     };
-    let idf = |df: i64| (1.0 + (n - df) as f64 / (df as f64 + 0.5)).ln().max(0.0);
+    let idf = |df: i64| idf(n, df);
     let mut weights = Vec::new();
     let mut rare = Vec::new();
     let mut rare_docs = 0i64;
     let mut terms: Vec<&String> = parsed.terms.iter().collect();
     terms.sort();
     for t in terms {
-        let df = doc_frequency(db, t)?;
+        let df = db.doc_frequency(t)?;
         if df == 0 {
             continue;
         }
         weights.push((t.clone(), idf(df)));
         if rare_docs + df <= RARE_CANDIDATES {
-            rare.push(quote(std::slice::from_ref(t)));
+            rare.push(t.clone());
             rare_docs += df;
         }
     }
-    let select = |expr: String, cap: i64| -> Result<Vec<Candidate>> {
-        let (cond, args) = filter_sql(f, 3);
-        let sql = format!(
-            "SELECT {COLUMNS} FROM terms JOIN docs d ON d.rowid = terms.rowid \
-             JOIN sessions s ON s.sid = d.sid WHERE terms MATCH ?1{cond} \
-             ORDER BY terms.rowid DESC LIMIT ?2"
-        );
-        let mut all: Vec<Box<dyn ToSql>> = vec![Box::new(expr), Box::new(cap)];
-        all.extend(args);
-        run_query(db, &sql, &all, &|_| Ok(0.0))
-    };
-    let mut found = select(fts.to_string(), limit as i64)?;
+    let mut found = db.newest_matching(parsed, f, limit as i64)?;
     if !rare.is_empty() {
         let seen: HashSet<(String, u64)> =
             found.iter().map(|c| (c.session.clone(), c.seq)).collect();
-        let expr = format!("({}) AND ({fts})", rare.join(" OR "));
-        let more = select(expr, RARE_CANDIDATES)?;
+        let more = db.holding(&rare, Some(parsed), f, RARE_CANDIDATES)?;
         found.extend(
             more.into_iter()
                 .filter(|c| !seen.contains(&(c.session.clone(), c.seq))),
@@ -454,12 +510,12 @@ fn vector_of(
     Ok(embedder.embed(embed_text(&c.text))?)
 }
 
-fn dot(a: &[f32], b: &[f32]) -> f32 {
+pub(super) fn dot(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
 /// Sort best first: score, then recency.
-fn rank(list: &mut [Candidate]) {
+pub(super) fn rank(list: &mut [Candidate]) {
     list.sort_by(|a, b| b.score.total_cmp(&a.score).then(b.ts_ms.cmp(&a.ts_ms)));
 }
 
@@ -482,18 +538,14 @@ fn semantic(
     while let Some(r) = rows.next().at(db.path())? {
         let mut c = candidate(r, 0.0).at(db.path())?;
         c.score = dot(query_vec, &vector_of(db, embedder, &model, &c)?);
-        best.push(c);
-        if best.len() > 2 * k {
-            rank(&mut best);
-            best.truncate(k);
-        }
+        keep_best(&mut best, c, k);
     }
     rank(&mut best);
     best.truncate(k);
     Ok(best)
 }
 
-fn role_of(s: &str) -> Role {
+pub(super) fn role_of(s: &str) -> Role {
     match s {
         "system" => Role::System,
         "user" => Role::User,
@@ -520,9 +572,100 @@ fn hit(c: Candidate, terms: &HashSet<String>, tk: &Tokenizer) -> SearchHit {
     }
 }
 
-/// Run `q` against the index.
-pub(super) fn search(
-    db: &Db,
+/// The SQLite engine's candidates.
+pub(super) struct Sqlite<'a> {
+    pub(super) db: &'a Db,
+}
+
+impl Postings for Sqlite<'_> {
+    fn collection(&self) -> Result<Option<(i64, f64)>> {
+        sqlite_collection(self.db)
+    }
+
+    fn doc_frequency(&self, term: &str) -> Result<i64> {
+        sqlite_doc_frequency(self.db, term)
+    }
+
+    fn holding(
+        &self,
+        any: &[String],
+        also: Option<&Parsed>,
+        f: &SearchFilter,
+        cap: i64,
+    ) -> Result<Vec<Candidate>> {
+        let any = any
+            .iter()
+            .map(|w| quote(std::slice::from_ref(w)))
+            .collect::<Vec<_>>()
+            .join(" OR ");
+        let expr = match also.and_then(|q| q.fts.as_deref()) {
+            Some(fts) => format!("({any}) AND ({fts})"),
+            None => any,
+        };
+        self.matching(expr, f, cap)
+    }
+
+    fn newest_matching(&self, q: &Parsed, f: &SearchFilter, cap: i64) -> Result<Vec<Candidate>> {
+        match q.fts.as_deref() {
+            Some(fts) => self.matching(fts.to_string(), f, cap),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    fn ranked(&self, q: &Parsed, f: &SearchFilter, limit: usize) -> Result<Vec<Candidate>> {
+        match q.fts.as_deref() {
+            Some(fts) => lexical_where(self.db, fts, f, limit),
+            None => Ok(Vec::new()),
+        }
+    }
+}
+
+impl Sqlite<'_> {
+    /// The newest `cap` documents matching the FTS5 expression `expr`.
+    fn matching(&self, expr: String, f: &SearchFilter, cap: i64) -> Result<Vec<Candidate>> {
+        let (cond, args) = filter_sql(f, 3);
+        let sql = format!(
+            "SELECT {COLUMNS} FROM terms JOIN docs d ON d.rowid = terms.rowid \
+             JOIN sessions s ON s.sid = d.sid WHERE terms MATCH ?1{cond} \
+             ORDER BY terms.rowid DESC LIMIT ?2"
+        );
+        let mut all: Vec<Box<dyn ToSql>> = vec![Box::new(expr), Box::new(cap)];
+        all.extend(args);
+        run_query(self.db, &sql, &all, &|_| Ok(0.0))
+    }
+}
+
+impl Source for Sqlite<'_> {
+    fn newest(&self, f: &SearchFilter, limit: usize) -> Result<Vec<Candidate>> {
+        newest(self.db, f, limit)
+    }
+
+    fn semantic(
+        &self,
+        embedder: &dyn EmbeddingProvider,
+        qv: &[f32],
+        f: &SearchFilter,
+        k: usize,
+    ) -> Result<Vec<Candidate>> {
+        semantic(self.db, embedder, qv, f, k)
+    }
+
+    fn vectors(
+        &self,
+        embedder: &dyn EmbeddingProvider,
+        cands: &[Candidate],
+    ) -> Result<Vec<Vec<f32>>> {
+        let model = embedder.model_id();
+        cands
+            .iter()
+            .map(|c| vector_of(self.db, embedder, &model, c))
+            .collect()
+    }
+}
+
+/// Run `q` against `source`: the one query pipeline of both engines.
+pub(super) fn run(
+    source: &dyn Source,
     tk: &Tokenizer,
     embedder: &dyn EmbeddingProvider,
     hybrid: &HybridParams,
@@ -539,40 +682,41 @@ pub(super) fn search(
         return Ok(Vec::new());
     }
     let parsed = parse(&q.text, tk);
-    let Some(fts) = parsed.fts.as_deref() else {
+    if parsed.fts.is_none() {
         if !q.text.trim().is_empty() {
             // Only stop words or punctuation: nothing can match.
             return Ok(Vec::new());
         }
-        let list = newest(db, &q.filter, k)?;
+        let list = source.newest(&q.filter, k)?;
         return Ok(list
             .into_iter()
             .map(|c| hit(c, &parsed.terms, tk))
             .collect());
-    };
+    }
     let list = match q.mode {
-        SearchMode::Lexical => lexical(db, tk, &parsed, fts, &q.filter, k)?,
+        SearchMode::Lexical => lexical(source, tk, &parsed, &q.filter, k)?,
         SearchMode::Semantic => {
             let qv = embedder.embed_query(&q.text)?;
-            semantic(db, embedder, &qv, &q.filter, k)?
+            source.semantic(embedder, &qv, &q.filter, k)?
         }
         SearchMode::Hybrid => {
             let mut cands =
-                bounded_candidates(db, tk, &parsed, fts, &q.filter, hybrid.depth.max(k))?;
+                bounded_candidates(source, tk, &parsed, &q.filter, hybrid.depth.max(k))?;
             if cands.is_empty() {
                 return Ok(Vec::new());
             }
             let qv = embedder.embed_query(&q.text)?;
-            let model = embedder.model_id();
             let lex: Vec<(u32, f32)> = cands
                 .iter()
                 .enumerate()
                 .map(|(i, c)| (i as u32, c.score))
                 .collect();
-            let mut vec_list = Vec::with_capacity(cands.len());
-            for (i, c) in cands.iter().enumerate() {
-                vec_list.push((i as u32, dot(&qv, &vector_of(db, embedder, &model, c)?)));
-            }
+            let vectors = source.vectors(embedder, &cands)?;
+            let mut vec_list: Vec<(u32, f32)> = vectors
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (i as u32, dot(&qv, v)))
+                .collect();
             vec_list.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
             let fused = fuse(&vec_list, &lex, hybrid);
             for (slot, score) in &fused {

@@ -402,6 +402,14 @@ pub trait LogStore: Send + Sync + std::fmt::Debug {
     fn index_dir(&self) -> Option<&Path> {
         None
     }
+
+    /// The PostgreSQL store this is, for features that keep their own tables
+    /// next to its sessions (the cross-session search index,
+    /// `memoir::search`). `None` (the default) for every other store.
+    #[cfg(feature = "postgres")]
+    fn postgres(&self) -> Option<&postgres::PgStore> {
+        None
+    }
 }
 
 /// The `project` header field (the tenant `memoir serve` stamps), if any.

@@ -1,6 +1,11 @@
-//! The cross-session search index (issue 13) on real files: every filter on a
-//! generated 1,000-session store, crash safety under SIGKILL, compaction,
-//! rewritten files, trash and restore, forks, stale indexes.
+//! The cross-session search index (issue 13): every filter on a generated
+//! 1,000-session store, crash safety under SIGKILL, compaction, rewritten
+//! logs, trash and restore, forks, stale indexes.
+//!
+//! The checks that hold for every engine run on each [`Bed`]: the file
+//! store (SQLite FTS5 under its directory) and PostgreSQL without and with
+//! pgvector (the index in the store's own tables; skipped with a notice when
+//! `.ci/postgres.sh`'s variables are unset), through one `beds!` list.
 
 use crate::support;
 
@@ -18,6 +23,179 @@ use support::corpus::{self, KnownAnswer, Spec};
 fn store(dir: &Path) -> Arc<dyn LogStore> {
     Arc::new(FileStore::new(dir, Durability::None))
 }
+
+/// A store to index and how to reach its index.
+pub struct Bed {
+    /// The store.
+    pub store: Arc<dyn LogStore>,
+    /// Its temp dir (the file store's sessions) or a throwaway schema.
+    keep: Keep,
+}
+
+enum Keep {
+    Dir(tempfile::TempDir),
+    #[cfg(feature = "postgres")]
+    Schema(crate::postgres_common::TempSchema),
+}
+
+impl Bed {
+    /// A file store in a fresh temp dir.
+    pub fn file() -> Bed {
+        let tmp = tempfile::tempdir().unwrap();
+        Bed {
+            store: store(tmp.path()),
+            keep: Keep::Dir(tmp),
+        }
+    }
+
+    /// A PostgreSQL store in a fresh schema of the server named by `var`
+    /// (`None`: no server configured, skipped with a notice).
+    #[cfg(feature = "postgres")]
+    pub fn postgres(var: &str) -> Option<Bed> {
+        use memoir::store::postgres::{PgOptions, PgStore, VectorMode};
+        let url = crate::postgres_common::pg_url(var)?;
+        let schema = crate::postgres_common::TempSchema::new(&url);
+        let options = PgOptions {
+            durability: Durability::None,
+            ..schema.options(VectorMode::Auto)
+        };
+        let pg = PgStore::connect(&url, options).expect("connect to PostgreSQL");
+        Some(Bed {
+            store: Arc::new(pg),
+            keep: Keep::Schema(schema),
+        })
+    }
+
+    /// The store's index, wherever its engine keeps it.
+    pub fn index(&self) -> SearchIndex {
+        SearchIndex::for_store(self.store.clone()).unwrap()
+    }
+
+    /// Make the index look written by another memoir: another layout
+    /// version (SQLite) or another tokenizer (PostgreSQL).
+    fn stamp_as_another_memoir(&self) {
+        match &self.keep {
+            Keep::Dir(tmp) => {
+                let db = memoir::search::index_path(tmp.path());
+                let conn = rusqlite::Connection::open(db).unwrap();
+                conn.execute("UPDATE meta SET value = '0' WHERE key = 'schema'", [])
+                    .unwrap();
+            }
+            #[cfg(feature = "postgres")]
+            Keep::Schema(schema) => {
+                let n = schema
+                    .client()
+                    .execute(
+                        "UPDATE memoir_search_meta SET value = 'an-older-tokenizer' \
+                         WHERE key = 'tokenizer'",
+                        &[],
+                    )
+                    .unwrap();
+                assert_eq!(n, 1);
+            }
+        }
+    }
+
+    /// On PostgreSQL, check the stored document frequency of `term` (the
+    /// SQLite engine reads FTS5's own, which cannot drift).
+    fn assert_doc_frequency(&self, term: &str, docs: i64) {
+        #[cfg(feature = "postgres")]
+        if let Keep::Schema(schema) = &self.keep {
+            let got: i64 = schema
+                .client()
+                .query_opt(
+                    "SELECT docs FROM memoir_search_terms WHERE term = $1",
+                    &[&term],
+                )
+                .unwrap()
+                .map_or(0, |r| r.get(0));
+            assert_eq!(got, docs, "document frequency of {term:?}");
+        }
+        let _ = (term, docs);
+    }
+
+    /// Whether the store keeps vectors in pgvector's type.
+    fn is_pgvector(&self) -> bool {
+        #[cfg(feature = "postgres")]
+        if let Some(pg) = self.store.postgres() {
+            return pg.vector_backend() == memoir::store::postgres::VectorBackend::PgVector;
+        }
+        false
+    }
+
+    /// Drop the HNSW index of the search vectors (pgvector only); whether
+    /// there was one.
+    fn drop_search_hnsw(&self) -> bool {
+        #[cfg(feature = "postgres")]
+        if let Keep::Schema(schema) = &self.keep {
+            let mut c = schema.client();
+            let names: Vec<String> = c
+                .query(
+                    "SELECT indexname::text FROM pg_indexes WHERE schemaname = $1 \
+                     AND indexname LIKE 'memoir_search_vectors_hnsw_%'",
+                    &[&schema.name],
+                )
+                .unwrap()
+                .iter()
+                .map(|r| r.get(0))
+                .collect();
+            for n in &names {
+                c.batch_execute(&format!("DROP INDEX \"{n}\"")).unwrap();
+            }
+            return !names.is_empty();
+        }
+        false
+    }
+
+    /// Replace session `id` behind the index's back: same id, new content
+    /// (what a repair or an external rewrite leaves behind).
+    fn replace(&self, id: &str, meta: &SessionMeta) {
+        let file = self.store.location(id);
+        if file.is_file() {
+            std::fs::remove_file(file).unwrap();
+        } else {
+            self.store.delete(id).unwrap();
+            self.store.purge(id).unwrap();
+        }
+        self.store.create(meta).unwrap();
+    }
+}
+
+/// One test per bed for each check (`fn check(&Bed)`).
+macro_rules! beds {
+    ($($name:ident),* $(,)?) => {
+        mod file {
+            $(#[test] fn $name() { super::$name(&super::Bed::file()); })*
+        }
+        #[cfg(feature = "postgres")]
+        mod postgres {
+            $(#[test] fn $name() {
+                if let Some(bed) = super::Bed::postgres(crate::postgres_common::POSTGRES_URL) {
+                    super::$name(&bed);
+                }
+            })*
+        }
+        #[cfg(feature = "postgres")]
+        mod pgvector {
+            $(#[test] fn $name() {
+                if let Some(bed) = super::Bed::postgres(crate::postgres_common::PGVECTOR_URL) {
+                    super::$name(&bed);
+                }
+            })*
+        }
+    };
+}
+
+beds!(
+    every_filter_finds_the_known_message_in_a_1000_session_store,
+    a_compaction_indexes_the_summary_and_compacted_turns_stay_findable,
+    a_rewritten_log_is_reindexed_from_scratch,
+    deleting_a_session_hides_it_and_restoring_brings_it_back,
+    a_fork_indexes_only_its_own_messages_and_appends_are_cheap_to_catch_up,
+    an_index_stamped_by_another_memoir_is_rebuilt_never_trusted,
+    rare_words_answer_fast_but_never_hide_better_or_further_common_matches,
+    hybrid_reads_a_bounded_pool_yet_finds_an_old_rare_match_first,
+);
 
 fn query(text: &str, mode: SearchMode, filter: SearchFilter) -> SearchQuery {
     SearchQuery {
@@ -38,9 +216,7 @@ fn first_is(hits: &[SearchHit], session: &str, seq: u64) -> bool {
         .is_some_and(|h| h.session == session && h.seq == seq)
 }
 
-#[test]
-fn every_filter_finds_the_known_message_in_a_1000_session_store() {
-    let tmp = tempfile::tempdir().unwrap();
+fn every_filter_finds_the_known_message_in_a_1000_session_store(bed: &Bed) {
     let spec = Spec {
         sessions: 1000,
         messages_per_session: 8,
@@ -48,9 +224,9 @@ fn every_filter_finds_the_known_message_in_a_1000_session_store() {
         seed: 7,
         extra_result_lines: 0,
     };
-    let answers = corpus::generate(tmp.path(), &spec);
+    let answers = corpus::generate_into(bed.store.as_ref(), &spec);
     assert_eq!(answers.len(), 40);
-    let mut ix = SearchIndex::open(tmp.path()).unwrap();
+    let mut ix = bed.index();
     let report = ix.update().unwrap();
     assert_eq!((report.sessions, report.reindexed), (1000, 1000));
     assert_eq!(report.messages, 8000);
@@ -197,6 +373,59 @@ fn every_filter_finds_the_known_message_in_a_1000_session_store() {
         ))
         .unwrap();
     assert!(first_is(&hits, &a.session, a.seq), "{:?}", hits.first());
+    // With stored vectors (pgvector ranks them in SQL), the same answer.
+    let stored = ix.embed_missing(512, &mut |_, _| {}).unwrap();
+    assert!(stored > 0 && stored <= 8000, "{stored}");
+    assert_eq!(ix.stats().unwrap().vectors, stored);
+    let hits = ix
+        .search(&query(
+            "handler fails because the migration was never applied",
+            SearchMode::Semantic,
+            SearchFilter {
+                session: Some(a.session.clone()),
+                ..Default::default()
+            },
+        ))
+        .unwrap();
+    assert!(first_is(&hits, &a.session, a.seq), "{:?}", hits.first());
+    // Unfiltered: on pgvector this goes through the HNSW index.
+    let hits = ix
+        .search(&query(
+            "handler fails because the migration was never applied",
+            SearchMode::Semantic,
+            SearchFilter::default(),
+        ))
+        .unwrap();
+    assert_eq!(hits.len(), 10);
+    assert!(
+        hits.iter()
+            .any(|h| answers.iter().any(|x| found(std::slice::from_ref(h), x))),
+        "{hits:?}"
+    );
+    let had_index = bed.drop_search_hnsw();
+    assert_eq!(
+        had_index,
+        bed.is_pgvector(),
+        "embed_missing builds the index on pgvector"
+    );
+    if had_index {
+        // The index existed (embed_missing built it); without it the exact
+        // ranking answers, and the approximate one agreed with it.
+        let exact = ix
+            .search(&query(
+                "handler fails because the migration was never applied",
+                SearchMode::Semantic,
+                SearchFilter::default(),
+            ))
+            .unwrap();
+        let key = |h: &SearchHit| (h.session.clone(), h.seq);
+        assert_eq!(key(&hits[0]), key(&exact[0]), "{hits:?} vs {exact:?}");
+        let same = hits
+            .iter()
+            .filter(|h| exact.iter().any(|e| key(e) == key(h)))
+            .count();
+        assert!(same >= 8, "{hits:?} vs {exact:?}");
+    }
     // An unchanged store costs no reading.
     let again = ix.update().unwrap();
     assert_eq!((again.unchanged, again.messages), (1000, 0));
@@ -214,10 +443,8 @@ fn texts(ix: &SearchIndex, q: &str) -> Vec<(String, u64)> {
         .collect()
 }
 
-#[test]
-fn a_compaction_indexes_the_summary_and_compacted_turns_stay_findable() {
-    let tmp = tempfile::tempdir().unwrap();
-    let st = store(tmp.path());
+fn a_compaction_indexes_the_summary_and_compacted_turns_stay_findable(bed: &Bed) {
+    let st = bed.store.clone();
     st.create(&SessionMeta::new("comp")).unwrap();
     append(
         st.as_ref(),
@@ -227,7 +454,7 @@ fn a_compaction_indexes_the_summary_and_compacted_turns_stay_findable() {
             Record::Message(Message::assistant("counted seven quokkas")),
         ],
     );
-    let mut ix = SearchIndex::open_store(st.clone(), &tmp.path().join("search")).unwrap();
+    let mut ix = bed.index();
     ix.update().unwrap();
     append(
         st.as_ref(),
@@ -248,10 +475,8 @@ fn a_compaction_indexes_the_summary_and_compacted_turns_stay_findable() {
     assert_eq!(texts(&ix, "colony"), vec![("comp".into(), 1)]);
 }
 
-#[test]
-fn a_rewritten_file_is_reindexed_from_scratch() {
-    let tmp = tempfile::tempdir().unwrap();
-    let st = store(tmp.path());
+fn a_rewritten_log_is_reindexed_from_scratch(bed: &Bed) {
+    let st = bed.store.clone();
     st.create(&SessionMeta::new("rw")).unwrap();
     append(
         st.as_ref(),
@@ -261,16 +486,13 @@ fn a_rewritten_file_is_reindexed_from_scratch() {
             Record::Message(Message::user("second axolotl line")),
         ],
     );
-    let mut ix = SearchIndex::open_store(st.clone(), &tmp.path().join("search")).unwrap();
+    let mut ix = bed.index();
     ix.update().unwrap();
     assert_eq!(texts(&ix, "axolotl").len(), 2);
-    // Replace the file: same id, same number of records, different content
-    // (what a repair or an external rewrite leaves behind).
-    std::fs::remove_file(tmp.path().join("rw.jsonl")).unwrap();
-    let st2 = store(tmp.path());
-    st2.create(&SessionMeta::new("rw")).unwrap();
+    // Replace the log: same id, different content.
+    bed.replace("rw", &SessionMeta::new("rw"));
     append(
-        st2.as_ref(),
+        st.as_ref(),
         "rw",
         vec![
             Record::Message(Message::user("replacement pangolin text")),
@@ -283,12 +505,13 @@ fn a_rewritten_file_is_reindexed_from_scratch() {
     assert!(texts(&ix, "axolotl").is_empty());
     assert_eq!(texts(&ix, "pangolin").len(), 3);
     assert_eq!(ix.stats().unwrap().messages, 3);
+    // BM25's document frequencies follow (PostgreSQL keeps them in a table).
+    bed.assert_doc_frequency("axolotl", 0);
+    bed.assert_doc_frequency("pangolin", 3);
 }
 
-#[test]
-fn deleting_a_session_hides_it_and_restoring_brings_it_back() {
-    let tmp = tempfile::tempdir().unwrap();
-    let st = store(tmp.path());
+fn deleting_a_session_hides_it_and_restoring_brings_it_back(bed: &Bed) {
+    let st = bed.store.clone();
     for id in ["keep", "gone"] {
         st.create(&SessionMeta::new(id)).unwrap();
         append(
@@ -299,13 +522,14 @@ fn deleting_a_session_hides_it_and_restoring_brings_it_back() {
             )))],
         );
     }
-    let mut ix = SearchIndex::open_store(st.clone(), &tmp.path().join("search")).unwrap();
+    let mut ix = bed.index();
     ix.update().unwrap();
     assert_eq!(texts(&ix, "narwhal").len(), 2);
     st.delete("gone").unwrap();
     let r = ix.update().unwrap();
     assert_eq!(r.removed, 1);
     assert_eq!(texts(&ix, "narwhal"), vec![("keep".into(), 1)]);
+    bed.assert_doc_frequency("narwhal", 1);
     st.restore("gone").unwrap();
     let r = ix.update().unwrap();
     assert_eq!(r.reindexed, 1);
@@ -316,10 +540,8 @@ fn deleting_a_session_hides_it_and_restoring_brings_it_back() {
     assert_eq!(texts(&ix, "narwhal"), vec![("gone".into(), 1)]);
 }
 
-#[test]
-fn a_fork_indexes_only_its_own_messages_and_appends_are_cheap_to_catch_up() {
-    let tmp = tempfile::tempdir().unwrap();
-    let st = store(tmp.path());
+fn a_fork_indexes_only_its_own_messages_and_appends_are_cheap_to_catch_up(bed: &Bed) {
+    let st = bed.store.clone();
     st.create(&SessionMeta::new("parent")).unwrap();
     append(
         st.as_ref(),
@@ -344,7 +566,7 @@ fn a_fork_indexes_only_its_own_messages_and_appends_are_cheap_to_catch_up() {
             "the fork's own okapi follow-up",
         ))],
     );
-    let mut ix = SearchIndex::open_store(st.clone(), &tmp.path().join("search")).unwrap();
+    let mut ix = bed.index();
     ix.update().unwrap();
     let mut hits = texts(&ix, "okapi");
     hits.sort();
@@ -375,8 +597,34 @@ fn a_fork_indexes_only_its_own_messages_and_appends_are_cheap_to_catch_up() {
     assert_eq!(texts(&ix, "question"), vec![("parent".into(), 1)]);
 }
 
+fn an_index_stamped_by_another_memoir_is_rebuilt_never_trusted(bed: &Bed) {
+    let st = bed.store.clone();
+    st.create(&SessionMeta::new("one")).unwrap();
+    append(
+        st.as_ref(),
+        "one",
+        vec![Record::Message(Message::user("wombat burrow"))],
+    );
+    {
+        let mut ix = bed.index();
+        assert!(ix.update().unwrap().rebuilt, "a missing index is built");
+        assert_eq!(texts(&ix, "wombat").len(), 1);
+    }
+    // A current index is trusted as it is.
+    let ix = bed.index();
+    assert!(!ix.rebuilt_on_open());
+    assert_eq!(texts(&ix, "wombat").len(), 1);
+    drop(ix);
+    bed.stamp_as_another_memoir();
+    let mut ix = bed.index();
+    assert!(ix.rebuilt_on_open());
+    assert!(texts(&ix, "wombat").is_empty(), "nothing is trusted");
+    ix.update().unwrap();
+    assert_eq!(texts(&ix, "wombat").len(), 1);
+}
+
 #[test]
-fn a_stale_or_corrupt_index_is_rebuilt_never_trusted() {
+fn a_corrupt_index_file_is_rebuilt_never_trusted() {
     let tmp = tempfile::tempdir().unwrap();
     let st = store(tmp.path());
     st.create(&SessionMeta::new("one")).unwrap();
@@ -388,21 +636,9 @@ fn a_stale_or_corrupt_index_is_rebuilt_never_trusted() {
     let dir = tmp.path().join("search");
     {
         let mut ix = SearchIndex::open_store(st.clone(), &dir).unwrap();
-        assert!(ix.update().unwrap().rebuilt, "a missing index is built");
+        ix.update().unwrap();
         assert_eq!(texts(&ix, "wombat").len(), 1);
     }
-    // An index stamped by another version.
-    {
-        let conn = rusqlite::Connection::open(dir.join("index.sqlite")).unwrap();
-        conn.execute("UPDATE meta SET value = '0' WHERE key = 'schema'", [])
-            .unwrap();
-    }
-    let mut ix = SearchIndex::open_store(st.clone(), &dir).unwrap();
-    assert!(ix.rebuilt_on_open());
-    assert!(texts(&ix, "wombat").is_empty(), "nothing is trusted");
-    ix.update().unwrap();
-    assert_eq!(texts(&ix, "wombat").len(), 1);
-    drop(ix);
     // Garbage where the database was.
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(dir.join(format!("index.sqlite{suffix}")));
@@ -490,10 +726,8 @@ fn the_index_survives_sigkill_mid_update_and_catches_up() {
     }
 }
 
-#[test]
-fn rare_words_answer_fast_but_never_hide_better_or_further_common_matches() {
-    let tmp = tempfile::tempdir().unwrap();
-    let st = store(tmp.path());
+fn rare_words_answer_fast_but_never_hide_better_or_further_common_matches(bed: &Bed) {
+    let st = bed.store.clone();
     st.create(&SessionMeta::new("mix")).unwrap();
     let mut records = vec![Record::Message(Message::user("the quetzal saw one lemur"))];
     // More documents than the rare-term path reads (2,000): "lemur" is common.
@@ -503,7 +737,7 @@ fn rare_words_answer_fast_but_never_hide_better_or_further_common_matches() {
         ))));
     }
     append(st.as_ref(), "mix", records);
-    let mut ix = SearchIndex::open_store(st.clone(), &tmp.path().join("search")).unwrap();
+    let mut ix = bed.index();
     ix.update().unwrap();
     let q = |text: &str, k: usize| {
         ix.search(&SearchQuery {
@@ -523,10 +757,8 @@ fn rare_words_answer_fast_but_never_hide_better_or_further_common_matches() {
     assert_eq!(q("quetzal", 5).len(), 1);
 }
 
-#[test]
-fn hybrid_reads_a_bounded_pool_yet_finds_an_old_rare_match_first() {
-    let tmp = tempfile::tempdir().unwrap();
-    let st = store(tmp.path());
+fn hybrid_reads_a_bounded_pool_yet_finds_an_old_rare_match_first(bed: &Bed) {
+    let st = bed.store.clone();
     st.create(&SessionMeta::new("old")).unwrap();
     append(
         st.as_ref(),
@@ -535,7 +767,7 @@ fn hybrid_reads_a_bounded_pool_yet_finds_an_old_rare_match_first() {
             "the quetzal handler broke the lemur migration",
         ))],
     );
-    let mut ix = SearchIndex::open_store(st.clone(), &tmp.path().join("search")).unwrap();
+    let mut ix = bed.index();
     ix.update().unwrap();
     // Far more newer documents holding the common words than the hybrid
     // side's pool (depth 100): "newest matches" alone would miss the old one.
@@ -574,4 +806,62 @@ fn hybrid_reads_a_bounded_pool_yet_finds_an_old_rare_match_first() {
         ))
         .unwrap();
     assert!(first_is(&hits, "old", 1), "{hits:?}");
+}
+
+/// Two indexes over one PostgreSQL store updating at the same time (two
+/// servers, or a server and `memoir index`): every message is indexed
+/// exactly once, whoever wins each session.
+#[cfg(feature = "postgres")]
+fn two_indexers_at_once_index_every_message_exactly_once(bed: &Bed) {
+    let spec = Spec {
+        sessions: 120,
+        messages_per_session: 20,
+        answer_every: 10,
+        seed: 5,
+        extra_result_lines: 0,
+    };
+    let answers = corpus::generate_into(bed.store.as_ref(), &spec);
+    let mut first = bed.index();
+    let mut second = bed.index();
+    let (a, b) = std::thread::scope(|s| {
+        let a = s.spawn(|| first.update().unwrap());
+        let b = s.spawn(|| second.update().unwrap());
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    assert_eq!(a.messages + b.messages, 2400, "{a:?} {b:?}");
+    assert_eq!(a.reindexed + b.reindexed, 120, "{a:?} {b:?}");
+    let stats = first.stats().unwrap();
+    assert_eq!((stats.sessions, stats.messages), (120, 2400));
+    for ans in &answers {
+        let hits = first
+            .search(&query(
+                &ans.query,
+                SearchMode::Lexical,
+                SearchFilter::default(),
+            ))
+            .unwrap();
+        assert!(first_is(&hits, &ans.session, ans.seq), "{ans:?}");
+        let same = hits
+            .iter()
+            .filter(|h| h.session == ans.session && h.seq == ans.seq)
+            .count();
+        assert_eq!(same, 1, "indexed twice: {hits:?}");
+    }
+}
+
+#[cfg(feature = "postgres")]
+mod concurrent {
+    #[test]
+    fn postgres() {
+        if let Some(bed) = super::Bed::postgres(crate::postgres_common::POSTGRES_URL) {
+            super::two_indexers_at_once_index_every_message_exactly_once(&bed);
+        }
+    }
+
+    #[test]
+    fn pgvector() {
+        if let Some(bed) = super::Bed::postgres(crate::postgres_common::PGVECTOR_URL) {
+            super::two_indexers_at_once_index_every_message_exactly_once(&bed);
+        }
+    }
 }

@@ -248,6 +248,10 @@ impl LogStore for PgStore {
         self.payload_store()
     }
 
+    fn postgres(&self) -> Option<&PgStore> {
+        Some(self)
+    }
+
     fn create(&self, meta: &SessionMeta) -> Result<Appended> {
         crate::id::validate(&meta.id)?;
         let mut buf = Vec::new();

@@ -31,7 +31,8 @@
 //! Files: `mod.rs` (the store, its options and shared helpers), `schema.rs`
 //! (migrations), `pool.rs` (connections, retries, error mapping), `log.rs`
 //! (the [`LogStore`] implementation), `lease.rs` (owner leases as advisory
-//! locks), `blobs.rs` and `vectors.rs` (the side tables).
+//! locks), `blobs.rs` and `vectors.rs` (the side tables), `search.rs` (the
+//! cross-session search index's tables, `memoir::search` on PostgreSQL).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -51,6 +52,7 @@ mod lease;
 mod log;
 mod pool;
 mod schema;
+pub(crate) mod search;
 mod vectors;
 
 use crate::frame::{Hash, HASH_LEN, ZERO_HASH};

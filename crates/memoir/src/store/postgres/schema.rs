@@ -4,10 +4,11 @@
 use super::*;
 
 /// The newest schema version this build knows (see [`MIGRATIONS`]).
-pub const SCHEMA_VERSION: i32 = 4;
+pub const SCHEMA_VERSION: i32 = 5;
 
-/// Every migration: version, name, SQL. Version 3 (chunk vectors) is written
-/// at run time for the vector column type chosen ([`VectorBackend`]).
+/// Every migration: version, name, SQL. Versions 3 (chunk vectors) and 5
+/// (the cross-session search index's vectors) are written at run time for
+/// the vector column type chosen ([`VectorBackend`]).
 pub const MIGRATIONS: &[(i32, &str, &str)] = &[
     (
         1,
@@ -44,7 +45,85 @@ pub const MIGRATIONS: &[(i32, &str, &str)] = &[
         "blob media types",
         "ALTER TABLE memoir_blobs ADD COLUMN media_type text;",
     ),
+    (5, "search index", ""),
 ];
+
+/// Migration 5: the cross-session search index (`memoir::search` on
+/// PostgreSQL), its vectors in `ty` (`vector` or `real[]`). Documented in
+/// `docs/FORMAT.md`, "PostgreSQL schema".
+fn search_index_sql(ty: &str) -> String {
+    format!(
+        "CREATE TABLE memoir_search_meta (
+            key   text PRIMARY KEY,
+            value text NOT NULL
+        );
+        CREATE TABLE memoir_search_sessions (
+            sid        bigserial PRIMARY KEY,
+            id         text NOT NULL UNIQUE,
+            title      text,
+            agent      text NOT NULL,
+            project    text NOT NULL,
+            created_ms bigint NOT NULL,
+            last_seq   bigint NOT NULL,
+            last_hash  bytea NOT NULL,
+            tail_seq   bigint,
+            tail_hash  bytea,
+            docs       bigint NOT NULL DEFAULT 0,
+            tokens     bigint NOT NULL DEFAULT 0
+        );
+        CREATE TABLE memoir_search_docs (
+            id     bigserial PRIMARY KEY,
+            sid    bigint NOT NULL REFERENCES memoir_search_sessions (sid) ON DELETE CASCADE,
+            seq    bigint NOT NULL,
+            role   text NOT NULL,
+            ts_ms  bigint NOT NULL,
+            tools  text NOT NULL,
+            chash  bytea NOT NULL,
+            len    integer NOT NULL,
+            text   text NOT NULL,
+            terms  tsvector NOT NULL
+        );
+        CREATE INDEX memoir_search_docs_terms ON memoir_search_docs USING gin (terms);
+        CREATE INDEX memoir_search_docs_session ON memoir_search_docs (sid, chash);
+        CREATE INDEX memoir_search_docs_chash ON memoir_search_docs (chash);
+        CREATE INDEX memoir_search_docs_time ON memoir_search_docs (ts_ms DESC, id DESC);
+        CREATE TABLE memoir_search_terms (
+            term text PRIMARY KEY,
+            docs bigint NOT NULL
+        );
+        CREATE TABLE memoir_search_calls (
+            sid     bigint NOT NULL REFERENCES memoir_search_sessions (sid) ON DELETE CASCADE,
+            call_id text NOT NULL,
+            name    text NOT NULL,
+            PRIMARY KEY (sid, call_id)
+        );
+        CREATE TABLE memoir_search_vectors (
+            model     text NOT NULL,
+            chash     bytea NOT NULL,
+            dims      integer NOT NULL CHECK (dims > 0),
+            embedding {ty} NOT NULL,
+            PRIMARY KEY (model, chash)
+        );"
+    )
+}
+
+/// The column type of `memoir_chunk_vectors.embedding` inside a migration
+/// (migration 3 chose it; the search index's vectors use the same).
+fn chosen_vector_type(
+    tx: &mut postgres::Transaction<'_>,
+) -> std::result::Result<&'static str, postgres::Error> {
+    let ty: Option<String> = tx
+        .query_opt(
+            "SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a
+             WHERE a.attrelid = to_regclass('memoir_chunk_vectors') AND a.attname = 'embedding'",
+            &[],
+        )?
+        .map(|r| r.get(0));
+    Ok(match ty {
+        Some(t) if t.starts_with("vector") => "vector",
+        _ => "real[]",
+    })
+}
 
 /// Key of the advisory lock that serialises migrations (with the schema name).
 const MIGRATION_LOCK: &str = "memoir-migrations:";
@@ -142,6 +221,14 @@ impl PgStore {
                             );"
                         ),
                     )
+                } else if *version == 5 {
+                    let ty = chosen_vector_type(&mut tx)?;
+                    let label = if ty == "vector" {
+                        "search index (pgvector)"
+                    } else {
+                        "search index (real[])"
+                    };
+                    (label.to_string(), search_index_sql(ty))
                 } else {
                     (name.to_string(), sql.to_string())
                 };

@@ -346,6 +346,11 @@ pub fn messages_of(spec: &Spec, i: usize) -> (Vec<Message>, Option<Planted>) {
 /// Write the store into `dir`; returns the known answers.
 pub fn generate(dir: &Path, spec: &Spec) -> Vec<KnownAnswer> {
     let store: Arc<dyn LogStore> = Arc::new(FileStore::new(dir, Durability::None));
+    generate_into(store.as_ref(), spec)
+}
+
+/// Write the sessions into any store; returns the known answers.
+pub fn generate_into(store: &dyn LogStore, spec: &Spec) -> Vec<KnownAnswer> {
     let mut answers = Vec::new();
     for i in 0..spec.sessions {
         let meta = meta_of(i);
