@@ -371,8 +371,11 @@ pub(super) fn update_one(
 ) -> Result<UpdateReport> {
     crate::id::validate(id)?;
     let mut report = UpdateReport::default();
-    let known = known_session(db, id)?;
+    // The cursor is read under the write lock: read before it, another
+    // index on the same file could write the session in between (and this
+    // one would then insert it a second time).
     let mut batch = Batch::begin(db)?;
+    let known = known_session(batch.db, id)?;
     match store.read_header(id) {
         Ok(Some(_)) => {
             report.sessions = 1;

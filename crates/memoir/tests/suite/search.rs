@@ -808,10 +808,9 @@ fn hybrid_reads_a_bounded_pool_yet_finds_an_old_rare_match_first(bed: &Bed) {
     assert!(first_is(&hits, "old", 1), "{hits:?}");
 }
 
-/// Two indexes over one PostgreSQL store updating at the same time (two
-/// servers, or a server and `memoir index`): every message is indexed
-/// exactly once, whoever wins each session.
-#[cfg(feature = "postgres")]
+/// Two indexes over one store updating at the same time (two servers, or a
+/// server and `memoir index`): every message is indexed exactly once,
+/// whoever wins each session; then both note the same appends at once.
 fn two_indexers_at_once_index_every_message_exactly_once(bed: &Bed) {
     let spec = Spec {
         sessions: 120,
@@ -847,10 +846,47 @@ fn two_indexers_at_once_index_every_message_exactly_once(bed: &Bed) {
             .count();
         assert_eq!(same, 1, "indexed twice: {hits:?}");
     }
+    // New sessions, each noted by both indexes at once (two processes
+    // appending through their own managers' hooks).
+    let barrier = std::sync::Barrier::new(2);
+    for n in 0..40 {
+        let id = format!("noted-twice-{n}");
+        bed.store.create(&SessionMeta::new(&id)).unwrap();
+        let m = Message::user(format!("a zanzibar quokka number{n} noted by both"));
+        bed.store.append(&id, &[Record::Message(m)], None).unwrap();
+        let (a, b) = std::thread::scope(|s| {
+            let a = s.spawn(|| {
+                barrier.wait();
+                first.note_append(&id)
+            });
+            let b = s.spawn(|| {
+                barrier.wait();
+                second.note_append(&id)
+            });
+            (a.join().unwrap(), b.join().unwrap())
+        });
+        assert!(a.is_ok() && b.is_ok(), "session {n}: {a:?} {b:?}");
+    }
+    let hits = first
+        .search(&SearchQuery {
+            k: 100,
+            ..query(
+                "zanzibar quokka",
+                SearchMode::Lexical,
+                SearchFilter::default(),
+            )
+        })
+        .unwrap();
+    assert_eq!(hits.len(), 40, "each noted session indexed once: {hits:?}");
 }
 
-#[cfg(feature = "postgres")]
 mod concurrent {
+    #[test]
+    fn file() {
+        super::two_indexers_at_once_index_every_message_exactly_once(&super::Bed::file());
+    }
+
+    #[cfg(feature = "postgres")]
     #[test]
     fn postgres() {
         if let Some(bed) = super::Bed::postgres(crate::postgres_common::POSTGRES_URL) {
@@ -858,6 +894,7 @@ mod concurrent {
         }
     }
 
+    #[cfg(feature = "postgres")]
     #[test]
     fn pgvector() {
         if let Some(bed) = super::Bed::postgres(crate::postgres_common::PGVECTOR_URL) {
