@@ -346,9 +346,8 @@ impl Run<'_> {
                 && cursor::digest_matches(&sc.digest, &planned.records[..sc.records])?
             {
                 let id = sc.id.clone();
-                let added = self.append(&id, &planned.records[sc.records..])?;
+                let added = self.append_and_remember(fc, &planned, &id, sc.records, sc.base)?;
                 self.count(added);
-                self.remember(fc, &planned, &id, sc.base)?;
                 return Ok(None);
             }
             self.refork(cursors, fc, &planned, &sc.id.clone())?;
@@ -359,9 +358,8 @@ impl Run<'_> {
             // Imported before, cursor lost (or a copy of the same session).
             let own = own_records(self.manager, &id)?;
             if own.len() <= planned.records.len() && same(&own, &planned.records[..own.len()])? {
-                let added = self.append(&id, &planned.records[own.len()..])?;
+                let added = self.append_and_remember(fc, &planned, &id, own.len(), 0)?;
                 self.count(added);
-                self.remember(fc, &planned, &id, 0)?;
             } else {
                 self.refork(cursors, fc, &planned, &id)?;
             }
@@ -418,9 +416,8 @@ impl Run<'_> {
         self.report.sessions.new += 1;
         self.report.created.push(id.clone());
         self.touched.insert(id.clone());
-        let added = self.append(&id, &planned.records)?;
+        let added = self.append_and_remember(fc, &planned, &id, 0, 0)?;
         self.tally(added);
-        self.remember(fc, &planned, &id, 0)?;
         Ok(None)
     }
 
@@ -468,12 +465,12 @@ impl Run<'_> {
         self.touched.insert(meta.id.clone());
         self.report.sessions.forked += 1;
         self.report.created.push(meta.id.clone());
-        let added = self.append(&meta.id, &planned.records[start..])?;
+        let added = self.append_and_remember(fc, planned, &meta.id, start, new_base)?;
         self.tally(added);
         cursors
             .aliases
             .insert(planned.meta.id.clone(), meta.id.clone());
-        self.remember(fc, planned, &meta.id, new_base)
+        Ok(())
     }
 
     fn append(&mut self, id: &str, records: &[Record]) -> Result<(usize, usize), ImportError> {
@@ -543,23 +540,43 @@ impl Run<'_> {
         self.report.messages += messages;
     }
 
-    fn remember(
+    /// Append `planned.records[from..]` to session `id`, then remember the
+    /// session's cursor (its digest covers every planned record). The
+    /// digest is computed on another thread while the records are appended:
+    /// both are a full pass over the records (each serialises them), and
+    /// neither needs the other.
+    fn append_and_remember(
         &mut self,
         fc: &mut FileCursor,
         planned: &Planned,
         id: &str,
+        from: usize,
         base: usize,
-    ) -> Result<(), ImportError> {
+    ) -> Result<(usize, usize), ImportError> {
+        let (added, digest) = if planned.records.len() < PARALLEL_DIGEST_MIN {
+            let added = self.append(id, &planned.records[from..]);
+            (added, cursor::digest(&planned.records))
+        } else {
+            std::thread::scope(|scope| {
+                let digest = scope.spawn(|| cursor::digest(&planned.records));
+                let added = self.append(id, &planned.records[from..]);
+                let digest = digest
+                    .join()
+                    .unwrap_or_else(|p| std::panic::resume_unwind(p));
+                (added, digest)
+            })
+        };
+        let added = added?;
         fc.sessions.insert(
             planned.key.clone(),
             SessionCursor {
                 id: id.to_string(),
                 records: planned.records.len(),
-                digest: cursor::digest(&planned.records)?,
+                digest: digest?,
                 base,
             },
         );
-        Ok(())
+        Ok(added)
     }
 
     /// Make every touched session durable, then save the cursors.
@@ -580,6 +597,10 @@ impl Run<'_> {
         cursors.save(dir)
     }
 }
+
+/// Sessions with fewer planned records digest them on the importing thread
+/// (a thread would cost more than it saves).
+const PARALLEL_DIGEST_MIN: usize = 64;
 
 /// Whether the store has a live session `id`.
 fn exists(manager: &SessionManager, id: &str) -> Result<bool, ImportError> {
