@@ -113,6 +113,38 @@ fn msg(text: &str) -> Record {
     Record::Message(Message::user(text))
 }
 
+/// `mod $name { file, postgres, pgvector }`: the check `$check` run by a
+/// server over the file store and over each PostgreSQL test server (those
+/// skip, with the notice `pg_config` prints, when no server is configured).
+macro_rules! on_every_store {
+    ($name:ident, $check:ident) => {
+        mod $name {
+            #[test]
+            fn file() {
+                let dir = tempfile::tempdir().unwrap();
+                super::$check(super::file_config(dir.path()));
+            }
+
+            #[test]
+            fn postgres() {
+                if let Some((cfg, _schema)) = super::pg_config(super::POSTGRES_URL) {
+                    super::$check(cfg);
+                }
+            }
+
+            #[test]
+            fn pgvector() {
+                if let Some((cfg, _schema)) = super::pg_config(super::postgres_common::PGVECTOR_URL)
+                {
+                    super::$check(cfg);
+                }
+            }
+        }
+    };
+}
+
+on_every_store!(api_round_trip, api_round_trip);
+
 fn api_round_trip(config: ServerConfig) {
     let server = Running::start(config);
     let a = server.client(TOKEN_A);
@@ -222,27 +254,7 @@ fn api_round_trip(config: ServerConfig) {
     ));
 }
 
-#[test]
-fn api_round_trip_on_file_store() {
-    let dir = tempfile::tempdir().unwrap();
-    api_round_trip(file_config(dir.path()));
-}
-
-#[test]
-fn api_round_trip_on_postgres() {
-    let Some((cfg, _schema)) = pg_config(POSTGRES_URL) else {
-        return;
-    };
-    api_round_trip(cfg);
-}
-
-#[test]
-fn api_round_trip_on_pgvector_postgres() {
-    let Some((cfg, _schema)) = pg_config(postgres_common::PGVECTOR_URL) else {
-        return;
-    };
-    api_round_trip(cfg);
-}
+on_every_store!(tokens_are_scoped, tokens_are_scoped);
 
 fn tokens_are_scoped(config: ServerConfig) {
     let server = Running::start(config);
@@ -360,20 +372,6 @@ fn tokens_are_scoped(config: ServerConfig) {
         .0,
         200
     );
-}
-
-#[test]
-fn tokens_are_scoped_on_file_store() {
-    let dir = tempfile::tempdir().unwrap();
-    tokens_are_scoped(file_config(dir.path()));
-}
-
-#[test]
-fn tokens_are_scoped_on_postgres() {
-    let Some((cfg, _schema)) = pg_config(POSTGRES_URL) else {
-        return;
-    };
-    tokens_are_scoped(cfg);
 }
 
 #[test]
@@ -718,6 +716,8 @@ fn text_of(loaded: &wire::Loaded) -> Vec<String> {
     loaded.messages.iter().map(|m| m.text_content()).collect()
 }
 
+on_every_store!(no_existence_oracle, no_existence_oracle);
+
 /// Two projects may use one id: neither learns the other has it (no 409),
 /// and each sees only its own session.
 fn no_existence_oracle(config: ServerConfig) {
@@ -783,19 +783,10 @@ fn no_existence_oracle(config: ServerConfig) {
     assert!(matches!(a.load("beta~taken"), Err(Error::Invalid(_))));
 }
 
-#[test]
-fn no_existence_oracle_on_file_store() {
-    let dir = tempfile::tempdir().unwrap();
-    no_existence_oracle(file_config(dir.path()));
-}
-
-#[test]
-fn no_existence_oracle_on_postgres() {
-    let Some((cfg, _schema)) = pg_config(POSTGRES_URL) else {
-        return;
-    };
-    no_existence_oracle(cfg);
-}
+on_every_store!(
+    no_cross_project_read_or_write,
+    no_cross_project_read_or_write
+);
 
 /// A fork whose parent was deleted never stitches in another project's
 /// session that took the parent's id; and a write after another server
@@ -868,20 +859,6 @@ fn no_cross_project_read_or_write(config: ServerConfig) {
     assert_eq!(text_of(&a.load("x").unwrap()), ["alpha x"]);
     assert_eq!(text_of(&b.load("x").unwrap()), ["beta secret"]);
     drop(store);
-}
-
-#[test]
-fn no_cross_project_read_or_write_on_file_store() {
-    let dir = tempfile::tempdir().unwrap();
-    no_cross_project_read_or_write(file_config(dir.path()));
-}
-
-#[test]
-fn no_cross_project_read_or_write_on_postgres() {
-    let Some((cfg, _schema)) = pg_config(POSTGRES_URL) else {
-        return;
-    };
-    no_cross_project_read_or_write(cfg);
 }
 
 #[test]
@@ -1094,27 +1071,10 @@ fn search_all(base: &str, token: &str, body: serde_json::Value) -> (u16, serde_j
     (status, json)
 }
 
-#[test]
-fn cross_session_search_is_project_scoped_by_the_token() {
-    let dir = tempfile::tempdir().unwrap();
-    cross_session_search_is_project_scoped(file_config(dir.path()));
-}
-
-#[test]
-fn cross_session_search_is_project_scoped_by_the_token_on_postgres() {
-    let Some((cfg, _schema)) = pg_config(POSTGRES_URL) else {
-        return;
-    };
-    cross_session_search_is_project_scoped(cfg);
-}
-
-#[test]
-fn cross_session_search_is_project_scoped_by_the_token_on_pgvector_postgres() {
-    let Some((cfg, _schema)) = pg_config(postgres_common::PGVECTOR_URL) else {
-        return;
-    };
-    cross_session_search_is_project_scoped(cfg);
-}
+on_every_store!(
+    cross_session_search_is_project_scoped_by_the_token,
+    cross_session_search_is_project_scoped
+);
 
 fn cross_session_search_is_project_scoped(config: ServerConfig) {
     let server = Running::start(config);
