@@ -316,36 +316,62 @@ fn rare_first(
     let Some((n, avgdl)) = db.collection()? else {
         return Ok(None);
     };
-    let idf = |df: i64| idf(n, df);
-    let mut rare = Vec::new();
-    let mut weights: Vec<(String, f64)> = Vec::new();
-    let mut rare_docs = 0i64;
-    let mut bound = 0f64;
-    let mut common = false;
-    for w in words {
-        let df = db.doc_frequency(w)?;
-        if df == 0 {
-            continue;
-        }
-        weights.push((w.clone(), idf(df)));
-        if rare_docs + df <= RARE_CANDIDATES {
-            rare.push(w.clone());
-            rare_docs += df;
-        } else {
-            bound += idf(df) * (K1 + 1.0);
-            common = true;
-        }
-    }
-    if rare.is_empty() {
+    let split = split_terms(db, n, words)?;
+    if split.rare.is_empty() {
         return Ok(None);
     }
-    let mut found = db.holding(&rare, None, f, RARE_CANDIDATES)?;
-    score_bm25(&mut found, tk, &weights, avgdl);
+    let mut found = db.holding(&split.rare, None, f, RARE_CANDIDATES)?;
+    score_bm25(&mut found, tk, &split.weights, avgdl);
     rank(&mut found);
     found.truncate(limit);
     // Without common words every matching document was a candidate.
-    let exact = !common || (found.len() >= limit && found[limit - 1].score as f64 > bound);
+    let exact = !split.common
+        || (found.len() >= limit && found[limit - 1].score as f64 > split.common_bound);
     Ok(exact.then_some(found))
+}
+
+/// A query's terms weighed against the index.
+struct TermSplit {
+    /// Every term the index holds, with its IDF.
+    weights: Vec<(String, f64)>,
+    /// The rarest terms, in order, together in at most [`RARE_CANDIDATES`]
+    /// documents: every document holding one can be scored.
+    rare: Vec<String>,
+    /// Whether some terms are not rare (common ones).
+    common: bool,
+    /// The most the common terms can add to a score (BM25's per-term
+    /// ceiling, IDF × (k1 + 1)).
+    common_bound: f64,
+}
+
+fn split_terms<'a>(
+    db: &dyn Postings,
+    n: i64,
+    terms: impl IntoIterator<Item = &'a String>,
+) -> Result<TermSplit> {
+    let mut split = TermSplit {
+        weights: Vec::new(),
+        rare: Vec::new(),
+        common: false,
+        common_bound: 0.0,
+    };
+    let mut rare_docs = 0i64;
+    for t in terms {
+        let df = db.doc_frequency(t)?;
+        if df == 0 {
+            continue;
+        }
+        let weight = idf(n, df);
+        split.weights.push((t.clone(), weight));
+        if rare_docs + df <= RARE_CANDIDATES {
+            split.rare.push(t.clone());
+            rare_docs += df;
+        } else {
+            split.common = true;
+            split.common_bound += weight * (K1 + 1.0);
+        }
+    }
+    Ok(split)
 }
 
 /// Collection statistics for BM25 computed in Rust: (documents, average
@@ -419,23 +445,9 @@ pub(super) fn bounded_candidates(
     let Some((n, avgdl)) = db.collection()? else {
         return Ok(Vec::new());
     };
-    let idf = |df: i64| idf(n, df);
-    let mut weights = Vec::new();
-    let mut rare = Vec::new();
-    let mut rare_docs = 0i64;
     let mut terms: Vec<&String> = parsed.terms.iter().collect();
     terms.sort();
-    for t in terms {
-        let df = db.doc_frequency(t)?;
-        if df == 0 {
-            continue;
-        }
-        weights.push((t.clone(), idf(df)));
-        if rare_docs + df <= RARE_CANDIDATES {
-            rare.push(t.clone());
-            rare_docs += df;
-        }
-    }
+    let TermSplit { weights, rare, .. } = split_terms(db, n, terms)?;
     let mut found = db.newest_matching(parsed, f, limit as i64)?;
     if !rare.is_empty() {
         let seen: HashSet<(String, u64)> =
