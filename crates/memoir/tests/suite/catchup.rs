@@ -27,6 +27,8 @@ use memoir::store::file::changes::Journal;
 use memoir::store::file::FileStore;
 use memoir::store::{Durability, LogStore};
 
+use crate::support::flaky_store::FlakyStore;
+
 const WRITER_ENV: &str = "MEMOIR_CATCHUP_WRITER";
 
 fn journal_only() {
@@ -408,67 +410,17 @@ fn a_journal_that_cannot_answer_means_a_full_pass_that_misses_nothing() {
     assert_eq!(r.messages, 0);
 }
 
-/// A file store whose whole-log reads fail with an I/O error while
-/// `failing` is set (EMFILE: says nothing about the log).
-#[derive(Debug)]
-struct FlakyStore {
-    store: FileStore,
-    failing: std::sync::atomic::AtomicBool,
-}
-
-impl LogStore for FlakyStore {
-    fn create(&self, meta: &SessionMeta) -> memoir::Result<memoir::store::Appended> {
-        self.store.create(meta)
-    }
-    fn append(
-        &self,
-        id: &str,
-        records: &[Record],
-        expected_next: Option<u64>,
-    ) -> memoir::Result<memoir::store::Appended> {
-        self.store.append(id, records, expected_next)
-    }
-    fn read(&self, id: &str) -> memoir::Result<memoir::store::RawLog> {
-        if self.failing.load(Ordering::SeqCst) {
-            return Err(memoir::Error::Io {
-                op: "read",
-                path: self.store.location(id),
-                source: std::io::Error::from_raw_os_error(24),
-            });
-        }
-        self.store.read(id)
-    }
-    fn read_header(&self, id: &str) -> memoir::Result<Option<SessionMeta>> {
-        self.store.read_header(id)
-    }
-    fn list(&self) -> memoir::Result<(Vec<memoir::store::Listed>, usize)> {
-        self.store.list()
-    }
-    fn location(&self, id: &str) -> std::path::PathBuf {
-        self.store.location(id)
-    }
-    fn durability(&self) -> Durability {
-        self.store.durability()
-    }
-    fn index_dir(&self) -> Option<&Path> {
-        self.store.index_dir()
-    }
-}
-
 #[test]
 fn a_transient_read_error_never_consumes_a_change_unseen() {
     journal_only();
     let tmp = tempfile::tempdir().unwrap();
-    let flaky = Arc::new(FlakyStore {
-        store: FileStore::new(tmp.path(), Durability::None),
-        failing: true.into(),
-    });
+    let flaky = Arc::new(FlakyStore::new(tmp.path(), true));
     make(flaky.as_ref(), "a", "an okapi grazes");
     make(flaky.as_ref(), "b", "plain words");
     let mut ix = SearchIndex::open_store(flaky.clone(), &tmp.path().join("search")).unwrap();
     // The first full pass cannot read: it keeps no checkpoint.
     assert!(ix.update().unwrap().full_scan);
-    flaky.failing.store(false, Ordering::SeqCst);
+    flaky.set_failing(false);
     let r = ix.update().unwrap();
     assert!(r.full_scan, "a full pass again: {r:?}");
     assert_eq!(sessions_with(&ix, "okapi"), ["a"]);
@@ -480,14 +432,14 @@ fn a_transient_read_error_never_consumes_a_change_unseen() {
         "b",
         "a capybara appears",
     );
-    flaky.failing.store(true, Ordering::SeqCst);
+    flaky.set_failing(true);
     let during = ix.update().unwrap();
     assert_eq!(
         during.unreadable, 0,
         "not recorded as unreadable: {during:?}"
     );
     assert!(sessions_with(&ix, "capybara").is_empty());
-    flaky.failing.store(false, Ordering::SeqCst);
+    flaky.set_failing(false);
     let after = ix.update().unwrap();
     assert!(!after.full_scan, "{after:?}");
     assert_eq!(sessions_with(&ix, "capybara"), ["b"], "{after:?}");

@@ -19,6 +19,8 @@ use memoir::store::file::FileStore;
 use memoir::store::{Durability, LogStore};
 use memoir::transcript::read_in;
 
+use crate::support::flaky_store::FlakyStore;
+
 const APPENDER_ENV: &str = "MEMOIR_LISTING_APPENDER";
 
 fn options() -> ManagerOptions {
@@ -275,55 +277,6 @@ fn a_corrupt_stale_or_orphaned_snapshot_is_detected_and_rebuilt() {
     assert_eq!(r.removed, 1, "the vanished session's entry is removed");
 }
 
-/// A reader whose whole-log reads fail with an I/O error while `failing` is
-/// set (a device error, too many open files): what a listing must not take
-/// for an unreadable session.
-#[derive(Debug)]
-struct FlakyReader {
-    store: FileStore,
-    failing: std::sync::atomic::AtomicBool,
-}
-
-impl LogStore for FlakyReader {
-    fn create(
-        &self,
-        meta: &memoir::record::SessionMeta,
-    ) -> memoir::Result<memoir::store::Appended> {
-        self.store.create(meta)
-    }
-    fn append(
-        &self,
-        id: &str,
-        records: &[Record],
-        expected_next: Option<u64>,
-    ) -> memoir::Result<memoir::store::Appended> {
-        self.store.append(id, records, expected_next)
-    }
-    fn read(&self, id: &str) -> memoir::Result<memoir::store::RawLog> {
-        if self.failing.load(std::sync::atomic::Ordering::SeqCst) {
-            return Err(memoir::Error::Io {
-                op: "read",
-                path: self.store.location(id),
-                // EMFILE, "too many open files": says nothing about the log.
-                source: std::io::Error::from_raw_os_error(24),
-            });
-        }
-        self.store.read(id)
-    }
-    fn read_header(&self, id: &str) -> memoir::Result<Option<memoir::record::SessionMeta>> {
-        self.store.read_header(id)
-    }
-    fn list(&self) -> memoir::Result<(Vec<memoir::store::Listed>, usize)> {
-        self.store.list()
-    }
-    fn location(&self, id: &str) -> std::path::PathBuf {
-        self.store.location(id)
-    }
-    fn durability(&self) -> Durability {
-        self.store.durability()
-    }
-}
-
 #[test]
 fn a_transient_read_error_never_drops_a_session_from_later_listings() {
     if std::env::var(APPENDER_ENV).is_ok() {
@@ -332,19 +285,14 @@ fn a_transient_read_error_never_drops_a_session_from_later_listings() {
     let dir = tempfile::tempdir().unwrap();
     let ids = sessions(dir.path(), 3);
     let index = memoir::manager::index::Index::new(dir.path());
-    let reader = FlakyReader {
-        store: FileStore::new(dir.path(), Durability::None),
-        failing: false.into(),
-    };
+    let reader = FlakyStore::new(dir.path(), false);
     index.list(&reader).unwrap();
     // Another process appends (noted in the change journal); the next
     // listing's read of that transcript fails once.
     let writer = FileStore::new(dir.path(), Durability::None);
     let m = Message::assistant("appended while the disk hiccuped");
     writer.append(&ids[1], &[Record::Message(m)], None).unwrap();
-    reader
-        .failing
-        .store(true, std::sync::atomic::Ordering::SeqCst);
+    reader.set_failing(true);
     let during = index.list(&reader).unwrap();
     assert_eq!(
         during.entries.len(),
@@ -352,9 +300,7 @@ fn a_transient_read_error_never_drops_a_session_from_later_listings() {
         "a session whose read failed for a transient reason is still listed"
     );
     assert_eq!(during.unreadable, 0, "and not counted as unreadable");
-    reader
-        .failing
-        .store(false, std::sync::atomic::Ordering::SeqCst);
+    reader.set_failing(false);
     let after = index.list(&reader).unwrap();
     assert_eq!(listed(&after.entries), truth(dir.path(), &ids));
     assert!(!after.full_scan, "caught up from the journal");

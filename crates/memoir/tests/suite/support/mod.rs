@@ -1,3 +1,4 @@
 //! Helpers shared by integration tests.
 pub mod corpus;
 pub mod env_child;
+pub mod flaky_store;
