@@ -362,31 +362,21 @@ fn every_filter_finds_the_known_message_in_a_1000_session_store(bed: &Bed) {
     assert!(hits.is_empty(), "{hits:?}");
     // Semantic mode scans everything and still ranks the planted text first.
     let a = &answers[3];
-    let hits = ix
-        .search(&query(
-            "handler fails because the migration was never applied",
-            SearchMode::Semantic,
-            SearchFilter {
-                session: Some(a.session.clone()),
-                ..Default::default()
-            },
-        ))
-        .unwrap();
+    let semantic = query(
+        "handler fails because the migration was never applied",
+        SearchMode::Semantic,
+        SearchFilter {
+            session: Some(a.session.clone()),
+            ..Default::default()
+        },
+    );
+    let hits = ix.search(&semantic).unwrap();
     assert!(first_is(&hits, &a.session, a.seq), "{:?}", hits.first());
     // With stored vectors (pgvector ranks them in SQL), the same answer.
     let stored = ix.embed_missing(512, &mut |_, _| {}).unwrap();
     assert!(stored > 0 && stored <= 8000, "{stored}");
     assert_eq!(ix.stats().unwrap().vectors, stored);
-    let hits = ix
-        .search(&query(
-            "handler fails because the migration was never applied",
-            SearchMode::Semantic,
-            SearchFilter {
-                session: Some(a.session.clone()),
-                ..Default::default()
-            },
-        ))
-        .unwrap();
+    let hits = ix.search(&semantic).unwrap();
     assert!(first_is(&hits, &a.session, a.seq), "{:?}", hits.first());
     // Unfiltered: on pgvector this goes through the HNSW index.
     let hits = ix
