@@ -174,6 +174,14 @@ pub fn estimate_tokens(m: &Message) -> u64 {
 }
 
 impl IndexEntry {
+    /// This entry stamped with its transcript's state when it was read
+    /// (`last_activity` is the transcript's modification time).
+    fn stamped(mut self, stamp: Stamp) -> IndexEntry {
+        self.stamp = stamp;
+        self.last_activity = stamp.modified();
+        self
+    }
+
     /// The entry of a transcript read in full (stamp left default; see [`Index::commit`]).
     pub fn from_transcript(t: &Transcript) -> IndexEntry {
         let own = &t.messages[t.inherited.min(t.messages.len())..];
@@ -319,16 +327,9 @@ impl Index {
         if last_seq_at(&path, stamp.len) != Some(entry.last_seq) {
             return Ok(None);
         }
-        self.store_stamped(entry, stamp).map(Some)
-    }
-
-    /// Stamp `entry` with `stamp` (its transcript's state when the entry
-    /// was read from it) and write it.
-    fn store_stamped(&self, mut entry: IndexEntry, stamp: Stamp) -> Result<IndexEntry> {
-        entry.stamp = stamp;
-        entry.last_activity = stamp.modified();
+        let entry = entry.stamped(stamp);
         self.write(&entry)?;
-        Ok(entry)
+        Ok(Some(entry))
     }
 
     /// Write an entry in place, under an exclusive `flock` of its file (so
@@ -535,17 +536,9 @@ impl Index {
             Some(e) => Ok(Refreshed::Current(e)),
             None => match (read_in(reader, id), lock.metadata()) {
                 (Ok(t), Ok(meta)) => {
-                    let entry = IndexEntry::from_transcript(&t);
-                    Ok(match self.store_stamped(entry.clone(), Stamp::of(&meta)) {
-                        Ok(entry) => Refreshed::Rebuilt {
-                            entry,
-                            stored: true,
-                        },
-                        Err(_) => Refreshed::Rebuilt {
-                            entry,
-                            stored: false,
-                        },
-                    })
+                    let entry = IndexEntry::from_transcript(&t).stamped(Stamp::of(&meta));
+                    let stored = self.write(&entry).is_ok();
+                    Ok(Refreshed::Rebuilt { entry, stored })
                 }
                 (Err(crate::Error::NotFound(_)), _) => Ok(Refreshed::Gone),
                 (Err(e), _) => Err(e),
