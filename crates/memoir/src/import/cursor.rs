@@ -408,16 +408,31 @@ pub fn digest_matches(
     stored: &str,
     records: &[crate::record::Record],
 ) -> Result<bool, ImportError> {
+    Ok(matching_digest(stored, records)?.is_some())
+}
+
+/// The chained digest of `records` when `stored` (either format) is their
+/// digest, so a caller that goes on to append more records extends it
+/// instead of serialising the prefix again; `None` when it is not.
+pub fn matching_digest(
+    stored: &str,
+    records: &[crate::record::Record],
+) -> Result<Option<Digest>, ImportError> {
     if stored.starts_with("c:") {
-        return Ok(digest(records)? == stored);
+        let chained = Digest::default().extend(records)?;
+        return Ok((chained.to_stored() == stored).then_some(chained));
     }
+    // Format 1 (one hash over every line): checked, then chained afresh.
     let mut h = blake3::Hasher::new();
     for r in records {
         let line = r.to_json_string().map_err(crate::Error::from)?;
         h.update(line.as_bytes());
         h.update(b"\n");
     }
-    Ok(h.finalize().to_hex().as_str() == stored)
+    if h.finalize().to_hex().as_str() != stored {
+        return Ok(None);
+    }
+    Digest::default().extend(records).map(Some)
 }
 
 #[cfg(test)]

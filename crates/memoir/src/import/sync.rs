@@ -342,11 +342,19 @@ impl Run<'_> {
     ) -> Result<Option<Planned>, ImportError> {
         let known = fc.sessions.get(&planned.key).cloned();
         if let Some(sc) = &known {
-            if sc.records <= planned.records.len()
-                && cursor::digest_matches(&sc.digest, &planned.records[..sc.records])?
-            {
+            let prefix = match planned.records.get(..sc.records) {
+                Some(prefix) => cursor::matching_digest(&sc.digest, prefix)?,
+                None => None,
+            };
+            if let Some(prefix) = prefix {
                 let id = sc.id.clone();
-                let added = self.append_and_remember(fc, &planned, &id, sc.records, sc.base)?;
+                let added = self.append_tail_and_remember(
+                    fc,
+                    &planned,
+                    &id,
+                    (sc.records, prefix),
+                    sc.base,
+                )?;
                 self.count(added);
                 return Ok(None);
             }
@@ -540,6 +548,43 @@ impl Run<'_> {
         self.report.messages += messages;
     }
 
+    /// Append `planned.records[known..]` to session `id`, the first `known`
+    /// having the (checked) chained digest `prefix`, then remember the
+    /// session's cursor: the digest is extended with the new records only.
+    fn append_tail_and_remember(
+        &mut self,
+        fc: &mut FileCursor,
+        planned: &Planned,
+        id: &str,
+        (known, prefix): (usize, cursor::Digest),
+        base: usize,
+    ) -> Result<(usize, usize), ImportError> {
+        let tail = &planned.records[known..];
+        let added = self.append(id, tail)?;
+        let digest = prefix.extend(tail)?.to_stored();
+        self.remember(fc, planned, id, digest, base);
+        Ok(added)
+    }
+
+    fn remember(
+        &mut self,
+        fc: &mut FileCursor,
+        planned: &Planned,
+        id: &str,
+        digest: String,
+        base: usize,
+    ) {
+        fc.sessions.insert(
+            planned.key.clone(),
+            SessionCursor {
+                id: id.to_string(),
+                records: planned.records.len(),
+                digest,
+                base,
+            },
+        );
+    }
+
     /// Append `planned.records[from..]` to session `id`, then remember the
     /// session's cursor (its digest covers every planned record). The
     /// digest is computed on another thread while the records are appended:
@@ -567,15 +612,7 @@ impl Run<'_> {
             })
         };
         let added = added?;
-        fc.sessions.insert(
-            planned.key.clone(),
-            SessionCursor {
-                id: id.to_string(),
-                records: planned.records.len(),
-                digest: digest?,
-                base,
-            },
-        );
+        self.remember(fc, planned, id, digest?, base);
         Ok(added)
     }
 
