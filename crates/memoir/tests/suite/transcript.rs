@@ -729,3 +729,65 @@ mod properties {
         }
     }
 }
+
+/// Numbers in a record are read back as the same `f64` they were written as:
+/// a parser that is off by one ULP would change a tool input or a cost every
+/// time a session is loaded and written again (fork, export, import).
+#[test]
+fn floats_in_records_survive_append_and_load_bit_exact() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = new_session(dir.path(), "floats");
+    let mut values = vec![
+        1.4100000000000003e274,
+        0.30000000000000004,
+        2.2250738585072014e-308,
+        1.7976931348623157e308,
+        5e-324,
+        0.1 + 0.7,
+        123456789.12345679,
+    ];
+    let mut bits = 0x9e37_79b9_7f4a_7c15u64;
+    while values.len() < 2000 {
+        bits ^= bits << 13;
+        bits ^= bits >> 7;
+        bits ^= bits << 17;
+        let v = f64::from_bits(bits);
+        if v.is_finite() {
+            values.push(v);
+        }
+    }
+    let msgs: Vec<Message> = values
+        .chunks(100)
+        .enumerate()
+        .map(|(i, chunk)| {
+            Message::new(
+                Role::Assistant,
+                vec![Block::ToolUse {
+                    id: format!("toolu_{i}"),
+                    name: "measure".into(),
+                    input: json!({ "values": chunk }),
+                }],
+            )
+        })
+        .collect();
+    s.append_messages(&msgs).unwrap();
+    let loaded = Session::load(&s.path).unwrap();
+    let read: Vec<u64> = loaded
+        .conversation
+        .messages
+        .iter()
+        .flat_map(|m| match &m.content[0] {
+            Block::ToolUse { input, .. } => input["values"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_f64().unwrap().to_bits())
+                .collect::<Vec<_>>(),
+            other => panic!("unexpected block {other:?}"),
+        })
+        .collect();
+    let written: Vec<u64> = values.iter().map(|v| v.to_bits()).collect();
+    let changed = written.iter().zip(&read).filter(|(a, b)| a != b).count();
+    assert_eq!(read.len(), written.len());
+    assert_eq!(changed, 0, "{changed} of {} numbers changed", written.len());
+}
