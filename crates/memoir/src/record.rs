@@ -324,29 +324,39 @@ impl Record {
         }
     }
 
-    /// Serialise to compact JSON text: an object whose first key is the
-    /// `"record"` tag (the line codec relies on that order).
-    /// Fails when a payload uses a key the line framing reserves
-    /// (`seq`, `record`, `batch`, `prev`, `h`), which would make the line ambiguous.
-    pub fn to_json_string(&self) -> Result<String, serde_json::Error> {
+    /// The framing-reserved keys ([`crate::frame::RESERVED_KEYS`]) among
+    /// the record's own top-level fields: its `extra` map, or an unknown
+    /// record's raw fields. A line the writer produced has none.
+    pub(crate) fn reserved_fields(&self) -> impl Iterator<Item = &'static str> + '_ {
         let extra = match self {
             Record::Meta(m) => Some(&m.extra),
             Record::Message(m) => Some(&m.extra),
             Record::Config(c) => Some(&c.extra),
             Record::Unknown { raw, .. } => Some(raw),
             _ => None,
-        };
+        }
+        .filter(|extra| !extra.is_empty());
+        crate::frame::RESERVED_KEYS
+            .iter()
+            .copied()
+            .filter(move |k| extra.is_some_and(|e| e.contains_key(*k)))
+    }
+
+    /// Serialise to compact JSON text: an object whose first key is the
+    /// `"record"` tag (the line codec relies on that order).
+    /// Fails when a payload uses a key the line framing reserves
+    /// (`seq`, `record`, `batch`, `prev`, `h`), which would make the line ambiguous.
+    pub fn to_json_string(&self) -> Result<String, serde_json::Error> {
+        // An unknown record's own `"record"` field is the tag itself (dropped
+        // below); every other reserved key is refused.
         let unknown = matches!(self, Record::Unknown { .. });
-        if let Some(extra) = extra {
-            let clash = crate::frame::RESERVED_KEYS
-                .iter()
-                .filter(|k| !(unknown && **k == "record"))
-                .find(|k| extra.contains_key(**k));
-            if let Some(key) = clash {
-                return Err(serde::ser::Error::custom(format!(
-                    "field {key:?} is reserved by the transcript framing"
-                )));
-            }
+        if let Some(key) = self
+            .reserved_fields()
+            .find(|k| !(unknown && *k == "record"))
+        {
+            return Err(serde::ser::Error::custom(format!(
+                "field {key:?} is reserved by the transcript framing"
+            )));
         }
         let known = match self {
             Record::Meta(m) => KnownRecordRef::Meta(m),

@@ -79,7 +79,15 @@ pub fn decode(line: &mut [u8]) -> Result<Decoded, LineError> {
         {
             return Err(format!("invalid record kind {kind:?}"));
         }
-        Record::from_json_str(kind, text).map_err(|e| e.to_string())
+        let record = Record::from_json_str(kind, text).map_err(|e| e.to_string())?;
+        // A reserved key among the fields (a second `"record"` tag, say)
+        // could not be written back as the same record: no writer of this
+        // format produces one.
+        let reserved = record.reserved_fields().next();
+        match reserved {
+            Some(key) => Err(format!("payload field {key:?} is reserved by the framing")),
+            None => Ok(record),
+        }
     })?;
     Ok(Decoded {
         seq: f.seq,
@@ -109,6 +117,23 @@ mod tests {
     }
     use crate::message::Message;
     use crate::record::Taint;
+
+    #[test]
+    fn a_reserved_key_among_the_fields_is_refused() {
+        // Found by the fuzzer: a second `"record"` tag among an unknown
+        // record's fields decoded, but re-encoding dropped it.
+        for fields in [
+            "\"record\":\"tmtle\",\"titleeq\":4,\"record\":\"title\"",
+            "\"record\":\"message\",\"role\":\"user\",\"content\":[],\"seq\":9",
+            "\"record\":\"goal\",\"h\":\"x\"",
+        ] {
+            let mut out = Vec::new();
+            frame::encode(&mut out, 4, &ZERO_HASH, None, fields);
+            out.pop();
+            let err = decode(&mut out).expect_err(fields);
+            assert!(format!("{err:?}").contains("reserved"), "{err:?}");
+        }
+    }
 
     #[test]
     fn records_round_trip_and_unknowns_survive() {
