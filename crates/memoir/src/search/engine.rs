@@ -219,3 +219,24 @@ pub(super) fn embed_missing(
     }
     Ok(done)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_index_carries_the_fts5_write_settings() {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, created) = Db::open(&dir.path().join("index.sqlite")).unwrap();
+        assert!(created);
+        let setting = |key: &str| -> i64 {
+            db.conn
+                .query_row("SELECT v FROM terms_config WHERE k = ?1", [key], |r| {
+                    r.get(0)
+                })
+                .unwrap()
+        };
+        assert_eq!(setting("hashsize"), 64 << 20);
+        assert_eq!(setting("automerge"), 8);
+    }
+}
