@@ -5,6 +5,8 @@
 
 use std::collections::HashMap;
 
+use foldhash::fast::RandomState;
+
 use crate::view::lexical::Tokenizer;
 
 /// At most this many distinct words are cached (then the cache starts over:
@@ -19,7 +21,9 @@ pub const MAX_CACHED_WORD_BYTES: usize = 48;
 /// thread owns one.
 pub(super) struct Terms<'t> {
     tokenizer: &'t Tokenizer,
-    cache: HashMap<Box<str>, Option<Box<str>>>,
+    /// Keyed with a per-process random seed (foldhash: a few times faster
+    /// than SipHash on short words, and still not predictable from outside).
+    cache: HashMap<Box<str>, Option<Box<str>>, RandomState>,
 }
 
 impl<'t> Terms<'t> {
@@ -27,27 +31,34 @@ impl<'t> Terms<'t> {
     pub(super) fn new(tokenizer: &'t Tokenizer) -> Self {
         Terms {
             tokenizer,
-            cache: HashMap::new(),
+            cache: HashMap::default(),
         }
     }
 
-    /// The term of one maximal run of letters and digits (`None`: dropped).
-    fn term(&mut self, word: &str) -> Option<&str> {
-        if !self.cache.contains_key(word) {
-            if self.cache.len() >= MAX_CACHED_WORDS {
-                self.cache.clear();
+    /// The term of one maximal run of letters and digits (`None`: dropped),
+    /// handed to `add`; one hash lookup when the word is cached.
+    fn term(&mut self, word: &str, add: impl FnOnce(&str)) {
+        if let Some(term) = self.cache.get(word) {
+            if let Some(t) = term {
+                add(t);
             }
-            // A run of alphanumerics is one word to the tokenizer: at most
-            // one term comes back (bigrams need two).
-            let term = self
-                .tokenizer
-                .tokens(word)
-                .into_iter()
-                .next()
-                .map(String::into_boxed_str);
-            self.cache.insert(word.into(), term);
+            return;
         }
-        self.cache.get(word).and_then(|t| t.as_deref())
+        if self.cache.len() >= MAX_CACHED_WORDS {
+            self.cache.clear();
+        }
+        // A run of alphanumerics is one word to the tokenizer: at most one
+        // term comes back (bigrams need two).
+        let term = self
+            .tokenizer
+            .tokens(word)
+            .into_iter()
+            .next()
+            .map(String::into_boxed_str);
+        if let Some(t) = &term {
+            add(t);
+        }
+        self.cache.insert(word.into(), term);
     }
 
     /// The terms of `text`, space separated, into `out` (cleared first);
@@ -68,8 +79,8 @@ impl<'t> Terms<'t> {
                 if let Some(t) = this.tokenizer.tokens(word).first() {
                     add(t);
                 }
-            } else if let Some(t) = this.term(word) {
-                add(t);
+            } else {
+                this.term(word, add);
             }
         };
         for (i, c) in text.char_indices() {
