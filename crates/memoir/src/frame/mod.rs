@@ -268,22 +268,30 @@ fn push_hex(out: &mut Vec<u8>, bytes: &[u8]) {
     }
 }
 
-fn parse_hex(text: &[u8]) -> Option<Hash> {
-    fn nibble(c: u8) -> Option<u8> {
-        match c {
-            b'0'..=b'9' => Some(c - b'0'),
-            b'a'..=b'f' => Some(c - b'a' + 10),
-            _ => None,
-        }
+/// The value of each byte as a lowercase hex digit, `0xff` when it is none.
+const HEX_VALUE: [u8; 256] = {
+    let mut table = [0xff; 256];
+    let mut i = 0;
+    while i < 16 {
+        table[b"0123456789abcdef"[i] as usize] = i as u8;
+        i += 1;
     }
+    table
+};
+
+fn parse_hex(text: &[u8]) -> Option<Hash> {
     if text.len() != 2 * HASH_LEN {
         return None;
     }
     let mut out = [0u8; HASH_LEN];
-    for (i, pair) in text.chunks_exact(2).enumerate() {
-        out[i] = nibble(pair[0])? << 4 | nibble(pair[1])?;
+    // One table lookup per digit, one check for the whole hash.
+    let mut invalid = 0u8;
+    for (byte, pair) in out.iter_mut().zip(text.chunks_exact(2)) {
+        let (hi, lo) = (HEX_VALUE[pair[0] as usize], HEX_VALUE[pair[1] as usize]);
+        invalid |= hi | lo;
+        *byte = hi << 4 | lo;
     }
-    Some(out)
+    (invalid & 0xf0 == 0).then_some(out)
 }
 
 #[cfg(test)]
@@ -302,6 +310,23 @@ mod tests {
         let out = decode_with(&mut owned, |k, t| Ok((k.to_string(), t.to_string())));
         assert_eq!(owned, line, "decode must restore the buffer");
         out
+    }
+
+    #[test]
+    fn hex_parses_exactly_what_hex_writes() {
+        let h = hash_bytes(b"memoir");
+        let text = hex(&h);
+        assert_eq!(parse_hex(text.as_bytes()), Some(h));
+        assert_eq!(parse_hex(hex(&ZERO_HASH).as_bytes()), Some(ZERO_HASH));
+        // Every byte that is no lowercase hex digit, at every position.
+        for bad in (0..=255u8).filter(|b| !b"0123456789abcdef".contains(b)) {
+            for at in [0, 1, text.len() - 1] {
+                let mut t = text.clone().into_bytes();
+                t[at] = bad;
+                assert_eq!(parse_hex(&t), None, "byte {bad:#x} at {at}");
+            }
+        }
+        assert_eq!(parse_hex(&text.as_bytes()[1..]), None);
     }
 
     #[test]

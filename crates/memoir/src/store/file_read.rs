@@ -1,16 +1,16 @@
 //! Reading a whole transcript into a verified [`RawLog`], fast: the file is
 //! read in large chunks cut at line ends, the context-free half of the
 //! reader's rules (framing, BLAKE3, payload parse; [`scan::check_line`]) runs
-//! on several threads over disjoint slices of the chunk, in place (no copy
-//! per line), and the results are fed in file order to the one
-//! [`scan::Scanner`], which applies the order, chain and batch rules, while
-//! the next chunk is read and checked. The outcome is the same `RawLog` as
-//! [`scan::scan`] over the same bytes.
+//! on several threads, a whole chunk each, in place (no copy per line), and
+//! the results are fed in file order to the one [`scan::Scanner`], which
+//! applies the order, chain and batch rules, while the next chunks are read
+//! and checked. The outcome is the same `RawLog` as [`scan::scan`] over the
+//! same bytes.
 //!
-//! Memory: a few chunks (1 MiB, or the longest line) besides the decoded
+//! Memory: a few chunks per thread (1 MiB, or the longest line) besides the decoded
 //! records, which [`read_log_each`] hands to a sink chunk by chunk instead of
-//! collecting (a transcript load then holds the file's messages and one
-//! chunk, not the records too). Small files (under 1 MiB) are read on the
+//! collecting (a transcript load then holds the file's messages and a
+//! few chunks, not the records too). Small files (under 1 MiB) are read on the
 //! calling thread.
 
 use std::fs::File;
@@ -25,9 +25,6 @@ const CHUNK: usize = 1 << 20;
 
 /// Files smaller than this are verified on the calling thread.
 const PARALLEL_MIN: u64 = 1 << 20;
-
-/// Bytes of a chunk per thread at least.
-const MIN_SHARE: usize = if cfg!(test) { 256 } else { 64 << 10 };
 
 /// At most this many verifying threads per read.
 const MAX_THREADS: usize = 8;
@@ -71,12 +68,21 @@ fn threads_for(len: u64) -> usize {
     }
 }
 
+/// Chunks each verifying thread may hold (queued or in hand) at a time.
+const DEPTH: usize = 2;
+
+/// A chunk on its way through the pipeline: its bytes, its file offset and
+/// its checked lines (both buffers recycled from chunk to chunk).
+type Job = (Vec<u8>, u64, Vec<Line>);
+
 /// [`read_log`] with a given thread count and chunk size, and a sink or not.
 ///
-/// With several threads the reading and checking of the next chunk overlap
-/// the ordered part (scanner and sink) of the one before: one thread reads
-/// and checks (with helpers) while the calling thread applies; a checked
-/// chunk waits until the one before is applied.
+/// With several threads, whole chunks are checked by `threads` workers,
+/// chunk `k` by worker `k mod threads`, while the calling thread reads the
+/// chunks ahead (at most [`DEPTH`] per worker) and applies the checked ones
+/// in file order (taking them round-robin from the workers keeps the
+/// order). No chunk waits for another's check: a slow chunk holds up only
+/// its own worker's queue.
 fn read_log_with(
     file: &File,
     len: u64,
@@ -90,104 +96,135 @@ fn read_log_with(
         header_given: false,
         len,
     };
-    let mut chunks = Chunks::new(file, len, chunk);
+    let mut chunks = Chunks::new(file, chunk);
     if threads == 1 {
-        let mut lines = Vec::new();
-        while let Some((bytes, base)) = chunks.next()? {
-            let end = bytes.len();
-            check_lines(bytes, base, &mut lines);
-            feed.push(&mut lines, base, end);
+        let (mut bytes, mut lines) = (Vec::new(), Vec::new());
+        while let Some(base) = chunks.next_into(&mut bytes)? {
+            check_lines(&mut bytes, base, &mut lines);
+            feed.push(&mut lines, base, bytes.len());
         }
         return Ok(feed.scanner.finish());
     }
-    std::thread::scope(|scope| {
-        let (checked_tx, checked_rx) = std::sync::mpsc::sync_channel(0);
-        let (spare_tx, spare_rx) = std::sync::mpsc::channel::<Vec<Line>>();
-        scope.spawn(move || {
-            let mut lanes = Vec::new();
-            loop {
-                let next = match chunks.next() {
-                    Ok(Some((bytes, base))) => {
-                        let end = bytes.len();
-                        let mut lines = spare_rx.try_recv().unwrap_or_default();
-                        check_chunk(bytes, base, threads, &mut lines, &mut lanes);
-                        Ok((lines, base, end))
+    std::thread::scope(|scope| -> io::Result<()> {
+        let mut to_workers = Vec::with_capacity(threads);
+        let mut from_workers = Vec::with_capacity(threads);
+        for _ in 0..threads {
+            let (job_tx, job_rx) = std::sync::mpsc::sync_channel::<Job>(DEPTH);
+            let (done_tx, done_rx) = std::sync::mpsc::sync_channel::<Job>(DEPTH);
+            scope.spawn(move || {
+                for (mut bytes, base, mut lines) in job_rx {
+                    check_lines(&mut bytes, base, &mut lines);
+                    if done_tx.send((bytes, base, lines)).is_err() {
+                        break; // the applying side stopped
                     }
-                    Ok(None) => break,
-                    Err(e) => Err(e),
-                };
-                let failed = next.is_err();
-                // A closed channel: the applying side stopped.
-                if checked_tx.send(next).is_err() || failed {
-                    break;
+                }
+            });
+            to_workers.push(job_tx);
+            from_workers.push(done_rx);
+        }
+        let mut spare: Vec<(Vec<u8>, Vec<Line>)> = Vec::new();
+        let (mut sent, mut applied, mut more) = (0usize, 0usize, true);
+        loop {
+            // Keep every worker's queue full: at most DEPTH chunks each, so
+            // no send blocks.
+            while more && sent - applied < threads * DEPTH {
+                let (mut bytes, lines) = spare.pop().unwrap_or_default();
+                match chunks.next_into(&mut bytes)? {
+                    Some(base) => {
+                        if to_workers[sent % threads]
+                            .send((bytes, base, lines))
+                            .is_err()
+                        {
+                            return Ok(()); // a worker panicked: the scope says so
+                        }
+                        sent += 1;
+                    }
+                    None => more = false,
                 }
             }
-        });
-        for next in checked_rx {
-            let (mut lines, base, end) = next?;
-            feed.push(&mut lines, base, end);
-            let _ = spare_tx.send(lines);
+            if applied == sent {
+                return Ok(());
+            }
+            let Ok((bytes, base, mut lines)) = from_workers[applied % threads].recv() else {
+                return Ok(()); // a worker panicked: the scope says so
+            };
+            feed.push(&mut lines, base, bytes.len());
+            spare.push((bytes, lines));
+            applied += 1;
         }
-        Ok::<(), io::Error>(())
     })?;
     Ok(feed.scanner.finish())
 }
 
 /// A file in chunks of about `chunk` bytes cut after a newline (a longer
 /// line grows its chunk), read by position: the descriptor's cursor is
-/// neither used nor moved.
+/// neither used nor moved. Each chunk is read into a buffer the caller owns,
+/// so chunks can be checked on other threads while the next is read.
 struct Chunks<'f> {
     reader: super::ReadAt<'f>,
-    buf: Vec<u8>,
-    /// File offset of `buf[0]`.
+    /// Bytes read past the last chunk's final newline: the start of the
+    /// next chunk.
+    carry: Vec<u8>,
+    /// File offset of the next chunk's first byte.
     base: u64,
-    /// Bytes at the front of `buf` handed out by the last [`Chunks::next`].
-    handed: usize,
     chunk: usize,
     eof: bool,
 }
 
 impl<'f> Chunks<'f> {
-    fn new(file: &'f File, len: u64, chunk: usize) -> Self {
+    fn new(file: &'f File, chunk: usize) -> Self {
         Chunks {
             reader: super::ReadAt { file, pos: 0 },
-            buf: Vec::with_capacity((len as usize).min(chunk) + 1),
+            carry: Vec::new(),
             base: 0,
-            handed: 0,
             chunk,
             eof: false,
         }
     }
 
-    /// The next chunk and the file offset of its first byte; all its lines
-    /// end with a newline except perhaps the file's last.
-    fn next(&mut self) -> io::Result<Option<(&mut [u8], u64)>> {
-        self.buf.drain(..self.handed);
-        self.base += self.handed as u64;
-        self.handed = 0;
-        let mut want = self.chunk;
+    /// Read the next chunk into `buf` (replacing its contents) and return
+    /// the file offset of its first byte; all its lines end with a newline
+    /// except perhaps the file's last. `None` at the end of the file.
+    ///
+    /// A recycled `buf` is read into where it stands (only bytes it never
+    /// had are zeroed first), not cleared and grown again.
+    fn next_into(&mut self, buf: &mut Vec<u8>) -> io::Result<Option<u64>> {
+        let mut filled = self.carry.len();
+        let mut want = self.chunk.max(filled + 1);
+        buf.resize(want, 0);
+        buf[..filled].copy_from_slice(&self.carry);
+        self.carry.clear();
         loop {
-            while self.buf.len() < want && !self.eof {
-                let room = (want - self.buf.len()) as u64;
-                self.eof = self.reader.by_ref().take(room).read_to_end(&mut self.buf)? == 0;
+            while filled < want && !self.eof {
+                match self.reader.read(&mut buf[filled..want]) {
+                    Ok(0) => self.eof = true,
+                    Ok(n) => filled += n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
             }
-            if self.buf.is_empty() {
+            if filled == 0 {
+                buf.clear();
                 return Ok(None);
             }
             let end = if self.eof {
-                self.buf.len()
+                filled
             } else {
-                match memchr::memrchr(b'\n', &self.buf) {
+                match memchr::memrchr(b'\n', &buf[..filled]) {
                     Some(p) => p + 1,
                     None => {
                         // One line longer than the chunk: read on.
-                        want = self.buf.len() + self.chunk;
+                        want = filled + self.chunk;
+                        buf.resize(want, 0);
                         continue;
                     }
                 }
             };
-            self.handed = end;
-            return Ok(Some((&mut self.buf[..end], self.base)));
+            self.carry.extend_from_slice(&buf[end..filled]);
+            buf.truncate(end);
+            let base = self.base;
+            self.base += end as u64;
+            return Ok(Some(base));
         }
     }
 }
@@ -228,64 +265,6 @@ impl Feed<'_> {
         for record in records {
             sink.record(record);
         }
-    }
-}
-
-/// Check every line of `chunk` (whose first byte is at file offset `base`;
-/// all its lines end with a newline except perhaps the file's last), split
-/// over up to `threads` threads at line boundaries, results in order in
-/// `out`; `lanes` is the other threads' room, kept from chunk to chunk.
-fn check_chunk(
-    chunk: &mut [u8],
-    base: u64,
-    threads: usize,
-    out: &mut Vec<Line>,
-    lanes: &mut Vec<Vec<Line>>,
-) {
-    let parts = threads.min(chunk.len() / MIN_SHARE).max(1);
-    if parts == 1 {
-        return check_lines(chunk, base, out);
-    }
-    // Cut points at line ends near equal shares of the chunk.
-    let mut cuts = Vec::with_capacity(parts + 1);
-    cuts.push(0);
-    for k in 1..parts {
-        let target = chunk.len() * k / parts;
-        let prev = *cuts.last().unwrap_or(&0);
-        let cut = memchr::memchr(b'\n', &chunk[target.max(prev)..])
-            .map_or(chunk.len(), |p| target.max(prev) + p + 1);
-        cuts.push(cut);
-    }
-    cuts.push(chunk.len());
-    let mut slices = Vec::with_capacity(parts);
-    let mut rest = chunk;
-    for w in cuts.windows(2) {
-        let (head, tail) = rest.split_at_mut(w[1] - w[0]);
-        slices.push((head, base + w[0] as u64));
-        rest = tail;
-    }
-    if lanes.len() < parts - 1 {
-        lanes.resize_with(parts - 1, Vec::new);
-    }
-    std::thread::scope(|scope| {
-        let mut slices = slices.into_iter();
-        let first = slices.next();
-        let handles: Vec<_> = slices
-            .zip(lanes.iter_mut())
-            .map(|((slice, at), lane)| scope.spawn(move || check_lines(slice, at, lane)))
-            .collect();
-        // This thread takes the first share itself.
-        if let Some((slice, at)) = first {
-            check_lines(slice, at, out);
-        }
-        for h in handles {
-            if let Err(panic) = h.join() {
-                std::panic::resume_unwind(panic);
-            }
-        }
-    });
-    for lane in lanes.iter_mut().take(parts - 1) {
-        out.append(lane);
     }
 }
 
