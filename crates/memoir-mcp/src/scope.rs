@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use memoir::blob::ArtifactStore;
 use memoir::embed::EmbeddingProvider;
 use memoir::manager::{LeasePolicy, ManagerOptions, SessionManager};
-use memoir::search::SearchIndex;
+use memoir::search::{SearchError, SearchIndex};
 use memoir::store::file::FileStore;
 use memoir::store::{Durability, LogStore};
 
@@ -34,7 +34,9 @@ pub enum Backend {
     Tenants {
         /// The shared store (all projects).
         store: Arc<dyn LogStore>,
-        /// Where the per-project search indexes live.
+        /// Where per-project search indexes live when the shared store has
+        /// no index of its own (a remote store); a file or PostgreSQL store
+        /// is searched through its own index, as `memoir serve` does.
         index_root: PathBuf,
     },
 }
@@ -77,34 +79,84 @@ pub struct Scope {
     /// never sees another project).
     pub may_widen: bool,
     index_key: (PathBuf, String),
+    /// For a tenant: the shared store and the prefix of the tenant's ids in
+    /// it, so the search can use the shared store's own index.
+    tenant: Option<(Arc<dyn LogStore>, String)>,
 }
 
 /// One open search index, shared by the calls that use it.
 type SharedIndex = Arc<Mutex<SearchIndex>>;
 
-/// Open search indexes, one per (index dir, project), kept between calls.
+/// The search index a call uses.
+pub struct ScopedIndex {
+    /// The index.
+    pub index: SharedIndex,
+    /// The prefix of the project's session ids in it (`P~` in a tenant's
+    /// shared-store index): the search is restricted to it, and it is cut
+    /// from the hits. `None` when the index holds the project's own ids.
+    pub id_prefix: Option<String>,
+}
+
+/// Open search indexes, kept between calls: one per (index dir, project),
+/// and one for a tenant backend's shared store.
 #[derive(Default)]
-pub struct Indexes(Mutex<HashMap<(PathBuf, String), SharedIndex>>);
+pub struct Indexes {
+    open: Mutex<HashMap<(PathBuf, String), SharedIndex>>,
+    /// The shared store's own index (the engine `memoir serve`'s
+    /// `/v1/search` uses), once opened; `Some(None)`: the store has none
+    /// (a remote store), so tenants get per-project indexes.
+    shared: Mutex<Option<Option<SharedIndex>>>,
+}
 
 impl Indexes {
-    /// The index of `scope`, opened on first use.
+    /// The index of `scope`, opened on first use. A tenant searches the
+    /// shared store's own index (SQLite beside a file store, tables in a
+    /// PostgreSQL store), caught up from the store's change journal or in
+    /// one query, restricted to its project's ids; only a store without an
+    /// index of its own gets a per-project index over the tenant's
+    /// namespace, which re-reads changed sessions through it.
     pub fn get(
         &self,
         scope: &Scope,
         embedder: &Arc<dyn EmbeddingProvider>,
-    ) -> Result<SharedIndex, ToolError> {
+    ) -> Result<ScopedIndex, ToolError> {
+        if let Some((store, prefix)) = &scope.tenant {
+            let mut shared = self
+                .shared
+                .lock()
+                .map_err(|_| ToolError::internal("index lock poisoned"))?;
+            if shared.is_none() {
+                *shared = Some(match SearchIndex::for_store(store.clone()) {
+                    Ok(ix) => Some(Arc::new(Mutex::new(ix.with_embedder(embedder.clone())))),
+                    Err(SearchError::Unsupported(_)) => None,
+                    Err(e) => return Err(e.into()),
+                });
+            }
+            if let Some(Some(index)) = shared.as_ref() {
+                return Ok(ScopedIndex {
+                    index: index.clone(),
+                    id_prefix: Some(prefix.clone()),
+                });
+            }
+        }
         let mut map = self
-            .0
+            .open
             .lock()
             .map_err(|_| ToolError::internal("index lock poisoned"))?;
-        if let Some(ix) = map.get(&scope.index_key) {
-            return Ok(ix.clone());
-        }
-        let ix = SearchIndex::open_store(scope.store.clone(), &scope.index_key.0)?
-            .with_embedder(embedder.clone());
-        let ix = Arc::new(Mutex::new(ix));
-        map.insert(scope.index_key.clone(), ix.clone());
-        Ok(ix)
+        let index = match map.get(&scope.index_key) {
+            Some(ix) => ix.clone(),
+            None => {
+                let ix = SearchIndex::open_store(scope.store.clone(), &scope.index_key.0)?
+                    .with_embedder(embedder.clone());
+                let ix = Arc::new(Mutex::new(ix));
+                map.insert(scope.index_key.clone(), ix.clone());
+                ix
+            }
+        };
+        Ok(ScopedIndex {
+            index,
+            id_prefix: None,
+        })
     }
 }
 
@@ -155,6 +207,7 @@ impl Backend {
                     workspace: shared.then(|| project.clone()),
                     may_widen: true,
                     index_key: (dir.join(memoir::search::INDEX_DIR), String::new()),
+                    tenant: None,
                 })
             }
             Backend::Tenants { store, index_root } => {
@@ -172,6 +225,10 @@ impl Backend {
                     workspace: None,
                     may_widen: false,
                     index_key: (index_root.join(project), project.to_string()),
+                    tenant: Some((
+                        store.clone(),
+                        format!("{project}{}", memoir_server::namespace::SEPARATOR),
+                    )),
                 })
             }
         }

@@ -145,8 +145,13 @@ fn search_sessions(
         until: a.until.as_deref().map(parse_time).transpose()?,
         ..SearchFilter::default()
     };
-    let index = indexes.get(scope, &config.embedder)?;
-    let mut ix = index
+    let scoped = indexes.get(scope, &config.embedder)?;
+    let filter = SearchFilter {
+        session: scoped.id_prefix.clone(),
+        ..filter
+    };
+    let mut ix = scoped
+        .index
         .lock()
         .map_err(|_| ToolError::internal("search index lock poisoned"))?;
     // Catch up first: another process's notes are visible on the next search.
@@ -165,7 +170,14 @@ fn search_sessions(
         let raw = ix.search(&q)?;
         let exhausted = raw.len() < want;
         let mut hits = Vec::with_capacity(raw.len());
-        for h in raw {
+        for mut h in raw {
+            if let Some(prefix) = &scoped.id_prefix {
+                // The query held only ids with this prefix.
+                let Some(id) = h.session.strip_prefix(prefix.as_str()) else {
+                    continue;
+                };
+                h.session = id.to_string();
+            }
             if notes::is_notes_session(&h.session) {
                 if !hidden.contains_key(&h.session) {
                     let seqs = match scope.manager.read_session(&h.session) {
