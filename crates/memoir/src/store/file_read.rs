@@ -7,7 +7,7 @@
 //! and checked. The outcome is the same `RawLog` as [`scan::scan`] over the
 //! same bytes.
 //!
-//! Memory: a few chunks per thread (1 MiB, or the longest line) besides the decoded
+//! Memory: a few chunks per thread (512 KiB, or the longest line) besides the decoded
 //! records, which [`read_log_each`] hands to a sink chunk by chunk instead of
 //! collecting (a transcript load then holds the file's messages and a
 //! few chunks, not the records too). Small files (under 1 MiB) are read on the
@@ -20,8 +20,12 @@ use std::sync::OnceLock;
 use super::scan::{self, Checked, Scanner};
 use super::{RawLog, RecordSink};
 
-/// Bytes read per chunk (a longer line grows the chunk to hold it).
-const CHUNK: usize = 1 << 20;
+/// Bytes read per chunk (a longer line grows the chunk to hold it). Each
+/// worker holds up to [`DEPTH`] chunks with their decoded records, so the
+/// chunk size bounds a load's memory beyond what it keeps: with 1 MiB
+/// chunks, a fork's read of a 25 MB parent held 0.47x the file beyond it
+/// (`tests/load_memory.rs` allows 0.1x + 4 MiB); 512 KiB chunks load as fast.
+const CHUNK: usize = 512 << 10;
 
 /// Files smaller than this are verified on the calling thread.
 const PARALLEL_MIN: u64 = 1 << 20;
