@@ -705,15 +705,18 @@ impl Bert {
             })?; // (3, b, nh, l, hd)
             let (q, k, v) = (heads.get(0)?, heads.get(1)?, heads.get(2)?);
             let scores = q.matmul(&k.t()?)?; // (b, nh, l, l)
-            let probs = scores.apply_op2_no_bwd(mask, &MaskedSoftmax)?;
-            let ctx = probs.matmul(&v)?.apply_op1_no_bwd(&MergeHeads)?; // (b·l, h)
-            x = ctx
-                .matmul(&layer.attn_out_w)?
-                .apply_op2_no_bwd(&x, &layer.norm1)?;
-            let up = x.matmul(&layer.up_w)?.apply_op1_no_bwd(&layer.gelu)?;
-            x = up
-                .matmul(&layer.down_w)?
-                .apply_op2_no_bwd(&x, &layer.norm2)?;
+                                             // The fused steps after a matrix product work in place on its
+                                             // fresh output (no buffer allocated and zeroed per step).
+            scores.inplace_op2(mask, &MaskedSoftmax)?; // probabilities now
+            let ctx = scores.matmul(&v)?.apply_op1_no_bwd(&MergeHeads)?; // (b·l, h)
+            let attended = ctx.matmul(&layer.attn_out_w)?;
+            attended.inplace_op2(&x, &layer.norm1)?;
+            x = attended;
+            let up = x.matmul(&layer.up_w)?;
+            up.inplace_op1(&layer.gelu)?;
+            let down = up.matmul(&layer.down_w)?;
+            down.inplace_op2(&x, &layer.norm2)?;
+            x = down;
         }
         Ok(x)
     }

@@ -11,10 +11,14 @@
 //! - [`MaskedSoftmax`]: softmax over keys, padding keys get exactly 0;
 //! - [`MergeHeads`]: `(b, heads, l, d)` → `(b·l, h)`.
 //!
+//! `BiasGelu`, `BiasResidualNorm` and `MaskedSoftmax` run in place on the
+//! fresh output of the matrix product before them (candle in-place ops), so
+//! no step allocates and zeroes a buffer; the two reshuffles write new ones.
+//!
 //! Rows are spread over rayon's current pool (the model's own pool when
 //! [`super::MiniLmOptions::threads`] is set).
 
-use candle_core::{bail, CpuStorage, CustomOp1, CustomOp2, Layout, Result, Shape};
+use candle_core::{bail, CpuStorage, CustomOp1, InplaceOp1, InplaceOp2, Layout, Result, Shape};
 use rayon::prelude::*;
 
 /// Rows per rayon task: enough work to amortise scheduling.
@@ -26,6 +30,16 @@ fn f32_slice<'a>(s: &'a CpuStorage, l: &Layout, what: &str) -> Result<&'a [f32]>
     };
     match l.contiguous_offsets() {
         Some((a, b)) => Ok(&v[a..b]),
+        None => bail!("{what}: contiguous input expected"),
+    }
+}
+
+fn f32_slice_mut<'a>(s: &'a mut CpuStorage, l: &Layout, what: &str) -> Result<&'a mut [f32]> {
+    let CpuStorage::F32(v) = s else {
+        bail!("{what}: f32 input expected")
+    };
+    match l.contiguous_offsets() {
+        Some((a, b)) => Ok(&mut v[a..b]),
         None => bail!("{what}: contiguous input expected"),
     }
 }
@@ -173,27 +187,23 @@ pub(super) struct BiasGelu {
     pub bias: Vec<f32>,
 }
 
-impl CustomOp1 for BiasGelu {
+impl InplaceOp1 for BiasGelu {
     fn name(&self) -> &'static str {
         "memoir-bias-gelu"
     }
 
-    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
-        let x = f32_slice(s, l, self.name())?;
+    fn cpu_fwd(&self, s: &mut CpuStorage, l: &Layout) -> Result<()> {
         let w = self.bias.len();
         if l.dims().last() != Some(&w) {
             bail!("bias-gelu: width {:?} vs bias {w}", l.dims());
         }
-        let mut out = vec![0f32; x.len()];
-        out.par_chunks_mut(w)
-            .with_min_len(MIN_ROWS)
-            .zip(x.par_chunks(w))
-            .for_each(|(o, x)| {
-                for ((o, &x), &b) in o.iter_mut().zip(x).zip(&self.bias) {
-                    *o = gelu(x + b);
-                }
-            });
-        Ok((CpuStorage::F32(out), l.shape().clone()))
+        let x = f32_slice_mut(s, l, self.name())?;
+        x.par_chunks_mut(w).with_min_len(MIN_ROWS).for_each(|x| {
+            for (x, &b) in x.iter_mut().zip(&self.bias) {
+                *x = gelu(*x + b);
+            }
+        });
+        Ok(())
     }
 }
 
@@ -206,35 +216,34 @@ pub(super) struct BiasResidualNorm {
     pub eps: f32,
 }
 
-impl CustomOp2 for BiasResidualNorm {
+impl InplaceOp2 for BiasResidualNorm {
     fn name(&self) -> &'static str {
         "memoir-bias-residual-norm"
     }
 
     fn cpu_fwd(
         &self,
-        s1: &CpuStorage,
+        s1: &mut CpuStorage,
         l1: &Layout,
         s2: &CpuStorage,
         l2: &Layout,
-    ) -> Result<(CpuStorage, Shape)> {
-        let a = f32_slice(s1, l1, self.name())?;
-        let r = f32_slice(s2, l2, self.name())?;
+    ) -> Result<()> {
         let h = self.gamma.len();
         if l1.shape() != l2.shape() || l1.dims().last() != Some(&h) {
             bail!("residual-norm: shapes {:?} and {:?}", l1.dims(), l2.dims());
         }
-        let mut out = vec![0f32; a.len()];
-        out.par_chunks_mut(h)
+        let r = f32_slice(s2, l2, self.name())?;
+        let a = f32_slice_mut(s1, l1, self.name())?;
+        a.par_chunks_mut(h)
             .with_min_len(MIN_ROWS)
-            .zip(a.par_chunks(h).zip(r.par_chunks(h)))
-            .for_each(|(o, (a, r))| {
+            .zip(r.par_chunks(h))
+            .for_each(|(o, r)| {
                 for i in 0..h {
-                    o[i] = a[i] + self.bias[i] + r[i];
+                    o[i] += self.bias[i] + r[i];
                 }
                 norm_row(o, &self.gamma, &self.beta, self.eps);
             });
-        Ok((CpuStorage::F32(out), l1.shape().clone()))
+        Ok(())
     }
 }
 
@@ -289,19 +298,18 @@ impl CustomOp1 for SplitHeads {
 /// probability 0.
 pub(super) struct MaskedSoftmax;
 
-impl CustomOp2 for MaskedSoftmax {
+impl InplaceOp2 for MaskedSoftmax {
     fn name(&self) -> &'static str {
         "memoir-masked-softmax"
     }
 
     fn cpu_fwd(
         &self,
-        s1: &CpuStorage,
+        s1: &mut CpuStorage,
         l1: &Layout,
         s2: &CpuStorage,
         l2: &Layout,
-    ) -> Result<(CpuStorage, Shape)> {
-        let x = f32_slice(s1, l1, self.name())?;
+    ) -> Result<()> {
         let mask = f32_slice(s2, l2, self.name())?;
         let &[b, nh, t, t2] = l1.dims() else {
             bail!(
@@ -326,24 +334,24 @@ impl CustomOp2 for MaskedSoftmax {
                     .max(1)
             })
             .collect();
-        let mut out = vec![0f32; x.len()];
-        out.par_chunks_mut(t)
+        let x = f32_slice_mut(s1, l1, self.name())?;
+        x.par_chunks_mut(t)
             .with_min_len(MIN_ROWS)
-            .zip(x.par_chunks(t))
             .enumerate()
-            .for_each(|(row, (o, x))| {
+            .for_each(|(row, x)| {
                 let n = valid[row / (nh * t)];
-                let (o, x) = (&mut o[..n], &x[..n]);
-                let m = max8(x);
-                for (o, &v) in o.iter_mut().zip(x) {
-                    *o = exp(v - m);
+                let (keys, padding) = x.split_at_mut(n);
+                padding.fill(0.0);
+                let m = max8(keys);
+                for v in keys.iter_mut() {
+                    *v = exp(*v - m);
                 }
-                let inv = 1.0 / sum8(o);
-                for o in o.iter_mut() {
-                    *o *= inv;
+                let inv = 1.0 / sum8(keys);
+                for v in keys.iter_mut() {
+                    *v *= inv;
                 }
             });
-        Ok((CpuStorage::F32(out), l1.shape().clone()))
+        Ok(())
     }
 }
 
@@ -450,9 +458,10 @@ mod tests {
 
         let scores = Tensor::randn(0f32, 2.0, (b, nh, t, t), &dev)?;
         let mask = Tensor::new(&[[1f32, 1., 1., 1., 1.], [1., 1., 1., 0., 0.]], &dev)?;
-        let got = scores.apply_op2_no_bwd(&mask, &MaskedSoftmax)?;
         let bias_m = ((&mask - 1.0)? * 1e9)?.reshape((b, 1, 1, t))?;
         let want = candle_nn::ops::softmax_last_dim(&scores.broadcast_add(&bias_m)?)?;
+        let got = scores.copy()?;
+        got.inplace_op2(&mask, &MaskedSoftmax)?;
         let diff = (got - want)?.abs()?.max_all()?.to_scalar::<f32>()?;
         assert!(diff < 1e-6, "softmax {diff}");
 
@@ -461,7 +470,8 @@ mod tests {
         let hb: Vec<f32> = (0..h).map(|i| i as f32 * -0.02).collect();
         let g: Vec<f32> = (0..h).map(|i| 1.0 + i as f32 * 0.05).collect();
         let be: Vec<f32> = (0..h).map(|i| i as f32 * 0.03).collect();
-        let got = a.apply_op2_no_bwd(
+        let got = a.copy()?;
+        got.inplace_op2(
             &r,
             &BiasResidualNorm {
                 bias: hb.clone(),
@@ -480,7 +490,8 @@ mod tests {
         let diff = (got - want)?.abs()?.max_all()?.to_scalar::<f32>()?;
         assert!(diff < 1e-5, "norm {diff}");
 
-        let got = a.apply_op1_no_bwd(&BiasGelu { bias: hb.clone() })?;
+        let got = a.copy()?;
+        got.inplace_op1(&BiasGelu { bias: hb.clone() })?;
         let want = a
             .broadcast_add(&Tensor::new(hb.as_slice(), &dev)?)?
             .gelu_erf()?;
