@@ -15,30 +15,12 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use crate::{num, percentile};
 use memoir::message::Message;
 use memoir::record::{Record, SessionMeta};
 use memoir::search::SearchIndex;
 use memoir::store::file::FileStore;
 use memoir::store::{Durability, LogStore};
-
-fn arg(name: &str) -> Option<String> {
-    let args: Vec<String> = crate::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1).cloned())
-}
-
-fn num(name: &str, default: usize) -> usize {
-    arg(name).and_then(|v| v.parse().ok()).unwrap_or(default)
-}
-
-fn percentile(v: &mut [f64], p: f64) -> f64 {
-    if v.is_empty() {
-        return 0.0;
-    }
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[((v.len() as f64 - 1.0) * p).round() as usize]
-}
 
 fn id_of(i: usize) -> String {
     format!("catchup-{i:06}")

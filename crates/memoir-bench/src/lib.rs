@@ -46,6 +46,28 @@ pub fn args() -> impl Iterator<Item = String> {
     ARGS.get().cloned().unwrap_or_default().into_iter()
 }
 
+/// The value after `--name` among the benchmark's arguments.
+pub fn arg(name: &str) -> Option<String> {
+    let args: Vec<String> = args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1).cloned())
+}
+
+/// The number after `--name`, `default` when it is absent or no number.
+pub fn num(name: &str, default: usize) -> usize {
+    arg(name).and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// The `p` quantile (0..=1, nearest rank) of `v`, sorting it; 0 when empty.
+pub fn percentile(v: &mut [f64], p: f64) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[((v.len() as f64 - 1.0) * p).round() as usize]
+}
+
 /// One benchmark: its subcommand name and entry point.
 pub type Bench = (&'static str, fn());
 

@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
+use crate::{arg, num, percentile};
 use corpus::{KnownAnswer, Spec};
 use memoir::message::Message;
 use memoir::record::Record;
@@ -26,17 +27,6 @@ use memoir::search::{SearchFilter, SearchIndex, SearchMode, SearchQuery};
 use memoir::store::file::FileStore;
 use memoir::store::{Durability, LogStore};
 use memoir::view::lexical::{Bm25Params, LexicalIndex, Tokenizer, TokenizerConfig};
-
-fn arg(name: &str) -> Option<String> {
-    let args: Vec<String> = crate::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1).cloned())
-}
-
-fn num(name: &str, default: usize) -> usize {
-    arg(name).and_then(|v| v.parse().ok()).unwrap_or(default)
-}
 
 fn peak_rss_mb() -> f64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
@@ -63,14 +53,6 @@ fn dir_bytes(p: &Path) -> u64 {
                 .sum()
         })
         .unwrap_or(0)
-}
-
-fn percentile(v: &mut [f64], p: f64) -> f64 {
-    if v.is_empty() {
-        return 0.0;
-    }
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[((v.len() as f64 - 1.0) * p).round() as usize]
 }
 
 fn spec() -> Spec {
