@@ -13,27 +13,20 @@
 #[path = "../../memoir/tests/suite/support/corpus.rs"]
 mod corpus;
 
+#[path = "support/args.rs"]
+mod args;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Instant;
 
+use args::{arg, num};
 use memoir::embed::{EmbeddingProvider, HashEmbedder};
 use memoir::search::{SearchFilter, SearchIndex, SearchQuery};
 use memoir::view::{RebuildOptions, SessionView};
 use serde_json::{json, Value};
-
-fn arg(name: &str) -> Option<String> {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1).cloned())
-}
-
-fn num(name: &str, default: usize) -> usize {
-    arg(name).and_then(|v| v.parse().ok()).unwrap_or(default)
-}
 
 fn percentile(v: &mut [f64], p: f64) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
