@@ -82,6 +82,12 @@ pub mod usage;
 pub mod view;
 
 pub use error::{Error, Result};
+
+/// `skip_serializing_if` for a field written only when it differs from its
+/// default (a zero count, say): one helper for every format.
+pub(crate) fn is_default<T: Default + PartialEq>(value: &T) -> bool {
+    *value == T::default()
+}
 pub use message::{Block, Message, Role, Usage};
 pub use record::{Record, RunConfig, SessionMeta, Summary, Taint};
 

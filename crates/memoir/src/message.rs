@@ -154,15 +154,11 @@ pub struct Usage {
     pub cache_creation_input_tokens: u64,
     /// Reasoning tokens, a subset of `output_tokens` (OpenAI `reasoning_tokens`,
     /// Codex `reasoning_output_tokens`); never added on top of it.
-    #[serde(skip_serializing_if = "is_zero_u64")]
+    #[serde(skip_serializing_if = "crate::is_default")]
     pub reasoning_tokens: u64,
     /// Where these counts come from (omitted when reported by the provider).
     #[serde(skip_serializing_if = "UsageSource::is_provider")]
     pub source: UsageSource,
-}
-
-fn is_zero_u64(n: &u64) -> bool {
-    *n == 0
 }
 
 /// Provenance of a [`Usage`]: how far its counts can be trusted.

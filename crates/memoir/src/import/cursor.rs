@@ -114,13 +114,9 @@ pub enum TailState {
         ordinal: Option<(u64, String)>,
         /// Lines of the predecessor segments read before the rollout's own
         /// (its own lines are numbered after them).
-        #[serde(default, skip_serializing_if = "is_zero")]
+        #[serde(default, skip_serializing_if = "crate::is_default")]
         segment_lines: u64,
     },
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
 }
 
 /// Every cursor of a store.

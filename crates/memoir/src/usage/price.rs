@@ -92,12 +92,8 @@ pub struct PriceOrigin {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<PathBuf>,
     /// How many models were laid over it from `config.toml`.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "crate::is_default")]
     pub overrides: usize,
-}
-
-fn is_zero(n: &usize) -> bool {
-    *n == 0
 }
 
 /// A model → price table (the `prices.json` format, see `docs/USAGE.md`).
