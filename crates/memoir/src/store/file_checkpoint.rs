@@ -26,10 +26,10 @@
 
 use std::borrow::Borrow;
 use std::collections::{BTreeSet, HashSet};
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::hash::Hash;
 use std::io::ErrorKind;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -307,21 +307,11 @@ impl Drop for SharedLock {
 pub fn lock_shared(store_dir: &Path, id: &str) -> Result<Option<SharedLock>> {
     crate::id::validate(id)?;
     let path = store_dir.join(format!("{id}.{EXT}"));
-    let file = match OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(&path)
-    {
+    let file = match super::open_transcript(&path, id, false) {
         Ok(f) => f,
-        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e).ctx("open", &path),
+        Err(Error::NotFound(_)) => return Ok(None),
+        Err(e) => return Err(e),
     };
-    if !file.metadata().ctx("stat", &path)?.is_file() {
-        return Err(Error::NotRegularFile {
-            path,
-            kind: "special file",
-        });
-    }
     file.lock_shared().ctx("lock", &path)?;
     Ok(Some(SharedLock { file }))
 }
@@ -371,6 +361,31 @@ mod tests {
             Ok::<_, Error>(known.iter().copied().collect::<HashSet<&str>>())
         })
         .unwrap()
+    }
+
+    #[test]
+    fn lock_shared_refuses_special_files_as_such_not_as_transient_errors() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        transcript(dir, "real");
+        assert!(lock_shared(dir, "real").unwrap().is_some());
+        assert!(lock_shared(dir, "missing").unwrap().is_none());
+        std::os::unix::fs::symlink(
+            dir.join(format!("real.{EXT}")),
+            dir.join(format!("link.{EXT}")),
+        )
+        .unwrap();
+        fs::create_dir(dir.join(format!("dir.{EXT}"))).unwrap();
+        for (id, kind) in [("link", "symlink"), ("dir", "directory")] {
+            let e = lock_shared(dir, id).unwrap_err();
+            assert!(
+                matches!(&e, Error::NotRegularFile { kind: k, .. } if *k == kind),
+                "{id}: {e:?}"
+            );
+            // Unreadable as it stands, so a catch-up records it instead of
+            // retrying it on every request.
+            assert!(!is_transient(&e), "{id}: {e:?}");
+        }
     }
 
     #[test]
