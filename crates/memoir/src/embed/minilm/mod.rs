@@ -12,8 +12,8 @@
 //! The tokenizer's own padding is turned off and its truncation set to the
 //! model's `max_seq_length` (the reference `tokenizer.json` ships fixed
 //! padding and truncation at 128). Texts are sorted by token count and run in
-//! batches padded to the longest member, with an attention mask that hides the
-//! padding from attention and from the mean pooling; vectors are L2
+//! batches padded to the longest member; attention runs over each text's real
+//! tokens only, and the mean pooling skips the padding; vectors are L2
 //! normalised. The BERT forward pass is written here on top of `candle-core`
 //! and `candle-nn` (no `candle-transformers`).
 //!
@@ -41,11 +41,13 @@ use super::{l2_normalize, EmbeddingError, EmbeddingProvider};
 
 mod discovery;
 mod ops;
+#[allow(unsafe_code)] // gemm on strided views: one call, its spans checked and argued
+mod strided;
 pub use discovery::{
     check_model_dir, discover_model_dir, model_search_paths, python_package_model_dir,
     DEFAULT_MAX_SEQ_LEN, DEFAULT_MODEL_NAME, PYPI_PACKAGE, REQUIRED_FILES,
 };
-use ops::{BiasGelu, BiasResidualNorm, MaskedSoftmax, MergeHeads, SplitHeads};
+use ops::{Attention, BiasGelu, BiasResidualNorm};
 
 /// Options for [`MiniLm::load_with`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -398,15 +400,13 @@ impl Inner {
         let b = batch.len();
         let l = batch.iter().map(|t| t.len()).max().unwrap_or(0).max(1);
         let mut ids = vec![0u32; b * l];
-        let mut mask = vec![0f32; b * l];
         for (r, t) in batch.iter().enumerate() {
             ids[r * l..r * l + t.len()].copy_from_slice(t);
-            mask[r * l..r * l + t.len()].fill(1.0);
         }
-        let mask_t = Tensor::from_vec(mask, (b, l), &Device::Cpu)?;
+        let lengths: Vec<usize> = batch.iter().map(|t| t.len().max(1)).collect();
         let hidden = self
             .bert
-            .forward(&ids, b, l, &mask_t)?
+            .forward(&ids, l, &lengths)?
             .flatten_all()?
             .to_vec1::<f32>()?;
         let h = self.bert.config.hidden_size;
@@ -667,16 +667,12 @@ impl Bert {
         })
     }
 
-    /// `ids`: a padded `(b, l)` batch of token ids, row-major; `mask`: (b, l)
-    /// f32 with 1 for real tokens (a prefix of each row). Returns the last
-    /// hidden state as (b·l, h).
-    fn forward(
-        &self,
-        ids: &[u32],
-        b: usize,
-        l: usize,
-        mask: &Tensor,
-    ) -> candle_core::Result<Tensor> {
+    /// `ids`: a padded `(b, l)` batch of token ids, row-major, `b` the
+    /// number of `lengths`: the real tokens of each row (a prefix, at least
+    /// 1). Returns the last hidden state as (b·l, h); padding rows hold
+    /// values no real row depends on.
+    fn forward(&self, ids: &[u32], l: usize, lengths: &[usize]) -> candle_core::Result<Tensor> {
+        let b = lengths.len();
         let h = self.config.hidden_size;
         let nh = self.config.num_attention_heads;
         let vocab = self.config.vocab_size as u32;
@@ -697,18 +693,14 @@ impl Bert {
         let mut x = Tensor::from_vec(x, (b * l, h), &Device::Cpu)?;
 
         for layer in &self.layers {
-            let heads = x.matmul(&layer.qkv_w)?.apply_op1_no_bwd(&SplitHeads {
-                bias: layer.qkv_b.clone(),
-                batch: b,
-                len: l,
+            let ctx = x.matmul(&layer.qkv_w)?.apply_op1_no_bwd(&Attention {
+                bias: &layer.qkv_b,
                 heads: nh,
-            })?; // (3, b, nh, l, hd)
-            let (q, k, v) = (heads.get(0)?, heads.get(1)?, heads.get(2)?);
-            let scores = q.matmul(&k.t()?)?; // (b, nh, l, l)
-                                             // The fused steps after a matrix product work in place on its
-                                             // fresh output (no buffer allocated and zeroed per step).
-            scores.inplace_op2(mask, &MaskedSoftmax)?; // probabilities now
-            let ctx = scores.matmul(&v)?.apply_op1_no_bwd(&MergeHeads)?; // (b·l, h)
+                lengths,
+                len: l,
+            })?; // (b·l, h)
+                 // The fused steps after a matrix product work in place on its
+                 // fresh output (no buffer allocated and zeroed per step).
             let attended = ctx.matmul(&layer.attn_out_w)?;
             attended.inplace_op2(&x, &layer.norm1)?;
             x = attended;

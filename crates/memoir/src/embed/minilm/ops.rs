@@ -7,19 +7,25 @@
 //!
 //! - [`BiasGelu`]: `gelu(x + bias)` with a rational `erf` (|error| < 1e-6);
 //! - [`BiasResidualNorm`]: `layer_norm(a + bias + residual)`;
-//! - [`SplitHeads`]: `(n, 3h)` QKV + bias → `(3, b, heads, l, d)`;
-//! - [`MaskedSoftmax`]: softmax over keys, padding keys get exactly 0;
-//! - [`MergeHeads`]: `(b, heads, l, d)` → `(b·l, h)`.
+//! - [`Attention`]: the fused `(n, 3h)` QKV product → the merged heads'
+//!   contexts `(n, h)`, each batch row's heads in one task whose scores stay
+//!   in cache (its small products call gemm on strided views directly).
 //!
-//! `BiasGelu`, `BiasResidualNorm` and `MaskedSoftmax` run in place on the
-//! fresh output of the matrix product before them (candle in-place ops), so
-//! no step allocates and zeroes a buffer; the two reshuffles write new ones.
+//! `BiasGelu` and `BiasResidualNorm` run in place on the fresh output of
+//! the matrix product before them (candle in-place ops), so neither
+//! allocates and zeroes a buffer.
 //!
 //! Rows are spread over rayon's current pool (the model's own pool when
-//! [`super::MiniLmOptions::threads`] is set).
+//! [`super::MiniLmOptions::threads`] is set), and each task's loops run
+//! compiled for the widest vector unit the CPU has
+//! ([`Kernel::compiled_for`]: AVX-512 or AVX2 + FMA rather than a default
+//! build's SSE2).
 
 use candle_core::{bail, CpuStorage, CustomOp1, InplaceOp1, InplaceOp2, Layout, Result, Shape};
 use rayon::prelude::*;
+
+use super::strided::strided_matmul;
+use crate::view::index::simd::{Kernel, VectorWork};
 
 /// Rows per rayon task: enough work to amortise scheduling.
 const MIN_ROWS: usize = 16;
@@ -67,7 +73,22 @@ pub(super) fn erf(x: f32) -> f32 {
     q = q * x2 - 1.682_827e-3;
     q = q * x2 - 7.373_329e-3;
     q = q * x2 - 1.426_474e-2;
-    p / q
+    p * recip_negative(q)
+}
+
+/// `1 / q` for `q < 0` without a division (a vector division is several
+/// times slower than the rest of `erf` together): an initial guess from
+/// the bit pattern (about 4 correct bits) and three Newton steps
+/// `r ← r·(2 − |q|·r)`, each doubling the correct bits (about 1e-7
+/// relative error left, a rounding or two of f32).
+#[inline(always)]
+fn recip_negative(q: f32) -> f32 {
+    let a = -q;
+    let mut r = f32::from_bits(0x7EF3_11C7u32.wrapping_sub(a.to_bits()));
+    r *= 2.0 - a * r;
+    r *= 2.0 - a * r;
+    r *= 2.0 - a * r;
+    -r
 }
 
 /// `gelu(x) = x · (1 + erf(x/√2)) / 2`, BERT's activation.
@@ -86,7 +107,8 @@ pub(super) fn exp(x: f32) -> f32 {
     const LN2_LO: f32 = 1.428_606_8e-6;
     const ROUND: f32 = 12_582_912.0; // 1.5·2²³: adding it rounds to an integer
     let x = x.clamp(-87.0, 88.0);
-    let n = (x * LOG2E + ROUND) - ROUND;
+    let shifted = x * LOG2E + ROUND; // n in its low mantissa bits
+    let n = shifted - ROUND;
     let r = x - n * LN2_HI - n * LN2_LO;
     let mut p = 1.0 / 720.0f32;
     p = p * r + 1.0 / 120.0;
@@ -95,57 +117,118 @@ pub(super) fn exp(x: f32) -> f32 {
     p = p * r + 0.5;
     p = p * r + 1.0;
     p = p * r + 1.0;
-    let scale = f32::from_bits(((n as i32 + 127) as u32) << 23);
+    // 2ⁿ from the integer in `shifted`'s mantissa (|n| ≤ 126 keeps its
+    // exponent that of ROUND), in integer ops only: a float-to-int `as`
+    // saturates, which keeps the loop from vectorising.
+    let n_bits = shifted.to_bits().wrapping_sub(ROUND.to_bits());
+    let scale = f32::from_bits(n_bits.wrapping_add(127) << 23);
     p * scale
 }
 
-/// Sum with 8 independent accumulators (vectorises; plain `sum()` does not).
+/// Independent accumulators of the reductions below: one AVX-512 register
+/// (two AVX2 ones), so the loops vectorise (a plain `sum()` does not).
+const LANES: usize = 16;
+
+/// `Σ f(x)` over `xs`, in `LANES` accumulators.
 #[inline(always)]
-fn sum8(xs: &[f32]) -> f32 {
-    let mut acc = [0f32; 8];
-    let chunks = xs.chunks_exact(8);
-    let rest = chunks.remainder();
+fn sum_lanes(xs: &[f32], f: impl Fn(f32) -> f32) -> f32 {
+    let mut acc = [0f32; LANES];
+    let chunks = xs.chunks_exact(LANES);
+    let rest: f32 = chunks.remainder().iter().map(|&x| f(x)).sum();
     for c in chunks {
-        for i in 0..8 {
-            acc[i] += c[i];
+        for i in 0..LANES {
+            acc[i] += f(c[i]);
         }
     }
-    acc.iter().sum::<f32>() + rest.iter().sum::<f32>()
+    acc.iter().sum::<f32>() + rest
 }
 
-fn max8(xs: &[f32]) -> f32 {
-    let mut acc = [f32::NEG_INFINITY; 8];
-    let chunks = xs.chunks_exact(8);
+/// The largest element (−∞ for none), by compare-and-select: `f32::max`'s
+/// NaN rule costs a compare and a blend per vector.
+#[inline(always)]
+fn max_lanes(xs: &[f32]) -> f32 {
+    let mut acc = [f32::NEG_INFINITY; LANES];
+    let chunks = xs.chunks_exact(LANES);
     let rest = chunks.remainder();
     for c in chunks {
-        for i in 0..8 {
-            acc[i] = acc[i].max(c[i]);
+        for i in 0..LANES {
+            acc[i] = if c[i] > acc[i] { c[i] } else { acc[i] };
         }
     }
     acc.iter()
         .chain(rest)
-        .fold(f32::NEG_INFINITY, |m, &x| m.max(x))
+        .fold(f32::NEG_INFINITY, |m, &x| if x > m { x } else { m })
 }
 
 /// Layer-normalise one row in place: `(x − mean) / √(var + eps) · gamma + beta`.
-pub(super) fn norm_row(o: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32) {
+#[inline(always)]
+fn norm_row(o: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32) {
     let inv_h = 1.0 / o.len() as f32;
-    let mean = sum8(o) * inv_h;
+    let mean = sum_lanes(o, |x| x) * inv_h;
     for v in o.iter_mut() {
         *v -= mean;
     }
-    let mut sq = [0f32; 8];
-    let chunks = o.chunks_exact(8);
-    let rest: f32 = chunks.remainder().iter().map(|v| v * v).sum();
-    for c in chunks {
-        for i in 0..8 {
-            sq[i] += c[i] * c[i];
-        }
-    }
-    let var = (sq.iter().sum::<f32>() + rest) * inv_h;
+    let var = sum_lanes(o, |x| x * x) * inv_h;
     let inv = 1.0 / (var + eps).sqrt();
     for ((v, &g), &b) in o.iter_mut().zip(gamma).zip(beta) {
         *v = *v * inv * g + b;
+    }
+}
+
+/// `o = layer_norm(o + a + b) · gamma + beta`: the embedding sum (`o`
+/// zeroed, word row, position row) and the residual steps (`o` the
+/// product, bias, residual).
+struct SumNormRow<'a> {
+    o: &'a mut [f32],
+    a: &'a [f32],
+    b: &'a [f32],
+    gamma: &'a [f32],
+    beta: &'a [f32],
+    eps: f32,
+}
+
+impl VectorWork for SumNormRow<'_> {
+    type Output = ();
+    #[inline(always)]
+    fn run(self) {
+        for ((o, &a), &b) in self.o.iter_mut().zip(self.a).zip(self.b) {
+            *o += a + b;
+        }
+        norm_row(self.o, self.gamma, self.beta, self.eps);
+    }
+}
+
+/// `x = gelu(x + bias)` over one row.
+struct BiasGeluRow<'a> {
+    x: &'a mut [f32],
+    bias: &'a [f32],
+}
+
+impl VectorWork for BiasGeluRow<'_> {
+    type Output = ();
+    #[inline(always)]
+    fn run(self) {
+        for (x, &b) in self.x.iter_mut().zip(self.bias) {
+            *x = gelu(*x + b);
+        }
+    }
+}
+
+/// The unnormalised softmax of one row of logits, in place: `exp(x − max)`;
+/// returns `1 / Σ`, the factor that normalises it (applied by the caller to
+/// the fewer elements of the product it feeds).
+struct SoftmaxRow<'a>(&'a mut [f32]);
+
+impl VectorWork for SoftmaxRow<'_> {
+    type Output = f32;
+    #[inline(always)]
+    fn run(self) -> f32 {
+        let keys = self.0;
+        let m = max_lanes(keys);
+        for v in keys.iter_mut() {
+            *v = exp(*v - m);
+        }
+        1.0 / sum_lanes(keys, |x| x)
     }
 }
 
@@ -162,6 +245,7 @@ pub(super) fn embed_tokens(
     eps: f32,
 ) -> Vec<f32> {
     let h = gamma.len();
+    let kernel = Kernel::detect();
     let mut out = vec![0f32; ids.len() * h];
     out.par_chunks_mut(h)
         .with_min_len(MIN_ROWS)
@@ -170,10 +254,14 @@ pub(super) fn embed_tokens(
         .for_each(|(row, (o, &id))| {
             let w = &word[id as usize * h..][..h];
             let p = &pos_type[(row % len) * h..][..h];
-            for ((o, &w), &p) in o.iter_mut().zip(w).zip(p) {
-                *o = w + p;
-            }
-            norm_row(o, gamma, beta, eps);
+            kernel.compiled_for(SumNormRow {
+                o,
+                a: w,
+                b: p,
+                gamma,
+                beta,
+                eps,
+            })
         });
     out
 }
@@ -198,10 +286,12 @@ impl InplaceOp1 for BiasGelu {
             bail!("bias-gelu: width {:?} vs bias {w}", l.dims());
         }
         let x = f32_slice_mut(s, l, self.name())?;
+        let kernel = Kernel::detect();
         x.par_chunks_mut(w).with_min_len(MIN_ROWS).for_each(|x| {
-            for (x, &b) in x.iter_mut().zip(&self.bias) {
-                *x = gelu(*x + b);
-            }
+            kernel.compiled_for(BiasGeluRow {
+                x,
+                bias: &self.bias,
+            })
         });
         Ok(())
     }
@@ -234,150 +324,106 @@ impl InplaceOp2 for BiasResidualNorm {
         }
         let r = f32_slice(s2, l2, self.name())?;
         let a = f32_slice_mut(s1, l1, self.name())?;
+        let kernel = Kernel::detect();
         a.par_chunks_mut(h)
             .with_min_len(MIN_ROWS)
             .zip(r.par_chunks(h))
             .for_each(|(o, r)| {
-                for i in 0..h {
-                    o[i] += self.bias[i] + r[i];
-                }
-                norm_row(o, &self.gamma, &self.beta, self.eps);
+                kernel.compiled_for(SumNormRow {
+                    o,
+                    a: &self.bias,
+                    b: r,
+                    gamma: &self.gamma,
+                    beta: &self.beta,
+                    eps: self.eps,
+                })
             });
         Ok(())
     }
 }
 
-/// `(b·l, 3h)` fused QKV projection plus bias → `(3, b, heads, l, d)`.
-pub(super) struct SplitHeads {
-    pub bias: Vec<f32>,
-    pub batch: usize,
-    pub len: usize,
+/// Self-attention of a padded batch, straight from the fused QKV product:
+/// `(b·l, 3h)` without its bias → the heads' contexts merged, `(b·l, h)`.
+///
+/// Per batch row and head, with `n` real tokens: `scores = (Q + b_Q)·Kᵀ`
+/// over the `n` real keys only (the scale is folded into the Q weights),
+/// a softmax per row, then `ctx = P·V + b_V`. The key bias adds the same
+/// `(q + b_Q)·b_K` to every logit of a row, which the softmax cancels, and
+/// the value bias passes through `P` unchanged because each row of `P` sums
+/// to 1; so only Q is copied (with its bias, into a small buffer), and K, V
+/// are read in place. Padding rows get a zero context: no real token
+/// attends to them, and pooling skips them.
+///
+/// One task per batch row: its scores (`n × n`) stay in cache, instead of
+/// the `(b, heads, l, l)` tensor and the two head reshuffles of the plain
+/// formulation.
+pub(super) struct Attention<'a> {
+    /// The Q, K, V biases, `3h` (the Q part already scaled).
+    pub bias: &'a [f32],
     pub heads: usize,
+    /// Real tokens per batch row (a prefix of each row, at least 1).
+    pub lengths: &'a [usize],
+    /// The padded length of every row.
+    pub len: usize,
 }
 
-impl CustomOp1 for SplitHeads {
+impl CustomOp1 for Attention<'_> {
     fn name(&self) -> &'static str {
-        "memoir-split-heads"
+        "memoir-attention"
     }
 
     fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
         let x = f32_slice(s, l, self.name())?;
-        let (b, t, nh) = (self.batch, self.len, self.heads);
+        let (b, t, nh) = (self.lengths.len(), self.len, self.heads);
         let h3 = self.bias.len();
         let h = h3 / 3;
-        let d = h / nh;
-        if l.dims() != [b * t, h3] || d * nh != h {
+        let d = h / nh.max(1);
+        if l.dims() != [b * t, h3] || d * nh != h || h == 0 {
             bail!(
-                "split-heads: input {:?}, expected ({}, {h3})",
+                "attention: input {:?}, expected ({}, {h3})",
                 l.dims(),
                 b * t
             );
         }
-        let mut out = vec![0f32; x.len()];
-        // One block per (part, batch row, head): t·d contiguous outputs.
-        out.par_chunks_mut(t * d).enumerate().for_each(|(blk, o)| {
-            let part = blk / (b * nh);
-            let bi = (blk / nh) % b;
-            let j = blk % nh;
-            let col = part * h + j * d;
-            let bias = &self.bias[col..col + d];
-            for ti in 0..t {
-                let src = &x[(bi * t + ti) * h3 + col..][..d];
-                let dst = &mut o[ti * d..(ti + 1) * d];
-                for ((o, &v), &bb) in dst.iter_mut().zip(src).zip(bias) {
-                    *o = v + bb;
-                }
-            }
-        });
-        Ok((CpuStorage::F32(out), Shape::from_dims(&[3, b, nh, t, d])))
-    }
-}
-
-/// Softmax over the last axis of `(b, heads, l, l)` scores; the second input
-/// is the `(b, l)` attention mask (1 = token, 0 = padding). Padding keys get
-/// probability 0.
-pub(super) struct MaskedSoftmax;
-
-impl InplaceOp2 for MaskedSoftmax {
-    fn name(&self) -> &'static str {
-        "memoir-masked-softmax"
-    }
-
-    fn cpu_fwd(
-        &self,
-        s1: &mut CpuStorage,
-        l1: &Layout,
-        s2: &CpuStorage,
-        l2: &Layout,
-    ) -> Result<()> {
-        let mask = f32_slice(s2, l2, self.name())?;
-        let &[b, nh, t, t2] = l1.dims() else {
-            bail!(
-                "masked-softmax: rank-4 scores expected, got {:?}",
-                l1.dims()
-            )
-        };
-        if t != t2 || l2.dims() != [b, t] {
-            bail!(
-                "masked-softmax: scores {:?}, mask {:?}",
-                l1.dims(),
-                l2.dims()
-            );
+        if let Some(n) = self.lengths.iter().find(|&&n| n == 0 || n > t) {
+            bail!("attention: a row of {n} tokens in a batch padded to {t}");
         }
-        // Keys are padded at the end: each batch row has `valid` real keys.
-        let valid: Vec<usize> = (0..b)
-            .map(|bi| {
-                mask[bi * t..(bi + 1) * t]
-                    .iter()
-                    .filter(|&&m| m > 0.5)
-                    .count()
-                    .max(1)
-            })
-            .collect();
-        let x = f32_slice_mut(s1, l1, self.name())?;
-        x.par_chunks_mut(t)
-            .with_min_len(MIN_ROWS)
-            .enumerate()
-            .for_each(|(row, x)| {
-                let n = valid[row / (nh * t)];
-                let (keys, padding) = x.split_at_mut(n);
-                padding.fill(0.0);
-                let m = max8(keys);
-                for v in keys.iter_mut() {
-                    *v = exp(*v - m);
-                }
-                let inv = 1.0 / sum8(keys);
-                for v in keys.iter_mut() {
-                    *v *= inv;
-                }
-            });
-        Ok(())
-    }
-}
-
-/// `(b, heads, l, d)` → `(b·l, heads·d)`.
-pub(super) struct MergeHeads;
-
-impl CustomOp1 for MergeHeads {
-    fn name(&self) -> &'static str {
-        "memoir-merge-heads"
-    }
-
-    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
-        let x = f32_slice(s, l, self.name())?;
-        let &[b, nh, t, d] = l.dims() else {
-            bail!("merge-heads: rank-4 input expected, got {:?}", l.dims())
-        };
-        let h = nh * d;
-        let mut out = vec![0f32; x.len()];
-        out.par_chunks_mut(h)
-            .with_min_len(MIN_ROWS)
-            .enumerate()
-            .for_each(|(row, o)| {
-                let (bi, ti) = (row / t, row % t);
-                for j in 0..nh {
-                    let src = &x[((bi * nh + j) * t + ti) * d..][..d];
-                    o[j * d..(j + 1) * d].copy_from_slice(src);
+        let kernel = Kernel::detect();
+        let mut out = vec![0f32; b * t * h];
+        out.par_chunks_mut(t * h)
+            .zip(x.par_chunks(t * h3))
+            .zip(self.lengths.par_iter())
+            .for_each(|((out, x), &n)| {
+                let mut q = vec![0f32; n * d];
+                let mut scores = vec![0f32; n * n];
+                let mut norms = vec![0f32; n];
+                for head in 0..nh {
+                    let (qc, kc, vc) = (head * d, h + head * d, 2 * h + head * d);
+                    let bq = &self.bias[qc..qc + d];
+                    for (q, row) in q.chunks_exact_mut(d).zip(x.chunks_exact(h3)) {
+                        for ((q, &v), &bb) in q.iter_mut().zip(&row[qc..qc + d]).zip(bq) {
+                            *q = v + bb;
+                        }
+                    }
+                    // scores (n × n) = q (n × d) · Kᵀ, K row j at x[j·3h + kc..].
+                    strided_matmul((&mut scores, n), (&q, d, 1), (&x[kc..], 1, h3), (n, n, d));
+                    for (row, norm) in scores.chunks_exact_mut(n).zip(&mut norms) {
+                        *norm = kernel.compiled_for(SoftmaxRow(row));
+                    }
+                    // ctx (n × d) = P (n × n) · V, written into the merged
+                    // row layout (row stride h), then normalised and + b_V.
+                    strided_matmul(
+                        (&mut out[qc..], h),
+                        (&scores, n, 1),
+                        (&x[vc..], h3, 1),
+                        (n, d, n),
+                    );
+                    let bv = &self.bias[vc..vc + d];
+                    for (row, &norm) in out.chunks_exact_mut(h).zip(&norms) {
+                        for (o, &bb) in row[qc..qc + d].iter_mut().zip(bv) {
+                            *o = *o * norm + bb;
+                        }
+                    }
                 }
             });
         Ok((CpuStorage::F32(out), Shape::from_dims(&[b * t, h])))
@@ -429,42 +475,86 @@ mod tests {
         assert!(exp(-1e9) >= 0.0 && exp(-1e9) < 1e-37);
     }
 
-    #[test]
-    fn fused_ops_match_plain_candle() -> candle_core::Result<()> {
-        let dev = Device::Cpu;
-        let (b, t, nh, d) = (2usize, 5usize, 3usize, 4usize);
-        let h = nh * d;
-        let x = Tensor::randn(0f32, 1.0, (b * t, 3 * h), &dev)?;
-        let bias: Vec<f32> = (0..3 * h).map(|i| i as f32 * 0.01).collect();
-        let heads = x.apply_op1_no_bwd(&SplitHeads {
-            bias: bias.clone(),
-            batch: b,
-            len: t,
-            heads: nh,
-        })?;
-        let plain = x
-            .broadcast_add(&Tensor::new(bias.as_slice(), &dev)?)?
+    /// The plain formulation, in candle ops: bias, split heads, masked
+    /// softmax of `q·kᵀ`, `p·v`, merged heads.
+    fn plain_attention(
+        x: &Tensor,
+        bias: &[f32],
+        lengths: &[usize],
+        t: usize,
+        nh: usize,
+    ) -> candle_core::Result<Tensor> {
+        let dev = x.device();
+        let b = lengths.len();
+        let h = bias.len() / 3;
+        let d = h / nh;
+        let qkv = x
+            .broadcast_add(&Tensor::new(bias, dev)?)?
             .reshape((b, t, 3, nh, d))?
             .permute((2, 0, 3, 1, 4))?
             .contiguous()?;
-        let diff = (heads - &plain)?.abs()?.max_all()?.to_scalar::<f32>()?;
-        assert!(diff < 1e-6, "split {diff}");
+        let (q, k, v) = (qkv.get(0)?, qkv.get(1)?, qkv.get(2)?);
+        let mut mask = vec![0f32; b * t];
+        for (r, &n) in lengths.iter().enumerate() {
+            mask[r * t + n..(r + 1) * t].fill(-1e9);
+        }
+        let mask = Tensor::from_vec(mask, (b, 1, 1, t), dev)?;
+        let scores = q.contiguous()?.matmul(&k.t()?.contiguous()?)?;
+        let p = candle_nn::ops::softmax_last_dim(&scores.broadcast_add(&mask)?)?;
+        p.matmul(&v.contiguous()?)?
+            .transpose(1, 2)?
+            .reshape((b * t, h))
+    }
 
-        let q = plain.get(0)?;
-        let merged = q.apply_op1_no_bwd(&MergeHeads)?;
-        let plain_m = q.transpose(1, 2)?.reshape((b * t, h))?;
-        let diff = (merged - plain_m)?.abs()?.max_all()?.to_scalar::<f32>()?;
-        assert_eq!(diff, 0.0);
+    #[test]
+    fn fused_attention_matches_the_plain_formulation_on_real_rows() -> candle_core::Result<()> {
+        let dev = Device::Cpu;
+        let (t, nh, d) = (7usize, 3usize, 4usize);
+        let h = nh * d;
+        let lengths = [7usize, 4, 1];
+        let b = lengths.len();
+        let x = Tensor::randn(0f32, 1.0, (b * t, 3 * h), &dev)?;
+        let bias: Vec<f32> = (0..3 * h).map(|i| (i as f32 * 0.37).sin()).collect();
+        let got = x
+            .apply_op1_no_bwd(&Attention {
+                bias: &bias,
+                heads: nh,
+                lengths: &lengths,
+                len: t,
+            })?
+            .to_vec2::<f32>()?;
+        let want = plain_attention(&x, &bias, &lengths, t, nh)?.to_vec2::<f32>()?;
+        let mut worst = 0f32;
+        for (r, &n) in lengths.iter().enumerate() {
+            for row in r * t..(r + 1) * t {
+                if row - r * t < n {
+                    for (g, w) in got[row].iter().zip(&want[row]) {
+                        worst = worst.max((g - w).abs());
+                    }
+                } else {
+                    assert!(got[row].iter().all(|&v| v == 0.0), "padding row {row}");
+                }
+            }
+        }
+        assert!(worst < 1e-5, "attention differs by {worst}");
 
-        let scores = Tensor::randn(0f32, 2.0, (b, nh, t, t), &dev)?;
-        let mask = Tensor::new(&[[1f32, 1., 1., 1., 1.], [1., 1., 1., 0., 0.]], &dev)?;
-        let bias_m = ((&mask - 1.0)? * 1e9)?.reshape((b, 1, 1, t))?;
-        let want = candle_nn::ops::softmax_last_dim(&scores.broadcast_add(&bias_m)?)?;
-        let got = scores.copy()?;
-        got.inplace_op2(&mask, &MaskedSoftmax)?;
-        let diff = (got - want)?.abs()?.max_all()?.to_scalar::<f32>()?;
-        assert!(diff < 1e-6, "softmax {diff}");
+        // A row longer than the padded length, or empty, is refused.
+        for bad in [[8usize, 4, 1], [7, 0, 1]] {
+            let err = x.apply_op1_no_bwd(&Attention {
+                bias: &bias,
+                heads: nh,
+                lengths: &bad,
+                len: t,
+            });
+            assert!(err.is_err(), "{bad:?}");
+        }
+        Ok(())
+    }
 
+    #[test]
+    fn fused_ops_match_plain_candle() -> candle_core::Result<()> {
+        let dev = Device::Cpu;
+        let (b, t, h) = (2usize, 5usize, 12usize);
         let a = Tensor::randn(0f32, 1.0, (b * t, h), &dev)?;
         let r = Tensor::randn(0f32, 1.0, (b * t, h), &dev)?;
         let hb: Vec<f32> = (0..h).map(|i| i as f32 * -0.02).collect();
