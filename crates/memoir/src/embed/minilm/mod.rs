@@ -14,8 +14,10 @@
 //! padding and truncation at 128). Texts are sorted by token count and run in
 //! batches padded to the longest member; attention runs over each text's real
 //! tokens only, and the mean pooling skips the padding; vectors are L2
-//! normalised. The BERT forward pass is written here on top of `candle-core`
-//! and `candle-nn` (no `candle-transformers`).
+//! normalised. `candle-core` reads the safetensors weights; the BERT forward
+//! pass is written here over plain `f32` buffers, its matrix products on
+//! `gemm` (the crate candle's own products use) and its other steps fused
+//! in `ops.rs` (no `candle-nn`, no `candle-transformers`).
 //!
 //! Model discovery ([`discover_model_dir`], in `discovery.rs`), first match wins:
 //!
@@ -47,7 +49,7 @@ pub use discovery::{
     check_model_dir, discover_model_dir, model_search_paths, python_package_model_dir,
     DEFAULT_MAX_SEQ_LEN, DEFAULT_MODEL_NAME, PYPI_PACKAGE, REQUIRED_FILES,
 };
-use ops::{Attention, BiasGelu, BiasResidualNorm};
+use ops::{Attention, BiasResidualNorm};
 
 /// Options for [`MiniLm::load_with`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -404,11 +406,7 @@ impl Inner {
             ids[r * l..r * l + t.len()].copy_from_slice(t);
         }
         let lengths: Vec<usize> = batch.iter().map(|t| t.len().max(1)).collect();
-        let hidden = self
-            .bert
-            .forward(&ids, l, &lengths)?
-            .flatten_all()?
-            .to_vec1::<f32>()?;
+        let hidden = self.bert.forward(&ids, l, &lengths)?;
         let h = self.bert.config.hidden_size;
         let mut rows = Vec::with_capacity(b);
         for (r, t) in batch.iter().enumerate() {
@@ -540,18 +538,19 @@ struct LayerNorm {
     eps: f32,
 }
 
-/// One encoder layer. Weights are stored `(in, out)` so `x · W` needs no
-/// transpose; biases live in the fused ops that follow each product.
+/// One encoder layer. Weights are stored `(in, out)` row-major so `x · W`
+/// needs no transpose; biases live in the fused steps that follow each
+/// product.
 struct Layer {
     /// Q, K and V projections side by side, `(h, 3h)`; the 1/√d attention
     /// scale is folded into the Q part.
-    qkv_w: Tensor,
+    qkv_w: Vec<f32>,
     qkv_b: Vec<f32>,
-    attn_out_w: Tensor,
+    attn_out_w: Vec<f32>,
     norm1: BiasResidualNorm,
-    up_w: Tensor,
-    gelu: BiasGelu,
-    down_w: Tensor,
+    up_w: Vec<f32>,
+    up_b: Vec<f32>,
+    down_w: Vec<f32>,
     norm2: BiasResidualNorm,
 }
 
@@ -633,16 +632,15 @@ impl Bert {
             let (ow, ob) = dense(&format!("{p}.attention.output.dense"), h, h)?;
             let (uw, ub) = dense(&format!("{p}.intermediate.dense"), i, h)?;
             let (dw, db) = dense(&format!("{p}.output.dense"), h, i)?;
+            let flat = |t: &Tensor| t.flatten_all()?.to_vec1::<f32>();
             layers.push(Layer {
-                qkv_w: Tensor::cat(&[&qw.affine(scale, 0.0)?, &kw, &vw], 1)?.contiguous()?,
+                qkv_w: flat(&Tensor::cat(&[&qw.affine(scale, 0.0)?, &kw, &vw], 1)?)?,
                 qkv_b: Tensor::cat(&[&qb.affine(scale, 0.0)?, &kb, &vb], 0)?.to_vec1()?,
-                attn_out_w: ow,
+                attn_out_w: flat(&ow)?,
                 norm1: fused_norm(&ob, &format!("{p}.attention.output.LayerNorm"))?,
-                up_w: uw,
-                gelu: BiasGelu {
-                    bias: ub.to_vec1()?,
-                },
-                down_w: dw,
+                up_w: flat(&uw)?,
+                up_b: ub.to_vec1()?,
+                down_w: flat(&dw)?,
                 norm2: fused_norm(&db, &format!("{p}.output.LayerNorm"))?,
             });
         }
@@ -669,9 +667,14 @@ impl Bert {
 
     /// `ids`: a padded `(b, l)` batch of token ids, row-major, `b` the
     /// number of `lengths`: the real tokens of each row (a prefix, at least
-    /// 1). Returns the last hidden state as (b·l, h); padding rows hold
-    /// values no real row depends on.
-    fn forward(&self, ids: &[u32], l: usize, lengths: &[usize]) -> candle_core::Result<Tensor> {
+    /// 1). Returns the last hidden state as (b·l, h) row-major; padding rows
+    /// hold values no real row depends on.
+    ///
+    /// Five buffers serve every layer (the hidden state, the QKV product,
+    /// the attention context, the FFN's inner activation and the next hidden
+    /// state), each product overwriting one: no buffer is allocated and
+    /// zeroed per step.
+    fn forward(&self, ids: &[u32], l: usize, lengths: &[usize]) -> candle_core::Result<Vec<f32>> {
         let b = lengths.len();
         let h = self.config.hidden_size;
         let nh = self.config.num_attention_heads;
@@ -689,26 +692,34 @@ impl Bert {
             );
         }
         let n = &self.emb_norm;
-        let x = ops::embed_tokens(ids, l, &self.word, &self.pos_type, &n.gamma, &n.beta, n.eps);
-        let mut x = Tensor::from_vec(x, (b * l, h), &Device::Cpu)?;
-
+        let rows = b * l;
+        let mut x = ops::embed_tokens(ids, l, &self.word, &self.pos_type, &n.gamma, &n.beta, n.eps);
+        let mut qkv = vec![0f32; rows * 3 * h];
+        let mut ctx = vec![0f32; rows * h];
+        let mut inner = vec![0f32; rows * self.config.intermediate_size];
+        let mut next = vec![0f32; rows * h];
         for layer in &self.layers {
-            let ctx = x.matmul(&layer.qkv_w)?.apply_op1_no_bwd(&Attention {
+            ops::dense(&x, &layer.qkv_w, h, &mut qkv)?;
+            Attention {
                 bias: &layer.qkv_b,
                 heads: nh,
                 lengths,
                 len: l,
-            })?; // (b·l, h)
-                 // The fused steps after a matrix product work in place on its
-                 // fresh output (no buffer allocated and zeroed per step).
-            let attended = ctx.matmul(&layer.attn_out_w)?;
-            attended.inplace_op2(&x, &layer.norm1)?;
-            x = attended;
-            let up = x.matmul(&layer.up_w)?;
-            up.inplace_op1(&layer.gelu)?;
-            let down = up.matmul(&layer.down_w)?;
-            down.inplace_op2(&x, &layer.norm2)?;
-            x = down;
+            }
+            .apply(&qkv, &mut ctx)?;
+            ops::dense(&ctx, &layer.attn_out_w, h, &mut next)?;
+            layer.norm1.apply(&mut next, &x)?;
+            std::mem::swap(&mut x, &mut next);
+            ops::dense(&x, &layer.up_w, h, &mut inner)?;
+            ops::bias_gelu(&mut inner, &layer.up_b)?;
+            ops::dense(
+                &inner,
+                &layer.down_w,
+                self.config.intermediate_size,
+                &mut next,
+            )?;
+            layer.norm2.apply(&mut next, &x)?;
+            std::mem::swap(&mut x, &mut next);
         }
         Ok(x)
     }

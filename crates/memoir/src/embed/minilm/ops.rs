@@ -21,7 +21,7 @@
 //! ([`Kernel::compiled_for`]: AVX-512 or AVX2 + FMA rather than a default
 //! build's SSE2).
 
-use candle_core::{bail, CpuStorage, CustomOp1, InplaceOp1, InplaceOp2, Layout, Result, Shape};
+use candle_core::{bail, Result};
 use rayon::prelude::*;
 
 use super::strided::strided_matmul;
@@ -29,26 +29,6 @@ use crate::view::index::simd::{Kernel, VectorWork};
 
 /// Rows per rayon task: enough work to amortise scheduling.
 const MIN_ROWS: usize = 16;
-
-fn f32_slice<'a>(s: &'a CpuStorage, l: &Layout, what: &str) -> Result<&'a [f32]> {
-    let CpuStorage::F32(v) = s else {
-        bail!("{what}: f32 input expected")
-    };
-    match l.contiguous_offsets() {
-        Some((a, b)) => Ok(&v[a..b]),
-        None => bail!("{what}: contiguous input expected"),
-    }
-}
-
-fn f32_slice_mut<'a>(s: &'a mut CpuStorage, l: &Layout, what: &str) -> Result<&'a mut [f32]> {
-    let CpuStorage::F32(v) = s else {
-        bail!("{what}: f32 input expected")
-    };
-    match l.contiguous_offsets() {
-        Some((a, b)) => Ok(&mut v[a..b]),
-        None => bail!("{what}: contiguous input expected"),
-    }
-}
 
 // ---------------------------------------------------------------------------
 // Scalar approximations (branch-free, so loops over them vectorise)
@@ -267,38 +247,23 @@ pub(super) fn embed_tokens(
 }
 
 // ---------------------------------------------------------------------------
-// Ops
+// Steps
 // ---------------------------------------------------------------------------
 
-/// `gelu(x + bias)` over rows of `(n, width)`.
-pub(super) struct BiasGelu {
-    pub bias: Vec<f32>,
+/// `x = gelu(x + bias)` over the rows of `x` (`bias.len()` wide).
+pub(super) fn bias_gelu(x: &mut [f32], bias: &[f32]) -> Result<()> {
+    let w = bias.len();
+    if w == 0 || !x.len().is_multiple_of(w) {
+        bail!("bias-gelu: {} values in rows of {w}", x.len());
+    }
+    let kernel = Kernel::detect();
+    x.par_chunks_mut(w)
+        .with_min_len(MIN_ROWS)
+        .for_each(|x| kernel.compiled_for(BiasGeluRow { x, bias }));
+    Ok(())
 }
 
-impl InplaceOp1 for BiasGelu {
-    fn name(&self) -> &'static str {
-        "memoir-bias-gelu"
-    }
-
-    fn cpu_fwd(&self, s: &mut CpuStorage, l: &Layout) -> Result<()> {
-        let w = self.bias.len();
-        if l.dims().last() != Some(&w) {
-            bail!("bias-gelu: width {:?} vs bias {w}", l.dims());
-        }
-        let x = f32_slice_mut(s, l, self.name())?;
-        let kernel = Kernel::detect();
-        x.par_chunks_mut(w).with_min_len(MIN_ROWS).for_each(|x| {
-            kernel.compiled_for(BiasGeluRow {
-                x,
-                bias: &self.bias,
-            })
-        });
-        Ok(())
-    }
-}
-
-/// `layer_norm(a + bias + residual) · gamma + beta` over rows of `(n, h)`;
-/// `a` is the op's first input, `residual` the second.
+/// `layer_norm(a + bias + residual) · gamma + beta` over rows of `h`.
 pub(super) struct BiasResidualNorm {
     pub bias: Vec<f32>,
     pub gamma: Vec<f32>,
@@ -306,28 +271,21 @@ pub(super) struct BiasResidualNorm {
     pub eps: f32,
 }
 
-impl InplaceOp2 for BiasResidualNorm {
-    fn name(&self) -> &'static str {
-        "memoir-bias-residual-norm"
-    }
-
-    fn cpu_fwd(
-        &self,
-        s1: &mut CpuStorage,
-        l1: &Layout,
-        s2: &CpuStorage,
-        l2: &Layout,
-    ) -> Result<()> {
+impl BiasResidualNorm {
+    /// `a = layer_norm(a + bias + residual) · gamma + beta`, row by row.
+    pub(super) fn apply(&self, a: &mut [f32], residual: &[f32]) -> Result<()> {
         let h = self.gamma.len();
-        if l1.shape() != l2.shape() || l1.dims().last() != Some(&h) {
-            bail!("residual-norm: shapes {:?} and {:?}", l1.dims(), l2.dims());
+        if h == 0 || a.len() != residual.len() || !a.len().is_multiple_of(h) {
+            bail!(
+                "residual-norm: {} and {} values in rows of {h}",
+                a.len(),
+                residual.len()
+            );
         }
-        let r = f32_slice(s2, l2, self.name())?;
-        let a = f32_slice_mut(s1, l1, self.name())?;
         let kernel = Kernel::detect();
         a.par_chunks_mut(h)
             .with_min_len(MIN_ROWS)
-            .zip(r.par_chunks(h))
+            .zip(residual.par_chunks(h))
             .for_each(|(o, r)| {
                 kernel.compiled_for(SumNormRow {
                     o,
@@ -343,7 +301,8 @@ impl InplaceOp2 for BiasResidualNorm {
 }
 
 /// Self-attention of a padded batch, straight from the fused QKV product:
-/// `(b·l, 3h)` without its bias → the heads' contexts merged, `(b·l, h)`.
+/// `qkv` `(b·l, 3h)` without its bias → `out`, the heads' contexts merged,
+/// `(b·l, h)` (every element written).
 ///
 /// Per batch row and head, with `n` real tokens: `scores = (Q + b_Q)·Kᵀ`
 /// over the `n` real keys only (the scale is folded into the Q weights),
@@ -355,7 +314,7 @@ impl InplaceOp2 for BiasResidualNorm {
 /// attends to them, and pooling skips them.
 ///
 /// One task per batch row: its scores (`n × n`) stay in cache, instead of
-/// the `(b, heads, l, l)` tensor and the two head reshuffles of the plain
+/// a `(b, heads, l, l)` tensor and the two head reshuffles of the plain
 /// formulation.
 pub(super) struct Attention<'a> {
     /// The Q, K, V biases, `3h` (the Q part already scaled).
@@ -367,21 +326,17 @@ pub(super) struct Attention<'a> {
     pub len: usize,
 }
 
-impl CustomOp1 for Attention<'_> {
-    fn name(&self) -> &'static str {
-        "memoir-attention"
-    }
-
-    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
-        let x = f32_slice(s, l, self.name())?;
+impl Attention<'_> {
+    pub(super) fn apply(&self, qkv: &[f32], out: &mut [f32]) -> Result<()> {
         let (b, t, nh) = (self.lengths.len(), self.len, self.heads);
         let h3 = self.bias.len();
         let h = h3 / 3;
         let d = h / nh.max(1);
-        if l.dims() != [b * t, h3] || d * nh != h || h == 0 {
+        if qkv.len() != b * t * h3 || out.len() != b * t * h || d * nh != h || h == 0 {
             bail!(
-                "attention: input {:?}, expected ({}, {h3})",
-                l.dims(),
+                "attention: {} and {} values for ({}, {h3}) → ({0}, {h})",
+                qkv.len(),
+                out.len(),
                 b * t
             );
         }
@@ -389,11 +344,11 @@ impl CustomOp1 for Attention<'_> {
             bail!("attention: a row of {n} tokens in a batch padded to {t}");
         }
         let kernel = Kernel::detect();
-        let mut out = vec![0f32; b * t * h];
         out.par_chunks_mut(t * h)
-            .zip(x.par_chunks(t * h3))
+            .zip(qkv.par_chunks(t * h3))
             .zip(self.lengths.par_iter())
             .for_each(|((out, x), &n)| {
+                out[n * h..].fill(0.0);
                 let mut q = vec![0f32; n * d];
                 let mut scores = vec![0f32; n * n];
                 let mut norms = vec![0f32; n];
@@ -406,7 +361,13 @@ impl CustomOp1 for Attention<'_> {
                         }
                     }
                     // scores (n × n) = q (n × d) · Kᵀ, K row j at x[j·3h + kc..].
-                    strided_matmul((&mut scores, n), (&q, d, 1), (&x[kc..], 1, h3), (n, n, d));
+                    strided_matmul(
+                        (&mut scores, n),
+                        (&q, d, 1),
+                        (&x[kc..], 1, h3),
+                        (n, n, d),
+                        1,
+                    );
                     for (row, norm) in scores.chunks_exact_mut(n).zip(&mut norms) {
                         *norm = kernel.compiled_for(SoftmaxRow(row));
                     }
@@ -417,6 +378,7 @@ impl CustomOp1 for Attention<'_> {
                         (&scores, n, 1),
                         (&x[vc..], h3, 1),
                         (n, d, n),
+                        1,
                     );
                     let bv = &self.bias[vc..vc + d];
                     for (row, &norm) in out.chunks_exact_mut(h).zip(&norms) {
@@ -426,8 +388,31 @@ impl CustomOp1 for Attention<'_> {
                     }
                 }
             });
-        Ok((CpuStorage::F32(out), Shape::from_dims(&[b * t, h])))
+        Ok(())
     }
+}
+
+/// `out (rows × w.cols) = x (rows × inp) · w (inp × cols)`, all row-major,
+/// `out` overwritten, on the current rayon pool's threads.
+pub(super) fn dense(x: &[f32], w: &[f32], inp: usize, out: &mut [f32]) -> Result<()> {
+    let cols = w.len().checked_div(inp).unwrap_or(0);
+    let rows = x.len().checked_div(inp).unwrap_or(0);
+    if inp == 0 || cols * inp != w.len() || rows * inp != x.len() || out.len() != rows * cols {
+        bail!(
+            "dense: {} × {inp} · {} values into {}",
+            rows,
+            w.len(),
+            out.len()
+        );
+    }
+    strided_matmul(
+        (out, cols),
+        (x, inp, 1),
+        (w, cols, 1),
+        (rows, cols, inp),
+        rayon::current_num_threads(),
+    );
+    Ok(())
 }
 
 #[cfg(test)]
@@ -500,7 +485,9 @@ mod tests {
         }
         let mask = Tensor::from_vec(mask, (b, 1, 1, t), dev)?;
         let scores = q.contiguous()?.matmul(&k.t()?.contiguous()?)?;
-        let p = candle_nn::ops::softmax_last_dim(&scores.broadcast_add(&mask)?)?;
+        let logits = scores.broadcast_add(&mask)?;
+        let e = logits.broadcast_sub(&logits.max_keepdim(3)?)?.exp()?;
+        let p = e.broadcast_div(&e.sum_keepdim(3)?)?;
         p.matmul(&v.contiguous()?)?
             .transpose(1, 2)?
             .reshape((b * t, h))
@@ -515,14 +502,17 @@ mod tests {
         let b = lengths.len();
         let x = Tensor::randn(0f32, 1.0, (b * t, 3 * h), &dev)?;
         let bias: Vec<f32> = (0..3 * h).map(|i| (i as f32 * 0.37).sin()).collect();
-        let got = x
-            .apply_op1_no_bwd(&Attention {
-                bias: &bias,
-                heads: nh,
-                lengths: &lengths,
-                len: t,
-            })?
-            .to_vec2::<f32>()?;
+        let input = x.flatten_all()?.to_vec1::<f32>()?;
+        // Garbage in the output buffer first: every element must be written.
+        let mut out = vec![f32::NAN; b * t * h];
+        Attention {
+            bias: &bias,
+            heads: nh,
+            lengths: &lengths,
+            len: t,
+        }
+        .apply(&input, &mut out)?;
+        let got: Vec<&[f32]> = out.chunks(h).collect();
         let want = plain_attention(&x, &bias, &lengths, t, nh)?.to_vec2::<f32>()?;
         let mut worst = 0f32;
         for (r, &n) in lengths.iter().enumerate() {
@@ -538,16 +528,26 @@ mod tests {
         }
         assert!(worst < 1e-5, "attention differs by {worst}");
 
-        // A row longer than the padded length, or empty, is refused.
+        // A row longer than the padded length, or empty, is refused, and so
+        // is an output of the wrong size.
         for bad in [[8usize, 4, 1], [7, 0, 1]] {
-            let err = x.apply_op1_no_bwd(&Attention {
+            let err = Attention {
                 bias: &bias,
                 heads: nh,
                 lengths: &bad,
                 len: t,
-            });
+            }
+            .apply(&input, &mut out);
             assert!(err.is_err(), "{bad:?}");
         }
+        let short = Attention {
+            bias: &bias,
+            heads: nh,
+            lengths: &lengths,
+            len: t,
+        }
+        .apply(&input, &mut out[1..]);
+        assert!(short.is_err());
         Ok(())
     }
 
@@ -560,33 +560,51 @@ mod tests {
         let hb: Vec<f32> = (0..h).map(|i| i as f32 * -0.02).collect();
         let g: Vec<f32> = (0..h).map(|i| 1.0 + i as f32 * 0.05).collect();
         let be: Vec<f32> = (0..h).map(|i| i as f32 * 0.03).collect();
-        let got = a.copy()?;
-        got.inplace_op2(
-            &r,
-            &BiasResidualNorm {
-                bias: hb.clone(),
-                gamma: g.clone(),
-                beta: be.clone(),
-                eps: 1e-12,
-            },
-        )?;
+        let mut got = a.flatten_all()?.to_vec1::<f32>()?;
+        BiasResidualNorm {
+            bias: hb.clone(),
+            gamma: g.clone(),
+            beta: be.clone(),
+            eps: 1e-12,
+        }
+        .apply(&mut got, &r.flatten_all()?.to_vec1::<f32>()?)?;
+        let got = Tensor::from_vec(got, (b * t, h), &dev)?;
         let sum = (a.broadcast_add(&Tensor::new(hb.as_slice(), &dev)?)? + &r)?;
-        let want = candle_nn::ops::layer_norm(
-            &sum,
-            &Tensor::new(g.as_slice(), &dev)?,
-            &Tensor::new(be.as_slice(), &dev)?,
-            1e-12,
-        )?;
+        let centred = sum.broadcast_sub(&sum.mean_keepdim(1)?)?;
+        let var = centred.sqr()?.mean_keepdim(1)?;
+        let want = centred
+            .broadcast_div(&(var + 1e-12)?.sqrt()?)?
+            .broadcast_mul(&Tensor::new(g.as_slice(), &dev)?)?
+            .broadcast_add(&Tensor::new(be.as_slice(), &dev)?)?;
         let diff = (got - want)?.abs()?.max_all()?.to_scalar::<f32>()?;
         assert!(diff < 1e-5, "norm {diff}");
 
-        let got = a.copy()?;
-        got.inplace_op1(&BiasGelu { bias: hb.clone() })?;
+        let mut got = a.flatten_all()?.to_vec1::<f32>()?;
+        bias_gelu(&mut got, &hb)?;
+        let got = Tensor::from_vec(got, (b * t, h), &dev)?;
         let want = a
             .broadcast_add(&Tensor::new(hb.as_slice(), &dev)?)?
             .gelu_erf()?;
         let diff = (got - want)?.abs()?.max_all()?.to_scalar::<f32>()?;
         assert!(diff < 1e-5, "gelu {diff}");
+
+        // dense: x · w against candle's product, into a dirty buffer.
+        let w = Tensor::randn(0f32, 1.0, (h, 7), &dev)?;
+        let mut out = vec![f32::NAN; b * t * 7];
+        dense(
+            &a.flatten_all()?.to_vec1::<f32>()?,
+            &w.flatten_all()?.to_vec1::<f32>()?,
+            h,
+            &mut out,
+        )?;
+        let want = a.matmul(&w)?.flatten_all()?.to_vec1::<f32>()?;
+        let diff = out
+            .iter()
+            .zip(&want)
+            .map(|(g, w)| (g - w).abs())
+            .fold(0f32, f32::max);
+        assert!(diff < 1e-4, "dense {diff}");
+        assert!(dense(&[1.0; 5], &[1.0; 4], 2, &mut out).is_err());
         Ok(())
     }
 }

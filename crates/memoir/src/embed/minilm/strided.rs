@@ -1,7 +1,8 @@
-//! One matrix product on strided views of slices, for the attention step
-//! of [`super::ops::Attention`]: gemm reads the heads' Q, K and V straight
-//! out of the fused QKV rows and writes each head's context into its
-//! columns of the merged rows, so no step copies them into separate
+//! One matrix product on strided views of slices, for the MiniLM forward
+//! pass ([`super::ops`]): the dense layers' products into buffers reused by
+//! every layer, and the attention's, where gemm reads the heads' Q, K and V
+//! straight out of the fused QKV rows and writes each head's context into
+//! its columns of the merged rows, so no step copies them into separate
 //! tensors first. The one `unsafe` call (gemm's raw-pointer interface) sits
 //! behind a check of every operand's span against its slice.
 
@@ -14,7 +15,8 @@ fn span(rows: usize, cols: usize, row_stride: usize, col_stride: usize) -> usize
     }
 }
 
-/// `dst (m × n) = lhs (m × k) · rhs (k × n)` with gemm, single-threaded (the
+/// `dst (m × n) = lhs (m × k) · rhs (k × n)` with gemm, on `threads`
+/// threads of the current rayon pool (1: this thread only, when the
 /// caller's tasks are the parallelism). `dst` is row-major with
 /// `dst_row_stride` (≥ n) between rows; `lhs` and `rhs` are a slice with
 /// its row and column strides, in elements. Every operand's span is checked
@@ -25,6 +27,7 @@ pub(super) fn strided_matmul(
     (lhs, lhs_rs, lhs_cs): (&[f32], usize, usize),
     (rhs, rhs_rs, rhs_cs): (&[f32], usize, usize),
     (m, n, k): (usize, usize, usize),
+    threads: usize,
 ) {
     assert!(
         dst_row_stride >= n
@@ -39,6 +42,11 @@ pub(super) fn strided_matmul(
         }
         return;
     }
+    let parallelism = if threads > 1 {
+        gemm::Parallelism::Rayon(threads)
+    } else {
+        gemm::Parallelism::None
+    };
     // SAFETY: the assertion above puts every element gemm reads or writes
     // (row i < m or k at its row stride plus column j < n or k at its
     // column stride) inside the slice it belongs to, all of them borrowed
@@ -65,7 +73,7 @@ pub(super) fn strided_matmul(
             false,
             false,
             false,
-            gemm::Parallelism::None,
+            parallelism,
         );
     }
 }
@@ -80,11 +88,11 @@ mod tests {
         let lhs = [1f32, 2., 3., 4., 5., 6.];
         let rhs_t = [1f32, 0., 1., 0., 1., 1.]; // rows of rhsᵀ
         let mut dst = [0f32; 2 * 4]; // row stride 4
-        strided_matmul((&mut dst, 4), (&lhs, 3, 1), (&rhs_t, 1, 3), (2, 2, 3));
+        strided_matmul((&mut dst, 4), (&lhs, 3, 1), (&rhs_t, 1, 3), (2, 2, 3), 1);
         assert_eq!(dst, [4., 5., 0., 0., 10., 11., 0., 0.]);
         let short = std::panic::catch_unwind(|| {
             let mut dst = [0f32; 3];
-            strided_matmul((&mut dst, 2), (&lhs, 3, 1), (&rhs_t, 1, 3), (2, 2, 3));
+            strided_matmul((&mut dst, 2), (&lhs, 3, 1), (&rhs_t, 1, 3), (2, 2, 3), 1);
         });
         assert!(
             short.is_err(),
