@@ -225,10 +225,7 @@ impl Backend {
                     workspace: None,
                     may_widen: false,
                     index_key: (index_root.join(project), project.to_string()),
-                    tenant: Some((
-                        store.clone(),
-                        format!("{project}{}", memoir_server::namespace::SEPARATOR),
-                    )),
+                    tenant: Some((store.clone(), memoir_server::namespace::id_prefix(project))),
                 })
             }
         }

@@ -169,15 +169,12 @@ fn search_sessions(
         };
         let raw = ix.search(&q)?;
         let exhausted = raw.len() < want;
+        let raw = match &scoped.id_prefix {
+            Some(prefix) => memoir_server::namespace::visible_hits(prefix, raw),
+            None => raw,
+        };
         let mut hits = Vec::with_capacity(raw.len());
-        for mut h in raw {
-            if let Some(prefix) = &scoped.id_prefix {
-                // The query held only ids with this prefix.
-                let Some(id) = h.session.strip_prefix(prefix.as_str()) else {
-                    continue;
-                };
-                h.session = id.to_string();
-            }
+        for h in raw {
             if notes::is_notes_session(&h.session) {
                 if !hidden.contains_key(&h.session) {
                     let seqs = match scope.manager.read_session(&h.session) {

@@ -30,6 +30,28 @@ use crate::PROJECT_FIELD;
 /// Separates the project from the session id in a stored id.
 pub const SEPARATOR: char = '~';
 
+/// The prefix of every stored id of project `project` (`project~`).
+pub fn id_prefix(project: &str) -> String {
+    format!("{project}{SEPARATOR}")
+}
+
+/// The hits of a search of the shared store's index that was restricted to
+/// the stored ids starting with `prefix` ([`id_prefix`]), with their session
+/// ids as the project sees them. A hit outside the prefix (none, when the
+/// filter held) is dropped, never shown under its stored id.
+#[cfg(feature = "search")]
+pub fn visible_hits(
+    prefix: &str,
+    hits: Vec<memoir::search::SearchHit>,
+) -> Vec<memoir::search::SearchHit> {
+    hits.into_iter()
+        .filter_map(|mut h| {
+            h.session = h.session.strip_prefix(prefix)?.to_string();
+            Some(h)
+        })
+        .collect()
+}
+
 /// The project a header names (its `project` field).
 pub fn project_of(meta: &SessionMeta) -> Option<&str> {
     meta.extra.get(PROJECT_FIELD).and_then(|v| v.as_str())
@@ -65,7 +87,7 @@ impl ProjectStore {
         ProjectStore {
             inner,
             project: project.to_string(),
-            prefix: format!("{project}{SEPARATOR}"),
+            prefix: id_prefix(project),
         }
     }
 

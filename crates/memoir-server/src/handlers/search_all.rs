@@ -33,7 +33,7 @@ use serde::{Deserialize, Serialize};
 use super::{object_body, Shared};
 use crate::auth::Auth;
 use crate::error::{blocking, ApiError, ApiResult};
-use crate::namespace::SEPARATOR;
+use crate::namespace::{self, SEPARATOR};
 
 /// Most hits one request may ask for.
 pub const MAX_K: usize = 200;
@@ -117,7 +117,7 @@ pub(crate) async fn search_all(
         Some(m) => m.parse().map_err(ApiError::bad_request)?,
         None => SearchMode::Hybrid,
     };
-    let prefix = format!("{}{SEPARATOR}", auth.project);
+    let prefix = namespace::id_prefix(&auth.project);
     let session = match &body.filter.session {
         Some(s) if s.contains(SEPARATOR) => {
             return Err(ApiError::bad_request(format!(
@@ -150,13 +150,7 @@ pub(crate) async fn search_all(
         ix.search(&query).map_err(search_error)
     })
     .await?;
-    let hits = hits
-        .into_iter()
-        .filter_map(|mut h| {
-            // The SQL filter already holds only this project's ids.
-            h.session = h.session.strip_prefix(&prefix)?.to_string();
-            Some(h)
-        })
-        .collect();
-    Ok(Json(SearchAllResponse { hits }))
+    Ok(Json(SearchAllResponse {
+        hits: namespace::visible_hits(&prefix, hits),
+    }))
 }
