@@ -8,8 +8,9 @@
 //!   the bound set by a plain f32 matmul measured with the same library and
 //!   thread count (achieved % of that bound), and the 2-thread speed-up.
 //!
-//! MiniLM runs in a child process per thread count (candle reads its thread
-//! settings, `RAYON_NUM_THREADS` / `CANDLE_NUM_THREADS`, once per process).
+//! MiniLM runs in a child process per thread count (rayon's global pool,
+//! which the model and the bound's candle products use, reads
+//! `RAYON_NUM_THREADS` once per process).
 //! Without the model the MiniLM part prints SKIPPED and the run fails.
 
 use std::sync::Arc;
@@ -413,7 +414,6 @@ pub fn main() {
         cmd.arg("embed")
             .arg("--minilm-child")
             .env("RAYON_NUM_THREADS", threads)
-            .env("CANDLE_NUM_THREADS", threads)
             .env("MEMOIR_BENCH_DATA_PARALLEL", dp);
         if quick {
             cmd.arg("--quick");

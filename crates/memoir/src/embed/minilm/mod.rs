@@ -28,8 +28,9 @@
 //!    asking `$MEMOIR_PYTHON` (default `python3`) where the package lives.
 //!
 //! Inference is CPU-bound and blocks the caller (async callers use their
-//! runtime's blocking pool), one forward pass at a time per model (a mutex). The thread count is [`MiniLmOptions::threads`], else
-//! candle's (`RAYON_NUM_THREADS`, all cores by default). With two or more
+//! runtime's blocking pool), one forward pass at a time per model (a
+//! mutex). The thread count is [`MiniLmOptions::threads`], else rayon's
+//! global pool's (`RAYON_NUM_THREADS`, all cores by default). With two or more
 //! threads and a call of two or more batches, whole batches run side by side,
 //! one thread each ([`MiniLmOptions::data_parallel`], on by default); a single
 //! batch (one query) splits its matrix products across the threads instead.
@@ -49,7 +50,7 @@ pub use discovery::{
     check_model_dir, discover_model_dir, model_search_paths, python_package_model_dir,
     DEFAULT_MAX_SEQ_LEN, DEFAULT_MODEL_NAME, PYPI_PACKAGE, REQUIRED_FILES,
 };
-use ops::{Attention, BiasResidualNorm};
+use ops::{Attention, BiasResidualNorm, LayerNorm};
 
 /// Options for [`MiniLm::load_with`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,8 +63,8 @@ pub struct MiniLmOptions {
     pub max_batch: usize,
     /// Most tokens (batch × padded length) in one forward pass; bounds memory.
     pub max_batch_tokens: usize,
-    /// Threads for this model; `None` uses candle's default (every core, or
-    /// `RAYON_NUM_THREADS`).
+    /// Threads for this model; `None` uses rayon's global pool (every core,
+    /// or `RAYON_NUM_THREADS`).
     pub threads: Option<usize>,
     /// With several threads, run whole batches side by side, one thread each
     /// (no synchronisation inside a pass), instead of splitting every matrix
@@ -532,12 +533,6 @@ struct PoolingConfig {
     pooling_mode_mean_tokens: bool,
 }
 
-struct LayerNorm {
-    gamma: Vec<f32>,
-    beta: Vec<f32>,
-    eps: f32,
-}
-
 /// One encoder layer. Weights are stored `(in, out)` row-major so `x · W`
 /// needs no transpose; biases live in the fused steps that follow each
 /// product.
@@ -613,12 +608,9 @@ impl Bert {
             ))
         };
         let fused_norm = |bias: &Tensor, p: &str| -> candle_core::Result<BiasResidualNorm> {
-            let n = ln(p)?;
             Ok(BiasResidualNorm {
                 bias: bias.to_vec1()?,
-                gamma: n.gamma,
-                beta: n.beta,
-                eps: n.eps,
+                norm: ln(p)?,
             })
         };
         let head_dim = h / config.num_attention_heads;
@@ -691,9 +683,8 @@ impl Bert {
                 self.config.max_position_embeddings
             );
         }
-        let n = &self.emb_norm;
         let rows = b * l;
-        let mut x = ops::embed_tokens(ids, l, &self.word, &self.pos_type, &n.gamma, &n.beta, n.eps);
+        let mut x = ops::embed_tokens(ids, l, &self.word, &self.pos_type, &self.emb_norm);
         let mut qkv = vec![0f32; rows * 3 * h];
         let mut ctx = vec![0f32; rows * h];
         let mut inner = vec![0f32; rows * self.config.intermediate_size];

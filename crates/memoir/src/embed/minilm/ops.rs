@@ -1,19 +1,16 @@
-//! Fused CPU kernels for the BERT forward pass, as candle custom ops.
+//! The steps of the BERT forward pass, over plain row-major `f32` buffers.
 //!
-//! candle's generic element-wise ops allocate a tensor per step and call the
-//! scalar `libm` `erff`/`expf`. These kernels fuse the steps between two
-//! matrix products into one pass each, with branch-free approximations the
-//! compiler vectorises:
+//! The products ([`dense`], and those inside [`Attention`]) go through
+//! [`strided_matmul`]; the steps between two products are fused into one
+//! pass each, in place, with branch-free approximations the compiler
+//! vectorises (no `libm` `erff`/`expf` per element):
 //!
-//! - [`BiasGelu`]: `gelu(x + bias)` with a rational `erf` (|error| < 1e-6);
+//! - [`embed_tokens`]: `layer_norm(word + position + type)`;
+//! - [`bias_gelu`]: `gelu(x + bias)` with a rational `erf` (|error| < 1e-6);
 //! - [`BiasResidualNorm`]: `layer_norm(a + bias + residual)`;
 //! - [`Attention`]: the fused `(n, 3h)` QKV product → the merged heads'
 //!   contexts `(n, h)`, each batch row's heads in one task whose scores stay
 //!   in cache (its small products call gemm on strided views directly).
-//!
-//! `BiasGelu` and `BiasResidualNorm` run in place on the fresh output of
-//! the matrix product before them (candle in-place ops), so neither
-//! allocates and zeroes a buffer.
 //!
 //! Rows are spread over rayon's current pool (the model's own pool when
 //! [`super::MiniLmOptions::threads`] is set), and each task's loops run
@@ -140,9 +137,16 @@ fn max_lanes(xs: &[f32]) -> f32 {
         .fold(f32::NEG_INFINITY, |m, &x| if x > m { x } else { m })
 }
 
+/// A layer norm's parameters: `(x − mean) / √(var + eps) · gamma + beta`.
+pub(super) struct LayerNorm {
+    pub gamma: Vec<f32>,
+    pub beta: Vec<f32>,
+    pub eps: f32,
+}
+
 /// Layer-normalise one row in place: `(x − mean) / √(var + eps) · gamma + beta`.
 #[inline(always)]
-fn norm_row(o: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32) {
+fn norm_row(o: &mut [f32], LayerNorm { gamma, beta, eps }: &LayerNorm) {
     let inv_h = 1.0 / o.len() as f32;
     let mean = sum_lanes(o, |x| x) * inv_h;
     for v in o.iter_mut() {
@@ -162,9 +166,7 @@ struct SumNormRow<'a> {
     o: &'a mut [f32],
     a: &'a [f32],
     b: &'a [f32],
-    gamma: &'a [f32],
-    beta: &'a [f32],
-    eps: f32,
+    norm: &'a LayerNorm,
 }
 
 impl VectorWork for SumNormRow<'_> {
@@ -174,7 +176,7 @@ impl VectorWork for SumNormRow<'_> {
         for ((o, &a), &b) in self.o.iter_mut().zip(self.a).zip(self.b) {
             *o += a + b;
         }
-        norm_row(self.o, self.gamma, self.beta, self.eps);
+        norm_row(self.o, self.norm);
     }
 }
 
@@ -220,11 +222,9 @@ pub(super) fn embed_tokens(
     len: usize,
     word: &[f32],
     pos_type: &[f32],
-    gamma: &[f32],
-    beta: &[f32],
-    eps: f32,
+    norm: &LayerNorm,
 ) -> Vec<f32> {
-    let h = gamma.len();
+    let h = norm.gamma.len();
     let kernel = Kernel::detect();
     let mut out = vec![0f32; ids.len() * h];
     out.par_chunks_mut(h)
@@ -238,9 +238,7 @@ pub(super) fn embed_tokens(
                 o,
                 a: w,
                 b: p,
-                gamma,
-                beta,
-                eps,
+                norm,
             })
         });
     out
@@ -263,18 +261,16 @@ pub(super) fn bias_gelu(x: &mut [f32], bias: &[f32]) -> Result<()> {
     Ok(())
 }
 
-/// `layer_norm(a + bias + residual) · gamma + beta` over rows of `h`.
+/// `layer_norm(a + bias + residual)` over rows of `h`.
 pub(super) struct BiasResidualNorm {
     pub bias: Vec<f32>,
-    pub gamma: Vec<f32>,
-    pub beta: Vec<f32>,
-    pub eps: f32,
+    pub norm: LayerNorm,
 }
 
 impl BiasResidualNorm {
     /// `a = layer_norm(a + bias + residual) · gamma + beta`, row by row.
     pub(super) fn apply(&self, a: &mut [f32], residual: &[f32]) -> Result<()> {
-        let h = self.gamma.len();
+        let h = self.norm.gamma.len();
         if h == 0 || a.len() != residual.len() || !a.len().is_multiple_of(h) {
             bail!(
                 "residual-norm: {} and {} values in rows of {h}",
@@ -291,9 +287,7 @@ impl BiasResidualNorm {
                     o,
                     a: &self.bias,
                     b: r,
-                    gamma: &self.gamma,
-                    beta: &self.beta,
-                    eps: self.eps,
+                    norm: &self.norm,
                 })
             });
         Ok(())
@@ -563,9 +557,11 @@ mod tests {
         let mut got = a.flatten_all()?.to_vec1::<f32>()?;
         BiasResidualNorm {
             bias: hb.clone(),
-            gamma: g.clone(),
-            beta: be.clone(),
-            eps: 1e-12,
+            norm: LayerNorm {
+                gamma: g.clone(),
+                beta: be.clone(),
+                eps: 1e-12,
+            },
         }
         .apply(&mut got, &r.flatten_all()?.to_vec1::<f32>()?)?;
         let got = Tensor::from_vec(got, (b * t, h), &dev)?;
