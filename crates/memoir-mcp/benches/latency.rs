@@ -22,16 +22,11 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Instant;
 
-use args::{arg, num};
+use args::{arg, num, percentile};
 use memoir::embed::{EmbeddingProvider, HashEmbedder};
 use memoir::search::{SearchFilter, SearchIndex, SearchQuery};
 use memoir::view::{RebuildOptions, SessionView};
 use serde_json::{json, Value};
-
-fn percentile(v: &mut [f64], p: f64) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[((v.len() as f64 - 1.0) * p).round() as usize]
-}
 
 fn binary() -> PathBuf {
     if let Some(b) = arg("--bin").or_else(|| std::env::var("MEMOIR_BIN").ok()) {

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use args::num;
+use args::{num, percentile};
 use chrono::{DateTime, Utc};
 use memoir::embed::HashEmbedder;
 use memoir::message::Message;
@@ -94,9 +94,7 @@ fn time_searches(s: &MemoirMcp, tenant: &str, calls: usize) -> Vec<f64> {
         t.elapsed().as_secs_f64() * 1e3
     };
     run();
-    let mut v: Vec<f64> = (0..calls).map(|_| run()).collect();
-    v.sort_by(f64::total_cmp);
-    v
+    (0..calls).map(|_| run()).collect()
 }
 
 fn main() {
@@ -151,8 +149,8 @@ fn main() {
             store,
             &root.path().join(name.split(' ').next().unwrap_or("x")),
         );
-        let v = time_searches(&s, "alpha", calls);
-        let (mid, hi) = (v[v.len() / 2], v[(v.len() * 99 / 100).min(v.len() - 1)]);
+        let mut v = time_searches(&s, "alpha", calls);
+        let (mid, hi) = (percentile(&mut v, 0.5), percentile(&mut v, 0.99));
         println!("| {name} | {mid:.2} | {hi:.2} |");
         p50.push(mid);
     }
