@@ -275,9 +275,12 @@ impl crate::embed::EmbeddingError {
 }
 
 /// The kind of the first library error in `err`'s `source()` chain
-/// ([`Error`], [`StoreError`], [`crate::manager::ManagerError`] or, with the
-/// `view` feature, [`crate::embed::EmbeddingError`]); `None` when there is
-/// none. The one classification every front maps (CLI exit codes, HTTP
+/// ([`Error`], [`StoreError`], [`crate::manager::ManagerError`],
+/// [`crate::blob::BlobError`] or, with their features,
+/// [`crate::embed::EmbeddingError`], [`crate::view::ViewError`] and
+/// [`crate::search::SearchError`]); `None` when there is none. Each wrapper
+/// is classified itself, because a `#[error(transparent)]` variant's
+/// `source()` skips the error it wraps. The one classification every front maps (CLI exit codes, HTTP
 /// statuses, JSON error bodies).
 pub fn kind_of(err: &(dyn std::error::Error + 'static)) -> Option<ErrorKind> {
     let mut next = Some(err);
@@ -291,8 +294,19 @@ pub fn kind_of(err: &(dyn std::error::Error + 'static)) -> Option<ErrorKind> {
         if let Some(e) = e.downcast_ref::<crate::manager::ManagerError>() {
             return Some(e.kind());
         }
+        if let Some(e) = e.downcast_ref::<crate::blob::BlobError>() {
+            return Some(e.kind());
+        }
         #[cfg(feature = "view")]
         if let Some(e) = e.downcast_ref::<crate::embed::EmbeddingError>() {
+            return Some(e.kind());
+        }
+        #[cfg(feature = "view")]
+        if let Some(e) = e.downcast_ref::<crate::view::ViewError>() {
+            return Some(e.kind());
+        }
+        #[cfg(feature = "search")]
+        if let Some(e) = e.downcast_ref::<crate::search::SearchError>() {
             return Some(e.kind());
         }
         next = e.source();
@@ -388,6 +402,61 @@ mod tests {
         let store: Box<dyn std::error::Error> =
             Box::new(StoreError::Unsupported { operation: "x" });
         assert_eq!(kind_of(store.as_ref()), Some(ErrorKind::Unsupported));
+    }
+
+    /// The wrapper errors whose storage variant is `#[error(transparent)]`:
+    /// their `source()` skips the wrapped error, so `kind_of` must classify
+    /// the wrapper itself (a `memoir search` query too long was "internal",
+    /// exit 1, instead of a usage error).
+    #[test]
+    fn kind_of_classifies_the_blob_view_and_search_errors() {
+        use crate::blob::BlobError;
+        let missing = || Error::NotFound("s".into());
+        let cases: Vec<(Box<dyn std::error::Error>, ErrorKind)> = vec![
+            (Box::new(BlobError::Storage(missing())), ErrorKind::NotFound),
+            (
+                Box::new(BlobError::NotFound("h".into())),
+                ErrorKind::NotFound,
+            ),
+            (
+                Box::new(BlobError::InvalidHash("x".into())),
+                ErrorKind::Invalid,
+            ),
+            (
+                Box::new(BlobError::Corrupt {
+                    hash: "a".into(),
+                    actual: "b".into(),
+                    path: PathBuf::new(),
+                }),
+                ErrorKind::Corrupt,
+            ),
+            #[cfg(feature = "view")]
+            (
+                Box::new(crate::view::ViewError::Storage(missing())),
+                ErrorKind::NotFound,
+            ),
+            #[cfg(feature = "view")]
+            (
+                Box::new(crate::view::ViewError::DimensionMismatch {
+                    expected: 384,
+                    got: 3,
+                }),
+                ErrorKind::Invalid,
+            ),
+            #[cfg(feature = "search")]
+            (
+                Box::new(crate::search::SearchError::Invalid("q".into())),
+                ErrorKind::Invalid,
+            ),
+            #[cfg(feature = "search")]
+            (
+                Box::new(crate::search::SearchError::Store(missing())),
+                ErrorKind::NotFound,
+            ),
+        ];
+        for (e, kind) in cases {
+            assert_eq!(kind_of(e.as_ref()), Some(kind), "{e}");
+        }
     }
 
     #[test]

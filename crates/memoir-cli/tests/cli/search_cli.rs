@@ -85,6 +85,13 @@ fn index_search_resume_and_show_around_work_end_to_end() {
     );
     let (code, _) = run(memoir(home.path()).args(["search", "zebra", "--dir", d]));
     assert_eq!(code, 1);
+    // A query the index refuses is the caller's input: a usage error
+    // (exit 2, `bad_request`), not an internal failure.
+    let long = "flamingo ".repeat(600);
+    let (code, out) = run(memoir(home.path()).args(["search", &long, "--dir", d, "--json"]));
+    assert_eq!(code, 2, "{out}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["error"], "bad_request", "{out}");
 
     // Resume by words or by id prefix.
     for target in ["flamingo deploy", "imported"] {

@@ -98,11 +98,9 @@ fn search_error(e: memoir::search::SearchError) -> ApiError {
             "unsupported",
             "cross-session search needs the file store or PostgreSQL on this server",
         ),
-        other => ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
-            format!("search: {other}"),
-        ),
+        // The index database (500) or the embedder (503 when its model is
+        // not loaded): the library's classification.
+        other => ApiError::of_kind(other.kind(), format!("search: {other}")),
     }
 }
 
@@ -153,4 +151,29 @@ pub(crate) async fn search_all(
     Ok(Json(SearchAllResponse {
         hits: namespace::visible_hits(&prefix, hits),
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::search_error;
+    use memoir::embed::EmbeddingError;
+    use memoir::search::SearchError;
+
+    /// Search failures keep the library's classification: a bad query is
+    /// 400, an embedder without its model 503 (retry later), not 500.
+    #[test]
+    fn search_errors_map_through_their_kind() {
+        let status = |e: SearchError| search_error(e).status().as_u16();
+        assert_eq!(status(SearchError::Invalid("q".into())), 400);
+        assert_eq!(
+            status(SearchError::Embedding(EmbeddingError::ModelNotLoaded(
+                "minilm".into()
+            ))),
+            503
+        );
+        assert_eq!(
+            status(SearchError::Store(memoir::Error::NotFound("s".into()))),
+            404
+        );
+    }
 }

@@ -95,6 +95,19 @@ pub enum BlobError {
     Storage(#[from] crate::Error),
 }
 
+impl BlobError {
+    /// What the caller can do about this error (see [`crate::error::ErrorKind`]).
+    pub fn kind(&self) -> crate::error::ErrorKind {
+        use crate::error::ErrorKind;
+        match self {
+            BlobError::NotFound(_) => ErrorKind::NotFound,
+            BlobError::Corrupt { .. } | BlobError::BadRefCount { .. } => ErrorKind::Corrupt,
+            BlobError::InvalidHash(_) | BlobError::NotText(_) => ErrorKind::Invalid,
+            BlobError::Storage(e) => e.kind(),
+        }
+    }
+}
+
 /// BLAKE3 of `bytes` as 64 lowercase hex digits: the key of a blob.
 pub fn hash_bytes(bytes: &[u8]) -> String {
     blake3::hash(bytes).to_hex().to_string()

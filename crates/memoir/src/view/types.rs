@@ -258,3 +258,16 @@ pub enum ViewError {
     #[error("invalid input: {0}")]
     Invalid(String),
 }
+
+impl ViewError {
+    /// What the caller can do about this error (see [`crate::error::ErrorKind`]).
+    pub fn kind(&self) -> crate::error::ErrorKind {
+        use crate::error::ErrorKind;
+        match self {
+            ViewError::Embedding(e) => e.kind(),
+            ViewError::Blob(e) => e.kind(),
+            ViewError::Storage(e) => e.kind(),
+            ViewError::DimensionMismatch { .. } | ViewError::Invalid(_) => ErrorKind::Invalid,
+        }
+    }
+}
