@@ -277,8 +277,9 @@ impl crate::embed::EmbeddingError {
 /// The kind of the first library error in `err`'s `source()` chain
 /// ([`Error`], [`StoreError`], [`crate::manager::ManagerError`],
 /// [`crate::blob::BlobError`] or, with their features,
-/// [`crate::embed::EmbeddingError`], [`crate::view::ViewError`] and
-/// [`crate::search::SearchError`]); `None` when there is none. Each wrapper
+/// [`crate::embed::EmbeddingError`], [`crate::view::ViewError`],
+/// [`crate::search::SearchError`] and [`crate::import::ImportError`]);
+/// `None` when there is none. Each wrapper
 /// is classified itself, because a `#[error(transparent)]` variant's
 /// `source()` skips the error it wraps. The one classification every front maps (CLI exit codes, HTTP
 /// statuses, JSON error bodies).
@@ -309,6 +310,10 @@ pub fn kind_of(err: &(dyn std::error::Error + 'static)) -> Option<ErrorKind> {
         if let Some(e) = e.downcast_ref::<crate::search::SearchError>() {
             return Some(e.kind());
         }
+        #[cfg(feature = "import")]
+        if let Some(e) = e.downcast_ref::<crate::import::ImportError>() {
+            return Some(e.kind());
+        }
         next = e.source();
     }
     None
@@ -318,7 +323,7 @@ pub fn kind_of(err: &(dyn std::error::Error + 'static)) -> Option<ErrorKind> {
 /// [`ErrorKind::Unavailable`]; anything else is [`ErrorKind::Io`] (a missing
 /// file is a failure of the machine or of the caller's path, never "no such
 /// session": that is [`Error::NotFound`], which the stores return themselves).
-fn io_kind(kind: std::io::ErrorKind) -> ErrorKind {
+pub(crate) fn io_kind(kind: std::io::ErrorKind) -> ErrorKind {
     use std::io::ErrorKind as K;
     match kind {
         K::ConnectionAborted
@@ -409,7 +414,7 @@ mod tests {
     /// the wrapper itself (a `memoir search` query too long was "internal",
     /// exit 1, instead of a usage error).
     #[test]
-    fn kind_of_classifies_the_blob_view_and_search_errors() {
+    fn kind_of_classifies_the_wrapper_errors() {
         use crate::blob::BlobError;
         let missing = || Error::NotFound("s".into());
         let cases: Vec<(Box<dyn std::error::Error>, ErrorKind)> = vec![
@@ -452,6 +457,26 @@ mod tests {
             (
                 Box::new(crate::search::SearchError::Store(missing())),
                 ErrorKind::NotFound,
+            ),
+            #[cfg(feature = "import")]
+            (
+                Box::new(crate::import::ImportError::Store(missing())),
+                ErrorKind::NotFound,
+            ),
+            #[cfg(feature = "import")]
+            (
+                Box::new(crate::import::ImportError::Manager(
+                    crate::manager::ManagerError::Store(missing()),
+                )),
+                ErrorKind::NotFound,
+            ),
+            #[cfg(feature = "import")]
+            (
+                Box::new(crate::import::ImportError::Unsupported {
+                    path: PathBuf::from("x.db"),
+                    reason: "not a session file".into(),
+                }),
+                ErrorKind::Unsupported,
             ),
         ];
         for (e, kind) in cases {

@@ -147,6 +147,16 @@ pub enum ImportError {
 }
 
 impl ImportError {
+    /// What the caller can do about this error (see [`crate::error::ErrorKind`]).
+    pub fn kind(&self) -> crate::error::ErrorKind {
+        match self {
+            ImportError::Io { source, .. } => crate::error::io_kind(source.kind()),
+            ImportError::Unsupported { .. } => crate::error::ErrorKind::Unsupported,
+            ImportError::Manager(e) => e.kind(),
+            ImportError::Store(e) => e.kind(),
+        }
+    }
+
     pub(crate) fn io(op: &'static str, path: &Path, source: std::io::Error) -> Self {
         ImportError::Io {
             op,
