@@ -102,7 +102,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         args.texts.clone()
     };
     if texts.is_empty() {
-        anyhow::bail!("nothing to embed: give texts as arguments or on standard input");
+        return Err(crate::exit::CliError::usage(
+            "nothing to embed: give texts as arguments or on standard input",
+        ));
     }
     let vectors = if args.query {
         texts

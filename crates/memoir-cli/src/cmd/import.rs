@@ -18,6 +18,7 @@ use memoir::store::Durability;
 use serde_json::json;
 
 use super::store::StoreArgs;
+use crate::exit::CliError;
 
 /// Arguments of `memoir import`.
 #[derive(clap::Args)]
@@ -67,7 +68,10 @@ fn plan(args: &Args) -> anyhow::Result<Plan> {
             let dirs: Vec<&String> = targets.collect();
             if dirs.is_empty() {
                 if import::default_home(agent)?.is_none() {
-                    anyhow::bail!("no {} sessions found (no home directory)", agent.as_str());
+                    return Err(CliError::usage(format!(
+                        "no {} sessions found (no home directory)",
+                        agent.as_str()
+                    )));
                 }
                 plan.roots.push((agent, None));
             }
@@ -92,21 +96,25 @@ fn plan(args: &Args) -> anyhow::Result<Plan> {
                 }
             }
             if !found {
-                anyhow::bail!("no agent session files found under {t}");
+                return Err(CliError::usage(format!(
+                    "no agent session files found under {t}"
+                )));
             }
         } else {
             match import::detect_file(&path)? {
                 Some(agent) => plan.files.push(Source { agent, path }),
                 None => {
-                    anyhow::bail!("{t}: not a Claude Code, Codex, Gemini CLI or OpenCode session")
+                    return Err(CliError::usage(format!(
+                        "{t}: not a Claude Code, Codex, Gemini CLI or OpenCode session"
+                    )))
                 }
             }
         }
     }
     if plan.roots.is_empty() && plan.files.is_empty() {
-        anyhow::bail!(
-            "nothing to import: name an agent (claude, codex, gemini, opencode), files, or --all"
-        );
+        return Err(CliError::usage(
+            "nothing to import: name an agent (claude, codex, gemini, opencode), files, or --all",
+        ));
     }
     Ok(plan)
 }

@@ -43,7 +43,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             q.k = 1;
             match ix.search(&q)?.into_iter().next() {
                 Some(hit) => hit.session,
-                None => anyhow::bail!("no session matches {:?}", args.target),
+                None => {
+                    return Err(crate::exit::name_store(
+                        memoir::Error::NotFound(args.target.clone()),
+                        &dir,
+                    ))
+                }
             }
         }
         Err(e) => return Err(e.into()),

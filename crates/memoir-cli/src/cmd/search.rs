@@ -105,7 +105,11 @@ pub fn open_store_index(
                 .with_context(|| format!("opening the index of {spec}"))?
         }
         #[cfg(not(feature = "server"))]
-        Some(spec) => anyhow::bail!("this build cannot open the store {spec:?} (feature `server`)"),
+        Some(spec) => {
+            return Err(crate::exit::CliError::usage(format!(
+                "this build cannot open the store {spec:?} (feature `server`)"
+            )))
+        }
         None => {
             let dir = sessions_dir(dir)?;
             SearchIndex::open(&dir)

@@ -82,6 +82,8 @@ fn exit_codes_and_json_errors_follow_the_table() {
         (vec!["sessions", "export", "--dir", &d, "--", ""], 2),
         (vec!["sessions", "show", "nope", "--dir", &d], 4),
         (vec!["sessions", "bogus-subcommand"], 2),
+        // No texts (stdin is empty): the caller's input, not a failure.
+        (vec!["embed", "--json"], 2),
         (
             vec![
                 "recall",

@@ -157,3 +157,28 @@ fn an_import_killed_midway_resumes_without_duplicates() {
     assert!(ok);
     assert_eq!(again["records"], 0, "{again}");
 }
+
+/// What the caller named is not importable: a usage error (exit 2,
+/// `bad_request` under `--json`), not an internal failure (exit 1).
+#[test]
+fn a_source_that_is_not_a_session_is_a_usage_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = tmp.path().join("notes.txt");
+    std::fs::write(&text, "just some notes\n").unwrap();
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let dir = tmp.path().join("store");
+    for target in [text.to_str().unwrap(), empty.to_str().unwrap()] {
+        let out = Command::new(env!("CARGO_BIN_EXE_memoir"))
+            .args(["import", target, "--json", "--dir", dir.to_str().unwrap()])
+            .env("HOME", tmp.path())
+            .env("MEMOIR_HOME", tmp.path().join("memoir"))
+            .env_remove("MEMOIR_SESSION_DIR")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{target}: {stderr}");
+        let v: serde_json::Value = serde_json::from_str(stderr.trim()).unwrap();
+        assert_eq!(v["error"], "bad_request", "{stderr}");
+    }
+}

@@ -93,6 +93,11 @@ fn index_search_resume_and_show_around_work_end_to_end() {
     let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
     assert_eq!(v["error"], "bad_request", "{out}");
 
+    // Nothing matches: "not found" (exit 4), naming the store searched.
+    let (code, out) = run(memoir(home.path()).args(["resume", "zebra", "--dir", d, "--json"]));
+    assert_eq!(code, 4, "{out}");
+    assert!(out.contains("not_found") && out.contains(d), "{out}");
+
     // Resume by words or by id prefix.
     for target in ["flamingo deploy", "imported"] {
         let (code, out) = run(memoir(home.path()).args(["resume", target, "--dir", d]));
