@@ -289,8 +289,10 @@ fn parse_bound(s: &str, upper: bool, zone: Zone) -> anyhow::Result<DateTime<Utc>
     }
     let day = NaiveDate::parse_from_str(s, "%Y-%m-%d")
         .or_else(|_| NaiveDate::parse_from_str(s, "%Y%m%d"))
-        .with_context(|| {
-            format!("{s:?} is not a date (YYYY-MM-DD, YYYYMMDD) or an RFC 3339 time")
+        .map_err(|e| {
+            crate::exit::CliError::usage(format!(
+                "{s:?} is not a date (YYYY-MM-DD, YYYYMMDD) or an RFC 3339 time: {e}"
+            ))
         })?;
     let day = if upper {
         day.succ_opt().unwrap_or(day)

@@ -84,6 +84,7 @@ fn exit_codes_and_json_errors_follow_the_table() {
         (vec!["sessions", "bogus-subcommand"], 2),
         // No texts (stdin is empty): the caller's input, not a failure.
         (vec!["embed", "--json"], 2),
+        (vec!["usage", "--since", "notadate", "--dir", &d], 2),
         (
             vec![
                 "recall",
