@@ -1,5 +1,16 @@
 //! The index database: opening (checking the version stamp, rebuilding what
 //! cannot be trusted), clearing, statistics, and stored vectors.
+//!
+//! Journal modes: an index lives in WAL mode, but a new one is filled first
+//! with a rollback journal (`journal_mode=DELETE`, `synchronous=FULL`,
+//! marked by `meta` key `journal` = `building`). Pages a transaction adds
+//! to the end of the file need no journal there, so the first full pass
+//! writes each page once instead of to the WAL and again at the checkpoint
+//! (1.13× at a million messages, docs/BENCHMARKS.md). After a successful
+//! update [`Db::finish_build`] switches the file to WAL and drops the mark;
+//! a connection that finds the mark leaves the journal mode alone, and a
+//! build killed midway is rolled back to its last commit by SQLite and
+//! resumed from the cursors.
 
 use std::path::{Path, PathBuf};
 
@@ -13,7 +24,13 @@ use crate::embed::EmbeddingProvider;
 pub(super) struct Db {
     pub(super) conn: Connection,
     path: PathBuf,
+    /// The file carried the `building` mark when opened (see the module doc).
+    building: bool,
 }
+
+/// `meta` key and value marking an index whose first fill is under way.
+const JOURNAL_KEY: &str = "journal";
+const BUILDING: &str = "building";
 
 /// Attach the database path to SQLite errors.
 pub(super) trait SqlContext<T> {
@@ -29,12 +46,30 @@ impl<T> SqlContext<T> for rusqlite::Result<T> {
     }
 }
 
-fn connect(path: &Path) -> rusqlite::Result<Connection> {
+/// Whether the file carries the `building` mark (an unreadable `meta`,
+/// e.g. a file still empty, does not).
+fn is_building(conn: &Connection) -> bool {
+    conn.query_row(
+        "SELECT value FROM meta WHERE key = ?1",
+        [JOURNAL_KEY],
+        |r| r.get::<_, String>(0),
+    )
+    .is_ok_and(|v| v == BUILDING)
+}
+
+/// Open `path`: in WAL mode, unless its first fill is under way (then its
+/// journal mode is left as it is, with `synchronous=FULL`).
+fn connect(path: &Path) -> rusqlite::Result<(Connection, bool)> {
     let conn = Connection::open(path)?;
     conn.busy_timeout(std::time::Duration::from_secs(10))?;
-    conn.pragma_update(None, "journal_mode", "WAL")?;
-    conn.pragma_update(None, "synchronous", "NORMAL")?;
-    Ok(conn)
+    let building = is_building(&conn);
+    if building {
+        conn.pragma_update(None, "synchronous", "FULL")?;
+    } else {
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+    }
+    Ok((conn, building))
 }
 
 /// The stamp of an existing database, `None` when it has none or is unreadable.
@@ -56,11 +91,17 @@ fn remove_files(path: &Path) {
     }
 }
 
+/// A new, empty index with the `building` mark, in rollback-journal mode.
 fn create(path: &Path) -> Result<Connection> {
-    let conn = connect(path).at(path)?;
+    let conn = Connection::open(path).at(path)?;
+    conn.busy_timeout(std::time::Duration::from_secs(10))
+        .at(path)?;
+    conn.pragma_update(None, "journal_mode", "DELETE")
+        .at(path)?;
+    conn.pragma_update(None, "synchronous", "FULL").at(path)?;
     conn.execute_batch(&format!(
         "BEGIN; {CREATE} INSERT INTO meta VALUES ('schema', '{SCHEMA_VERSION}'), \
-         ('tokenizer', '{TOKENIZER}'); COMMIT;"
+         ('tokenizer', '{TOKENIZER}'), ('{JOURNAL_KEY}', '{BUILDING}'); COMMIT;"
     ))
     .at(path)?;
     Ok(conn)
@@ -71,13 +112,14 @@ impl Db {
     /// replaced by an empty index (the flag says so).
     pub(super) fn open(path: &Path) -> Result<(Db, bool)> {
         if path.exists() {
-            if let Ok(conn) = connect(path) {
+            if let Ok((conn, building)) = connect(path) {
                 let expected = (SCHEMA_VERSION.to_string(), TOKENIZER.to_string());
                 if stamp(&conn).as_ref() == Some(&expected) {
                     return Ok((
                         Db {
                             conn,
                             path: path.to_path_buf(),
+                            building,
                         },
                         false,
                     ));
@@ -90,6 +132,7 @@ impl Db {
             Db {
                 conn,
                 path: path.to_path_buf(),
+                building: true,
             },
             true,
         ))
@@ -105,7 +148,44 @@ impl Db {
         drop(std::mem::replace(&mut self.conn, placeholder));
         remove_files(&self.path);
         self.conn = create(&self.path)?;
+        self.building = true;
         Ok(())
+    }
+
+    /// After an update: when this index was still being filled, switch it
+    /// to WAL and drop the `building` mark (in that order: a crash between
+    /// the two leaves a WAL file with the mark, which the next call
+    /// clears). Readers of another process that hold the file keep the
+    /// switch waiting up to the busy timeout; if it cannot happen now it is
+    /// tried after the next update.
+    pub(super) fn finish_build(&mut self) -> Result<()> {
+        if !self.building {
+            return Ok(());
+        }
+        let mode: rusqlite::Result<String> =
+            self.conn
+                .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0));
+        match mode {
+            Ok(m) if m.eq_ignore_ascii_case("wal") => {}
+            // Busy, or a mode SQLite would not leave: try again next time.
+            _ => return Ok(()),
+        }
+        self.conn
+            .execute("DELETE FROM meta WHERE key = ?1", [JOURNAL_KEY])
+            .at(&self.path)?;
+        self.conn
+            .pragma_update(None, "synchronous", "NORMAL")
+            .at(&self.path)?;
+        self.building = false;
+        Ok(())
+    }
+
+    /// The file's journal mode (`wal`, `delete`, ...).
+    #[cfg(test)]
+    pub(super) fn journal_mode(&self) -> String {
+        self.conn
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .unwrap_or_default()
     }
 
     pub(super) fn stats(&self) -> Result<IndexStats> {
@@ -238,5 +318,56 @@ mod tests {
         };
         assert_eq!(setting("hashsize"), 64 << 20);
         assert_eq!(setting("automerge"), 8);
+    }
+
+    /// A new index is filled with a rollback journal; a second connection
+    /// leaves that alone; finishing switches to WAL and drops the mark, and
+    /// a reopened index is in WAL mode with no mark.
+    #[test]
+    fn a_new_index_is_filled_with_a_rollback_journal_then_switched_to_wal() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.sqlite");
+        let (mut db, created) = Db::open(&path).unwrap();
+        assert!(created && db.building);
+        assert_eq!(db.journal_mode(), "delete");
+        let (other, created) = Db::open(&path).unwrap();
+        assert!(!created && other.building, "the mark is seen");
+        assert_eq!(other.journal_mode(), "delete", "not switched by a reader");
+        drop(other);
+        db.finish_build().unwrap();
+        assert!(!db.building);
+        assert_eq!(db.journal_mode(), "wal");
+        assert!(!is_building(&db.conn));
+        drop(db);
+        let (db, created) = Db::open(&path).unwrap();
+        assert!(!created && !db.building);
+        assert_eq!(db.journal_mode(), "wal");
+    }
+
+    /// A crash between the switch and dropping the mark: the next opener
+    /// keeps WAL, and finishing clears the mark.
+    #[test]
+    fn a_mark_left_on_a_wal_index_is_cleared() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.sqlite");
+        let (db, _) = Db::open(&path).unwrap();
+        db.conn.pragma_update(None, "journal_mode", "WAL").unwrap();
+        drop(db);
+        let (mut db, created) = Db::open(&path).unwrap();
+        assert!(!created && db.building);
+        assert_eq!(db.journal_mode(), "wal");
+        db.finish_build().unwrap();
+        assert!(!is_building(&db.conn));
+    }
+
+    /// `clear` (a rebuild) fills the new file with a rollback journal again.
+    #[test]
+    fn a_cleared_index_is_filled_with_a_rollback_journal() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut db, _) = Db::open(&dir.path().join("index.sqlite")).unwrap();
+        db.finish_build().unwrap();
+        db.clear().unwrap();
+        assert!(db.building && is_building(&db.conn));
+        assert_eq!(db.journal_mode(), "delete");
     }
 }

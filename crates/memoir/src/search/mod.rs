@@ -349,7 +349,11 @@ impl SearchIndex {
     /// (`full_scan` in the report); on PostgreSQL, one query for the store.
     pub fn update(&mut self) -> Result<UpdateReport> {
         let mut report = match &mut self.db {
-            Engine::Sqlite(db) => catchup::update(db, self.store.as_ref(), &self.tokenizer)?,
+            Engine::Sqlite(db) => {
+                let report = catchup::update(db, self.store.as_ref(), &self.tokenizer)?;
+                db.finish_build()?;
+                report
+            }
             #[cfg(feature = "postgres")]
             Engine::Postgres(ix) => ix.update_all(&self.tokenizer)?,
         };

@@ -1,6 +1,6 @@
 //! The index database's schema and version stamp.
 //!
-//! Tables: `meta` (the stamp, and the catch-up checkpoint: `super::catchup`), `sessions` (one row per indexed session, with
+//! Tables: `meta` (the stamp, the catch-up checkpoint: `super::catchup`, and the first-fill mark: `super::engine`), `sessions` (one row per indexed session, with
 //! its listing fields, document and term counts, and [`super::cursor::Cursor`]), `docs` (one row per
 //! indexed message: session, `seq`, role, time, tools, content hash, text),
 //! `terms` (a contentless FTS5 table whose `body` is the tokenizer's terms, `rowid` =

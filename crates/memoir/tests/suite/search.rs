@@ -694,6 +694,10 @@ fn the_index_survives_sigkill_mid_update_and_catches_up() {
     );
     let partial = committed(&db);
     assert!(partial > 0 && partial < 800, "{partial}");
+    // The first fill runs with a rollback journal (SQLite file format
+    // bytes 18-19: 1 = rollback, 2 = WAL); the catch-up below ends in WAL.
+    let format = |db: &Path| std::fs::read(db).unwrap()[18..20].to_vec();
+    assert_eq!(format(&db), [1, 1], "killed while filling a new index");
     let mut ix = SearchIndex::open(tmp.path()).unwrap();
     assert!(
         !ix.rebuilt_on_open(),
@@ -704,6 +708,7 @@ fn the_index_survives_sigkill_mid_update_and_catches_up() {
     let stats = ix.stats().unwrap();
     assert_eq!(stats.sessions, 800);
     assert_eq!(stats.messages, 80_000, "every message exactly once");
+    assert_eq!(format(&db), [2, 2], "a filled index is in WAL mode");
     for a in &answers {
         let hits = ix
             .search(&query(
