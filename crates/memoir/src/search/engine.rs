@@ -333,10 +333,14 @@ mod tests {
         let (other, created) = Db::open(&path).unwrap();
         assert!(!created && other.building, "the mark is seen");
         assert_eq!(other.journal_mode(), "delete", "not switched by a reader");
-        drop(other);
+        // Another connection that is open (idle) does not keep the switch
+        // from happening, and reads in WAL mode afterwards.
         db.finish_build().unwrap();
         assert!(!db.building);
         assert_eq!(db.journal_mode(), "wal");
+        assert!(!is_building(&other.conn), "reads the new state");
+        assert_eq!(other.journal_mode(), "wal");
+        drop(other);
         assert!(!is_building(&db.conn));
         drop(db);
         let (db, created) = Db::open(&path).unwrap();
