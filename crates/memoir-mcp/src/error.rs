@@ -2,7 +2,7 @@
 //! errors ([`ErrorKind`]) and returned to the client as a tool error
 //! result (`isError: true` with `{error, message}`), never a panic or exit.
 
-use memoir::error::{kind_of, ErrorKind};
+use memoir::error::ErrorKind;
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::json;
 
@@ -53,13 +53,6 @@ impl ToolError {
     }
 }
 
-fn classed(e: &(dyn std::error::Error + 'static)) -> ToolError {
-    ToolError {
-        class: kind_of(e).unwrap_or(ErrorKind::Io),
-        message: e.to_string(),
-    }
-}
-
 impl From<memoir::Error> for ToolError {
     fn from(e: memoir::Error) -> Self {
         ToolError {
@@ -89,7 +82,10 @@ impl From<memoir::search::SearchError> for ToolError {
 
 impl From<memoir::view::ViewError> for ToolError {
     fn from(e: memoir::view::ViewError) -> Self {
-        classed(&e)
+        ToolError {
+            class: e.kind(),
+            message: e.to_string(),
+        }
     }
 }
 

@@ -22,7 +22,6 @@ use std::sync::{Arc, Mutex};
 
 use axum::extract::rejection::JsonRejection;
 use axum::extract::State;
-use axum::http::StatusCode;
 use axum::Json;
 use chrono::{DateTime, Utc};
 use memoir::message::Role;
@@ -90,17 +89,22 @@ pub(crate) struct SearchAllResponse {
 }
 
 fn search_error(e: memoir::search::SearchError) -> ApiError {
+    use memoir::search::SearchError;
     match e {
-        memoir::search::SearchError::Invalid(m) => ApiError::bad_request(m),
-        memoir::search::SearchError::Store(e) => e.into(),
-        memoir::search::SearchError::Unsupported(_) => ApiError::new(
-            StatusCode::NOT_IMPLEMENTED,
-            "unsupported",
-            "cross-session search needs the file store or PostgreSQL on this server",
-        ),
-        // The index database (500) or the embedder (503 when its model is
-        // not loaded): the library's classification.
-        other => ApiError::of_kind(other.kind(), format!("search: {other}")),
+        // The store's own mapping (it never says whether an id exists elsewhere).
+        SearchError::Store(e) => e.into(),
+        // The library's classification: a bad query 400, the index database
+        // 500, an embedder without its model 503, another store 501.
+        other => {
+            let message = match &other {
+                SearchError::Invalid(m) => m.clone(),
+                SearchError::Unsupported(_) => {
+                    "cross-session search needs the file store or PostgreSQL on this server".into()
+                }
+                _ => format!("search: {other}"),
+            };
+            ApiError::of_kind(other.kind(), message)
+        }
     }
 }
 
@@ -175,5 +179,6 @@ mod tests {
             status(SearchError::Store(memoir::Error::NotFound("s".into()))),
             404
         );
+        assert_eq!(status(SearchError::Unsupported("memory".into())), 501);
     }
 }

@@ -6,7 +6,8 @@
 //! marked by `meta` key `journal` = `building`). Pages a transaction adds
 //! to the end of the file need no journal there, so the first full pass
 //! writes each page once instead of to the WAL and again at the checkpoint
-//! (1.13× at a million messages, docs/BENCHMARKS.md). After a successful
+//! (1.20–1.25× at a million messages: docs/BENCHMARKS.md, "the first fill
+//! with a rollback journal"). After a successful
 //! update [`Db::finish_build`] switches the file to WAL and drops the mark;
 //! a connection that finds the mark leaves the journal mode alone, and a
 //! build killed midway is rolled back to its last commit by SQLite and
@@ -46,22 +47,31 @@ impl<T> SqlContext<T> for rusqlite::Result<T> {
     }
 }
 
-/// Whether the file carries the `building` mark (an unreadable `meta`,
-/// e.g. a file still empty, does not).
+/// The `meta` value under `key`, `None` when there is none or `meta` is
+/// unreadable (e.g. a file still empty).
+fn meta_value(conn: &Connection, key: &str) -> Option<String> {
+    conn.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+        .optional()
+        .ok()
+        .flatten()
+}
+
+/// Whether the file carries the `building` mark.
 fn is_building(conn: &Connection) -> bool {
-    conn.query_row(
-        "SELECT value FROM meta WHERE key = ?1",
-        [JOURNAL_KEY],
-        |r| r.get::<_, String>(0),
-    )
-    .is_ok_and(|v| v == BUILDING)
+    meta_value(conn, JOURNAL_KEY).as_deref() == Some(BUILDING)
+}
+
+/// The file at `path`, with the busy timeout every index connection uses.
+fn open_file(path: &Path) -> rusqlite::Result<Connection> {
+    let conn = Connection::open(path)?;
+    conn.busy_timeout(std::time::Duration::from_secs(10))?;
+    Ok(conn)
 }
 
 /// Open `path`: in WAL mode, unless its first fill is under way (then its
 /// journal mode is left as it is, with `synchronous=FULL`).
 fn connect(path: &Path) -> rusqlite::Result<(Connection, bool)> {
-    let conn = Connection::open(path)?;
-    conn.busy_timeout(std::time::Duration::from_secs(10))?;
+    let conn = open_file(path)?;
     let building = is_building(&conn);
     if building {
         conn.pragma_update(None, "synchronous", "FULL")?;
@@ -74,13 +84,7 @@ fn connect(path: &Path) -> rusqlite::Result<(Connection, bool)> {
 
 /// The stamp of an existing database, `None` when it has none or is unreadable.
 fn stamp(conn: &Connection) -> Option<(String, String)> {
-    let get = |key: &str| -> Option<String> {
-        conn.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
-            .optional()
-            .ok()
-            .flatten()
-    };
-    Some((get("schema")?, get("tokenizer")?))
+    Some((meta_value(conn, "schema")?, meta_value(conn, "tokenizer")?))
 }
 
 fn remove_files(path: &Path) {
@@ -93,9 +97,7 @@ fn remove_files(path: &Path) {
 
 /// A new, empty index with the `building` mark, in rollback-journal mode.
 fn create(path: &Path) -> Result<Connection> {
-    let conn = Connection::open(path).at(path)?;
-    conn.busy_timeout(std::time::Duration::from_secs(10))
-        .at(path)?;
+    let conn = open_file(path).at(path)?;
     conn.pragma_update(None, "journal_mode", "DELETE")
         .at(path)?;
     conn.pragma_update(None, "synchronous", "FULL").at(path)?;

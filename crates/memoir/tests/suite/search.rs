@@ -696,7 +696,15 @@ fn the_index_survives_sigkill_mid_update_and_catches_up() {
     assert!(partial > 0 && partial < 800, "{partial}");
     // The first fill runs with a rollback journal (SQLite file format
     // bytes 18-19: 1 = rollback, 2 = WAL); the catch-up below ends in WAL.
-    let format = |db: &Path| std::fs::read(db).unwrap()[18..20].to_vec();
+    let format = |db: &Path| {
+        use std::io::Read;
+        let mut header = [0u8; 20];
+        std::fs::File::open(db)
+            .unwrap()
+            .read_exact(&mut header)
+            .unwrap();
+        header[18..20].to_vec()
+    };
     assert_eq!(format(&db), [1, 1], "killed while filling a new index");
     let mut ix = SearchIndex::open(tmp.path()).unwrap();
     assert!(
