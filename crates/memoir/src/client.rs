@@ -229,6 +229,7 @@ pub mod wire {
             Ok(RawLog {
                 header: self.header,
                 records,
+                spans: Vec::new(),
                 report: LoadReport {
                     issues: self.issues.iter().map(WireIssue::to_issue).collect(),
                     ..LoadReport::default()

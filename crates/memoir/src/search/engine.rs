@@ -17,9 +17,11 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{params, Connection, OptionalExtension};
 
+use super::doc_text;
 use super::schema::{CREATE, SCHEMA_VERSION, TOKENIZER};
 use super::{IndexStats, Result, SearchError};
 use crate::embed::EmbeddingProvider;
+use crate::store::LogStore;
 
 /// An open index database.
 pub(super) struct Db {
@@ -244,9 +246,14 @@ pub(super) fn decode_vector(bytes: &[u8], dims: usize) -> Option<Vec<f32>> {
     )
 }
 
-/// Store vectors for every distinct content hash that has none for this model.
+/// Store vectors for every distinct content hash that has none for this
+/// model. Documents are read in rowid order, `batch` at a time (bounded
+/// memory, one pass however many texts fail to read back: a document
+/// whose text no longer reads back as indexed, `super::doc_text`, is
+/// skipped; another document with the same text may still give it).
 pub(super) fn embed_missing(
     db: &mut Db,
+    store: &dyn LogStore,
     embedder: &dyn EmbeddingProvider,
     batch: usize,
     progress: &mut dyn FnMut(u64, u64),
@@ -262,27 +269,50 @@ pub(super) fn embed_missing(
         .at(&path)?;
     let total = total.max(0) as u64;
     let mut done = 0u64;
+    let mut after = 0i64;
     loop {
-        // Read one batch (bounded memory), embed it, store it; repeat.
-        let rows: Vec<(Vec<u8>, String)> = {
+        // Read one batch of documents without a vector, make their texts
+        // (one per content hash), embed them, store them; repeat.
+        // `(rowid, chash, text)`: the text made here, `None` when it no
+        // longer reads back from its log as indexed.
+        type Row = (i64, Vec<u8>, Option<String>);
+        let rows: Vec<Row> = {
             let mut st = db
                 .conn
                 .prepare_cached(
-                    "SELECT d.chash, min(d.text) FROM docs d WHERE NOT EXISTS \
-                     (SELECT 1 FROM vectors v WHERE v.model = ?1 AND v.chash = d.chash) \
-                     GROUP BY d.chash LIMIT ?2",
+                    "SELECT d.rowid, d.chash, d.text, s.id, d.seq, d.span_at, d.span_len \
+                     FROM docs d JOIN sessions s ON s.sid = d.sid WHERE d.rowid > ?2 AND \
+                     NOT EXISTS (SELECT 1 FROM vectors v WHERE v.model = ?1 AND v.chash = d.chash) \
+                     ORDER BY d.rowid LIMIT ?3",
                 )
                 .at(&path)?;
             let mapped = st
-                .query_map(params![model, batch as i64], |r| Ok((r.get(0)?, r.get(1)?)))
+                .query_map(params![model, after, batch as i64], |r| {
+                    let chash: Vec<u8> = r.get(1)?;
+                    let text = match doc_text::span_of(r.get(5)?, r.get(6)?) {
+                        Some(span) => {
+                            let (session, seq): (String, i64) = (r.get(3)?, r.get(4)?);
+                            doc_text::read_back(store, &session, seq.max(0) as u64, span, &chash)
+                        }
+                        None => r.get(2)?,
+                    };
+                    Ok((r.get(0)?, chash, text))
+                })
                 .at(&path)?;
             mapped.collect::<rusqlite::Result<_>>().at(&path)?
         };
-        if rows.is_empty() {
+        let Some(last) = rows.last() else {
             break;
-        }
-        let texts: Vec<&str> = rows.iter().map(|(_, t)| embed_text(t)).collect();
-        let vectors = embedder.embed_batch(&texts)?;
+        };
+        after = last.0;
+        let mut seen = std::collections::HashSet::new();
+        let texts: Vec<(Vec<u8>, String)> = rows
+            .into_iter()
+            .filter_map(|(_, chash, text)| Some((chash, text?)))
+            .filter(|(chash, _)| seen.insert(chash.clone()))
+            .collect();
+        let cut: Vec<&str> = texts.iter().map(|(_, t)| embed_text(t)).collect();
+        let vectors = embedder.embed_batch(&cut)?;
         let tx = db.conn.transaction().at(&path)?;
         {
             let mut ins = tx
@@ -290,13 +320,13 @@ pub(super) fn embed_missing(
                     "INSERT OR REPLACE INTO vectors(model, chash, vec) VALUES (?1, ?2, ?3)",
                 )
                 .at(&path)?;
-            for ((hash, _), v) in rows.iter().zip(&vectors) {
+            for ((hash, _), v) in texts.iter().zip(&vectors) {
                 ins.execute(params![model, hash, encode_vector(v)])
                     .at(&path)?;
             }
         }
         tx.commit().at(&path)?;
-        done += rows.len() as u64;
+        done += texts.len() as u64;
         progress(done, total.max(done));
     }
     Ok(done)

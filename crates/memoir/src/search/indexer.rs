@@ -24,7 +24,7 @@ use super::{Result, UpdateReport, NATIVE_AGENT};
 use crate::message::Message;
 use crate::record::{Record, SessionMeta};
 use crate::store::file::checkpoint;
-use crate::store::LogStore;
+use crate::store::{LogStore, Span};
 use crate::view::lexical::Tokenizer;
 
 /// Documents per committed batch.
@@ -407,6 +407,9 @@ pub(super) struct Doc {
     pub(super) terms: String,
     pub(super) term_count: u64,
     pub(super) hash: RecordHash,
+    /// Where its record lies in the log, when the text is kept there
+    /// (`super::doc_text`); `None`: the text is stored inline.
+    pub(super) span: Option<Span>,
 }
 
 /// One session read and turned into documents, ready for the writer.
@@ -440,6 +443,15 @@ pub(super) struct SessionLog {
     pub(super) records: Vec<crate::store::SeqRecord>,
     /// Documents of `records[from..]`, in record order.
     pub(super) docs: Vec<Doc>,
+}
+
+/// Which kind of record a document came from.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    /// A `message` record: the text can be kept by the record's span.
+    Message,
+    /// One of a `rewrite`'s messages: the text is kept inline.
+    Rewrite,
 }
 
 fn content_hash(text: &str) -> RecordHash {
@@ -488,6 +500,8 @@ pub(super) fn prepare(
     };
     let header_hash = record_hash(&Record::Meta(meta.clone()));
     let records = raw.records;
+    // A store that keeps spans has one per record.
+    let spans = (raw.spans.len() == records.len()).then_some(raw.spans);
     let extend_from = match cursor::plan(known.as_ref().map(|k| &k.cursor), &header_hash, &records)
     {
         Plan::Extend { from } if known.is_some() => Some(from),
@@ -504,7 +518,8 @@ pub(super) fn prepare(
     let default_ms = ms(meta.created_at);
     let mut docs = Vec::new();
     let from = extend_from.unwrap_or(0).min(records.len());
-    let mut make = |record: usize, rewritten: bool, m: &Message, docs: &mut Vec<Doc>| {
+    let span_of = |record: usize| spans.as_ref().map(|s| s[record]);
+    let mut make = |record: usize, origin: Origin, m: &Message, docs: &mut Vec<Doc>| {
         let text = text::of_message(m);
         if text.text.is_empty() {
             return;
@@ -513,21 +528,25 @@ pub(super) fn prepare(
         let term_count = terms.joined(&text.text, &mut joined);
         docs.push(Doc {
             record,
-            rewritten,
+            rewritten: origin == Origin::Rewrite,
             role: m.role.as_str(),
             ts_ms: m.timestamp.map_or(default_ms, ms),
             hash: content_hash(&text.text),
             text,
             terms: joined,
             term_count,
+            span: match origin {
+                Origin::Message => span_of(record),
+                Origin::Rewrite => None,
+            },
         });
     };
     for (i, rec) in records.iter().enumerate().skip(from) {
         match &rec.record {
-            Record::Message(m) => make(i, false, m, &mut docs),
+            Record::Message(m) => make(i, Origin::Message, m, &mut docs),
             Record::Rewrite { messages } => {
                 for m in messages {
-                    make(i, true, m, &mut docs);
+                    make(i, Origin::Rewrite, m, &mut docs);
                 }
             }
             _ => {}
@@ -587,10 +606,12 @@ impl SessionWriter {
         } else {
             format!(" {} ", tools.join(" "))
         };
+        // Kept by location, the text is not stored (`super::doc_text`).
+        let inline = d.span.is_none().then_some(d.text.text.as_str());
         db.conn
             .prepare_cached(
-                "INSERT INTO docs(sid, seq, role, ts_ms, tools, chash, text) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                "INSERT INTO docs(sid, seq, role, ts_ms, tools, chash, text, span_at, span_len) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             )
             .at(p)?
             .execute(params![
@@ -600,7 +621,9 @@ impl SessionWriter {
                 d.ts_ms,
                 tools,
                 &d.hash[..],
-                d.text.text
+                inline,
+                d.span.map(|s| s.offset as i64),
+                d.span.map(|s| s.len as i64)
             ])
             .at(p)?;
         let rowid = db.conn.last_insert_rowid();

@@ -37,6 +37,7 @@
 mod catchup;
 pub mod context;
 pub mod cursor;
+mod doc_text;
 mod engine;
 mod error;
 mod indexer;
@@ -392,7 +393,10 @@ impl SearchIndex {
         let embedder = self.embedder.as_ref();
         match &self.db {
             Engine::Sqlite(db) => {
-                let source = query::Sqlite { db };
+                let source = query::Sqlite {
+                    db,
+                    store: self.store.as_ref(),
+                };
                 query::run(&source, tk, embedder, &self.hybrid, query)
             }
             #[cfg(feature = "postgres")]
@@ -410,9 +414,13 @@ impl SearchIndex {
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<u64> {
         match &mut self.db {
-            Engine::Sqlite(db) => {
-                engine::embed_missing(db, self.embedder.as_ref(), batch, progress)
-            }
+            Engine::Sqlite(db) => engine::embed_missing(
+                db,
+                self.store.as_ref(),
+                self.embedder.as_ref(),
+                batch,
+                progress,
+            ),
             #[cfg(feature = "postgres")]
             Engine::Postgres(ix) => ix.embed_missing(self.embedder.as_ref(), batch, progress),
         }

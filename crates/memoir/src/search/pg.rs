@@ -399,6 +399,7 @@ fn candidate(r: &postgres::Row, score: f32) -> Candidate {
         ts_ms: r.get(2),
         tools: r.get(3),
         text: r.get(4),
+        span: None,
         chash: r.get(5),
         session: r.get(6),
         title: r.get(7),

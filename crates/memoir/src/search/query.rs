@@ -21,12 +21,14 @@ use chrono::{TimeZone, Utc};
 use rusqlite::types::ToSql;
 use rusqlite::OptionalExtension;
 
+use super::doc_text;
 use super::engine::{decode_vector, embed_text, Db, SqlContext};
 use super::snippet::{self, DEFAULT_WIDTH};
 use super::terms::Terms;
 use super::{Result, SearchError, SearchFilter, SearchHit, SearchMode, SearchQuery};
 use crate::embed::EmbeddingProvider;
 use crate::message::Role;
+use crate::store::{LogStore, Span};
 use crate::view::lexical::Tokenizer;
 use crate::view::retrieve::{fuse, HybridParams};
 
@@ -116,7 +118,11 @@ pub(super) struct Candidate {
     pub(super) ts_ms: i64,
     /// Tools, `" a b "`.
     pub(super) tools: String,
+    /// The text (empty while `span` says where to read it).
     pub(super) text: String,
+    /// Where the text lies in the session's log until it is read
+    /// (`super::doc_text`); `None` once `text` holds it.
+    pub(super) span: Option<Span>,
     /// BLAKE3 of `text` (the key of stored vectors).
     pub(super) chash: Vec<u8>,
     pub(super) session: String,
@@ -185,8 +191,8 @@ pub(super) fn keep_best(best: &mut Vec<Candidate>, c: Candidate, k: usize) {
     }
 }
 
-const COLUMNS: &str =
-    "d.seq, d.role, d.ts_ms, d.tools, d.text, d.chash, s.id, s.title, s.agent, s.project";
+const COLUMNS: &str = "d.seq, d.role, d.ts_ms, d.tools, d.text, d.chash, s.id, s.title, s.agent, \
+     s.project, d.span_at, d.span_len";
 
 fn candidate(r: &rusqlite::Row<'_>, score: f32) -> rusqlite::Result<Candidate> {
     Ok(Candidate {
@@ -195,7 +201,8 @@ fn candidate(r: &rusqlite::Row<'_>, score: f32) -> rusqlite::Result<Candidate> {
         role: r.get(1)?,
         ts_ms: r.get(2)?,
         tools: r.get(3)?,
-        text: r.get(4)?,
+        text: r.get::<_, Option<String>>(4)?.unwrap_or_default(),
+        span: doc_text::span_of(r.get(10)?, r.get(11)?),
         chash: r.get(5)?,
         session: r.get(6)?,
         title: r.get(7)?,
@@ -251,18 +258,23 @@ fn filter_sql(f: &SearchFilter, first: usize) -> (String, Vec<Box<dyn ToSql>>) {
     (sql, args)
 }
 
+/// The candidates `sql` selects ([`COLUMNS`] first), with their texts
+/// read back where they live in the logs (`super::doc_text`).
 fn run_query(
-    db: &Db,
+    src: &Sqlite<'_>,
     sql: &str,
     args: &[Box<dyn ToSql>],
     score: &dyn Fn(&rusqlite::Row<'_>) -> rusqlite::Result<f32>,
 ) -> Result<Vec<Candidate>> {
+    let db = src.db;
     let mut st = db.conn.prepare_cached(sql).at(db.path())?;
     let params: Vec<&dyn ToSql> = args.iter().map(|b| b.as_ref()).collect();
     let rows = st
         .query_map(params.as_slice(), |r| candidate(r, score(r)?))
         .at(db.path())?;
-    rows.collect::<rusqlite::Result<_>>().at(db.path())
+    let mut found = rows.collect::<rusqlite::Result<Vec<_>>>().at(db.path())?;
+    doc_text::resolve(src.store, &mut found);
+    Ok(found)
 }
 
 /// BM25 parameters of the rare-term path (the view's and FTS5's defaults).
@@ -464,7 +476,12 @@ pub(super) fn bounded_candidates(
     Ok(found)
 }
 
-fn lexical_where(db: &Db, fts: &str, f: &SearchFilter, limit: usize) -> Result<Vec<Candidate>> {
+fn lexical_where(
+    src: &Sqlite<'_>,
+    fts: &str,
+    f: &SearchFilter,
+    limit: usize,
+) -> Result<Vec<Candidate>> {
     let (cond, mut args) = filter_sql(f, 3);
     // Rank on (rowid, score, time) only, then read the texts of the winners:
     // sorting every match with its text is what makes a naive join slow.
@@ -487,11 +504,11 @@ fn lexical_where(db: &Db, fts: &str, f: &SearchFilter, limit: usize) -> Result<V
     );
     let mut all: Vec<Box<dyn ToSql>> = vec![Box::new(fts.to_string()), Box::new(limit as i64)];
     all.append(&mut args);
-    run_query(db, &sql, &all, &|r| r.get::<_, f64>(10).map(|s| s as f32))
+    run_query(src, &sql, &all, &|r| r.get::<_, f64>(12).map(|s| s as f32))
 }
 
 /// The newest `limit` messages the filters allow (a query without terms).
-fn newest(db: &Db, f: &SearchFilter, limit: usize) -> Result<Vec<Candidate>> {
+fn newest(src: &Sqlite<'_>, f: &SearchFilter, limit: usize) -> Result<Vec<Candidate>> {
     let (cond, mut args) = filter_sql(f, 2);
     let sql = format!(
         "SELECT {COLUMNS} FROM docs d JOIN sessions s ON s.sid = d.sid WHERE 1{cond} \
@@ -499,27 +516,25 @@ fn newest(db: &Db, f: &SearchFilter, limit: usize) -> Result<Vec<Candidate>> {
     );
     let mut all: Vec<Box<dyn ToSql>> = vec![Box::new(limit as i64)];
     all.append(&mut args);
-    run_query(db, &sql, &all, &|_| Ok(0.0))
+    run_query(src, &sql, &all, &|_| Ok(0.0))
 }
 
-/// The embedding of a candidate: the stored one for this model, else computed.
-fn vector_of(
+/// The vector stored for this model and content hash, if any (of the
+/// embedder's width).
+fn stored_vector(
     db: &Db,
     embedder: &dyn EmbeddingProvider,
     model: &str,
-    c: &Candidate,
-) -> Result<Vec<f32>> {
+    chash: &[u8],
+) -> Result<Option<Vec<f32>>> {
     let stored: Option<Vec<u8>> = db
         .conn
         .prepare_cached("SELECT vec FROM vectors WHERE model = ?1 AND chash = ?2")
         .at(db.path())?
-        .query_row(rusqlite::params![model, c.chash], |r| r.get(0))
+        .query_row(rusqlite::params![model, chash], |r| r.get(0))
         .optional()
         .at(db.path())?;
-    if let Some(v) = stored.and_then(|b| decode_vector(&b, embedder.dimensions())) {
-        return Ok(v);
-    }
-    Ok(embedder.embed(embed_text(&c.text))?)
+    Ok(stored.and_then(|b| decode_vector(&b, embedder.dimensions())))
 }
 
 pub(super) fn dot(a: &[f32], b: &[f32]) -> f32 {
@@ -533,7 +548,7 @@ pub(super) fn rank(list: &mut [Candidate]) {
 
 /// Every filtered message scored by similarity; the best `k` kept.
 fn semantic(
-    db: &Db,
+    src: &Sqlite<'_>,
     embedder: &dyn EmbeddingProvider,
     query_vec: &[f32],
     f: &SearchFilter,
@@ -543,17 +558,25 @@ fn semantic(
     let sql =
         format!("SELECT {COLUMNS} FROM docs d JOIN sessions s ON s.sid = d.sid WHERE 1{cond}");
     let model = embedder.model_id();
+    let db = src.db;
     let mut st = db.conn.prepare(&sql).at(db.path())?;
     let params: Vec<&dyn ToSql> = args.iter().map(|b| b.as_ref()).collect();
     let mut rows = st.query(params.as_slice()).at(db.path())?;
     let mut best: Vec<Candidate> = Vec::with_capacity(2 * k + 1);
     while let Some(r) = rows.next().at(db.path())? {
         let mut c = candidate(r, 0.0).at(db.path())?;
-        c.score = dot(query_vec, &vector_of(db, embedder, &model, &c)?);
+        let v = match stored_vector(db, embedder, &model, &c.chash)? {
+            Some(v) => v,
+            // The text is read only when no vector is stored for it.
+            None if doc_text::load(src.store, &mut c) => embedder.embed(embed_text(&c.text))?,
+            None => continue,
+        };
+        c.score = dot(query_vec, &v);
         keep_best(&mut best, c, k);
     }
     rank(&mut best);
     best.truncate(k);
+    doc_text::resolve(src.store, &mut best);
     Ok(best)
 }
 
@@ -587,6 +610,8 @@ fn hit(c: Candidate, terms: &HashSet<String>, tk: &Tokenizer) -> SearchHit {
 /// The SQLite engine's candidates.
 pub(super) struct Sqlite<'a> {
     pub(super) db: &'a Db,
+    /// The indexed store (texts kept by location are read from its logs).
+    pub(super) store: &'a dyn LogStore,
 }
 
 impl Postings for Sqlite<'_> {
@@ -626,7 +651,7 @@ impl Postings for Sqlite<'_> {
 
     fn ranked(&self, q: &Parsed, f: &SearchFilter, limit: usize) -> Result<Vec<Candidate>> {
         match q.fts.as_deref() {
-            Some(fts) => lexical_where(self.db, fts, f, limit),
+            Some(fts) => lexical_where(self, fts, f, limit),
             None => Ok(Vec::new()),
         }
     }
@@ -643,13 +668,13 @@ impl Sqlite<'_> {
         );
         let mut all: Vec<Box<dyn ToSql>> = vec![Box::new(expr), Box::new(cap)];
         all.extend(args);
-        run_query(self.db, &sql, &all, &|_| Ok(0.0))
+        run_query(self, &sql, &all, &|_| Ok(0.0))
     }
 }
 
 impl Source for Sqlite<'_> {
     fn newest(&self, f: &SearchFilter, limit: usize) -> Result<Vec<Candidate>> {
-        newest(self.db, f, limit)
+        newest(self, f, limit)
     }
 
     fn semantic(
@@ -659,7 +684,7 @@ impl Source for Sqlite<'_> {
         f: &SearchFilter,
         k: usize,
     ) -> Result<Vec<Candidate>> {
-        semantic(self.db, embedder, qv, f, k)
+        semantic(self, embedder, qv, f, k)
     }
 
     fn vectors(
@@ -670,7 +695,12 @@ impl Source for Sqlite<'_> {
         let model = embedder.model_id();
         cands
             .iter()
-            .map(|c| vector_of(self.db, embedder, &model, c))
+            .map(
+                |c| match stored_vector(self.db, embedder, &model, &c.chash)? {
+                    Some(v) => Ok(v),
+                    None => Ok(embedder.embed(embed_text(&c.text))?),
+                },
+            )
             .collect()
     }
 }

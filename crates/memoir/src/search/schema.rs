@@ -2,7 +2,10 @@
 //!
 //! Tables: `meta` (the stamp, the catch-up checkpoint: `super::catchup`, and the first-fill mark: `super::engine`), `sessions` (one row per indexed session, with
 //! its listing fields, document and term counts, and [`super::cursor::Cursor`]), `docs` (one row per
-//! indexed message: session, `seq`, role, time, tools, content hash, text),
+//! indexed message: session, `seq`, role, time, tools, content hash, and
+//! either where its record lies in the session's log, `span_at`/`span_len`,
+//! or, when the store keeps no spans or the message came from a `rewrite`,
+//! the text itself; see `super::doc_text`),
 //! `terms` (a contentless FTS5 table whose `body` is the tokenizer's terms, `rowid` =
 //! `docs.rowid`; `terms_vocab` its document frequencies), `calls` (tool call id → name, so a result can be found by
 //! its tool), `vectors` (embeddings by model and content hash).
@@ -20,7 +23,7 @@
 //! and rebuilt.
 
 /// Version of the index layout written by this build.
-pub const SCHEMA_VERSION: &str = "3";
+pub const SCHEMA_VERSION: &str = "4";
 
 /// Name of the term pipeline the `terms` table was filled with.
 pub const TOKENIZER: &str = "memoir-view-stem-stop-v1";
@@ -50,7 +53,9 @@ CREATE TABLE docs(
     ts_ms INTEGER NOT NULL,
     tools TEXT NOT NULL,
     chash BLOB NOT NULL,
-    text TEXT NOT NULL
+    text TEXT,
+    span_at INTEGER,
+    span_len INTEGER
 );
 CREATE INDEX docs_by_session ON docs(sid, chash);
 CREATE TABLE calls(

@@ -83,12 +83,26 @@ impl<'t> Terms<'t> {
                 this.term(word, add);
             }
         };
-        for (i, c) in text.char_indices() {
-            if c.is_alphanumeric() {
+        // Bytes, not chars: ASCII (most of what agents log) is classified
+        // without decoding; only a non-ASCII byte starts a decode.
+        let bytes = text.as_bytes();
+        let mut i = 0;
+        while let Some(&b) = bytes.get(i) {
+            let (is_word, width) = if b.is_ascii() {
+                (b.is_ascii_alphanumeric(), 1)
+            } else {
+                // `i` is a char boundary: it only ever moves by whole chars.
+                match text[i..].chars().next() {
+                    Some(c) => (c.is_alphanumeric(), c.len_utf8()),
+                    None => break,
+                }
+            };
+            if is_word {
                 start.get_or_insert(i);
             } else if let Some(s) = start.take() {
                 push(self, &text[s..i], out);
             }
+            i += width;
         }
         if let Some(s) = start {
             push(self, &text[s..], out);

@@ -42,7 +42,7 @@ use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt, OpenOptionsExt};
 use super::fault::{FaultPlan, Io};
 use super::{
     line, scan, sort_newest_first, Appended, Durability, Listed, LogStore, RawLog, RecordSink,
-    TornTail,
+    SeqRecord, Span, TornTail,
 };
 use crate::blob::{ExternalizePolicy, PayloadStore};
 use crate::error::{Error, IoContext, Result};
@@ -492,6 +492,31 @@ impl LogStore for FileStore {
         let path = self.path_of(id)?;
         let file = open_transcript(&path, id, false)?;
         file_read::read_log_each(&file, sink).ctx("read", &path)
+    }
+
+    fn read_span(&self, id: &str, span: Span) -> Result<Option<SeqRecord>> {
+        let path = self.path_of(id)?;
+        let file = open_transcript(&path, id, false)?;
+        let size = file.metadata().ctx("stat", &path)?.len();
+        // A span from an index is derived data: one past the file's end
+        // (a log cut since) is no record, and the file's size bounds what
+        // is read.
+        let Some(end) = span.offset.checked_add(span.len) else {
+            return Ok(None);
+        };
+        if end > size || span.len == 0 {
+            return Ok(None);
+        }
+        let mut bytes = vec![0u8; span.len as usize];
+        file.read_exact_at(&mut bytes, span.offset)
+            .ctx("read", &path)?;
+        Ok(match line::decode(&mut bytes) {
+            Ok(d) if !matches!(d.record, Record::Meta(_)) => Some(SeqRecord {
+                seq: d.seq,
+                record: d.record,
+            }),
+            _ => None,
+        })
     }
 
     fn read_header(&self, id: &str) -> Result<Option<SessionMeta>> {

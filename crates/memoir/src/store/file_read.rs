@@ -95,7 +95,13 @@ fn read_log_with(
     sink: Option<&mut dyn RecordSink>,
 ) -> io::Result<RawLog> {
     let mut feed = Feed {
-        scanner: Scanner::new(),
+        // Spans are kept for a collected log only (a sink takes the
+        // records as they come).
+        scanner: if sink.is_none() {
+            Scanner::with_spans()
+        } else {
+            Scanner::new()
+        },
         sink,
         header_given: false,
         len,

@@ -75,6 +75,17 @@ pub struct TornTail {
     pub saved_to: PathBuf,
 }
 
+/// Where one record's line lies in its session's log file: what a derived
+/// index keeps instead of a copy of the record ([`LogStore::read_span`]
+/// reads it back, verified).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    /// Byte offset of the line's first byte.
+    pub offset: u64,
+    /// The line's length in bytes, without its newline.
+    pub len: u64,
+}
+
 /// One verified record with its `seq`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SeqRecord {
@@ -106,6 +117,7 @@ pub fn hand_over(mut raw: RawLog, sink: &mut dyn RecordSink) -> RawLog {
         sink.header(meta);
     }
     let records = std::mem::take(&mut raw.records);
+    raw.spans.clear();
     sink.expect(records.len());
     for record in records {
         sink.record(record);
@@ -225,6 +237,11 @@ pub struct RawLog {
     pub header: Option<SessionMeta>,
     /// Every applied record after the header, in order.
     pub records: Vec<SeqRecord>,
+    /// Where each of `records` lies in the session's log file, in the same
+    /// order, for a store that can read a record back by it
+    /// ([`LogStore::read_span`]: the file store's [`LogStore::read`]);
+    /// empty otherwise.
+    pub spans: Vec<Span>,
     /// The problems found.
     pub report: LoadReport,
     /// The `seq` of the last applied record (0 for a header-only log).
@@ -290,6 +307,17 @@ pub trait LogStore: Send + Sync + std::fmt::Debug {
     /// stores that read incrementally (files) override it.
     fn read_each(&self, id: &str, sink: &mut dyn RecordSink) -> Result<RawLog> {
         Ok(hand_over(self.read(id)?, sink))
+    }
+
+    /// The record whose line lies at `span` of session `id`'s log, verified
+    /// on its own (framing and hash), for spans taken from
+    /// [`RawLog::spans`]. `Ok(None)` when no verified record is there (the
+    /// log was rewritten, repaired or cut since the span was taken) and,
+    /// by default, for stores that keep no spans. The caller checks the
+    /// `seq` and content it expects.
+    fn read_span(&self, id: &str, span: Span) -> Result<Option<SeqRecord>> {
+        let _ = (id, span);
+        Ok(None)
     }
 
     /// Read only the header (cheap; for listings).

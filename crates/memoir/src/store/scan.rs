@@ -11,7 +11,7 @@
 
 use std::io::BufRead;
 
-use super::{Issue, IssueKind, LoadReport, RawLog, SeqRecord};
+use super::{Issue, IssueKind, LoadReport, RawLog, SeqRecord, Span};
 use crate::frame::{self, Hash, LineError, ZERO_HASH};
 use crate::record::{Record, SessionMeta};
 use crate::store::line;
@@ -30,6 +30,8 @@ struct PendingBatch {
     before: Option<(u64, Hash)>,
     before_last_seq: u64,
     records: Vec<SeqRecord>,
+    /// Their spans (when the scanner keeps spans).
+    spans: Vec<Span>,
 }
 
 /// Incremental verifier: feed it lines in order.
@@ -38,6 +40,9 @@ pub struct Scanner {
     log: RawLog,
     /// Only check framing and order; do not parse payloads.
     frames_only: bool,
+    /// Keep each applied record's [`Span`] in [`RawLog::spans`] (the
+    /// offsets fed are file offsets).
+    keep_spans: bool,
     /// Scratch copy of the current line (decoding parses in place).
     scratch: Vec<u8>,
     /// `(seq, h)` of the last accepted record (applied or held in a batch).
@@ -60,6 +65,16 @@ impl Scanner {
     pub fn frames_only() -> Self {
         Scanner {
             frames_only: true,
+            ..Scanner::default()
+        }
+    }
+
+    /// A scanner that also keeps each applied record's [`Span`]: for lines
+    /// fed with their offsets in the log file, so that
+    /// [`super::LogStore::read_span`] can read a record back.
+    pub fn with_spans() -> Self {
+        Scanner {
+            keep_spans: true,
             ..Scanner::default()
         }
     }
@@ -200,6 +215,7 @@ impl Scanner {
         let held = record
             .filter(|r| seq != 0 || !matches!(r, Record::Meta(_)))
             .map(|record| SeqRecord { seq, record });
+        let span = (self.keep_spans && held.is_some()).then_some(Span { offset, len });
         match batch {
             Some(last) if last > seq => {
                 let before = self.last;
@@ -213,15 +229,19 @@ impl Scanner {
                     before,
                     before_last_seq,
                     records: Vec::new(),
+                    spans: Vec::new(),
                 });
                 p.records.extend(held);
+                p.spans.extend(span);
                 self.last = Some((seq, hash));
             }
             _ => {
                 if let Some(p) = self.pending.take() {
                     self.log.records.extend(p.records);
+                    self.log.spans.extend(p.spans);
                 }
                 self.log.records.extend(held);
+                self.log.spans.extend(span);
                 self.last = Some((seq, hash));
                 self.log.last_seq = seq;
             }
@@ -245,6 +265,7 @@ impl Scanner {
     /// still open stay held): a reader that folds records as it goes then
     /// never holds the whole list.
     pub fn take_records(&mut self) -> std::vec::Drain<'_, SeqRecord> {
+        self.log.spans.clear();
         self.log.records.drain(..)
     }
 
@@ -343,7 +364,7 @@ fn check_line_frames(line: &[u8]) -> Checked {
 
 /// Verify every line of `reader`. I/O errors are returned; bad lines are reported.
 pub fn scan<R: BufRead>(reader: R) -> std::io::Result<RawLog> {
-    Ok(scan_with(reader, Scanner::new())?.0.finish())
+    Ok(scan_with(reader, Scanner::with_spans())?.0.finish())
 }
 
 /// Feed every line of `reader` to `scanner`; also returns the byte offset of

@@ -640,6 +640,103 @@ fn a_corrupt_index_file_is_rebuilt_never_trusted() {
     assert_eq!(texts(&ix, "wombat").len(), 1);
 }
 
+/// Schema 4: the index keeps no copy of a `message` record's text, only
+/// where the record lies in its log; hits and snippets in every mode read
+/// it back (a `rewrite`'s messages stay inline). A log replaced under the
+/// index, before the next update, never lends its text to a stale hit:
+/// the record now at the span has the same `seq` and length but another
+/// text, and the hit is left out until the update re-indexes the session.
+#[test]
+fn texts_are_read_back_from_the_log_and_a_stale_span_shows_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let st = store(tmp.path());
+    let mut meta = SessionMeta::new("sp");
+    meta.created_at = corpus::base_time();
+    let write = |tusk: &str| {
+        st.create(&meta).unwrap();
+        append(
+            st.as_ref(),
+            "sp",
+            vec![
+                Record::Message(Message::user(format!("the {tusk} tusk is a tooth"))),
+                Record::Message(Message::assistant("spiral teeth grow long")),
+                Record::Rewrite {
+                    messages: vec![Message::assistant(format!("summary: a {tusk} census"))],
+                },
+            ],
+        );
+    };
+    write("narwhal");
+    let mut ix = SearchIndex::open(tmp.path()).unwrap();
+    ix.update().unwrap();
+    {
+        let conn = rusqlite::Connection::open(memoir::search::index_path(tmp.path())).unwrap();
+        let (inline, spanned): (i64, i64) = conn
+            .query_row("SELECT count(text), count(span_at) FROM docs", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .unwrap();
+        assert_eq!(
+            (inline, spanned),
+            (1, 2),
+            "only the rewrite's text is stored"
+        );
+    }
+    for mode in [
+        SearchMode::Lexical,
+        SearchMode::Semantic,
+        SearchMode::Hybrid,
+    ] {
+        let hits = ix
+            .search(&query("narwhal tusk", mode, SearchFilter::default()))
+            .unwrap();
+        assert_eq!(
+            (hits[0].session.as_str(), hits[0].seq),
+            ("sp", 1),
+            "{mode:?}"
+        );
+        assert_eq!(
+            hits[0].snippet.text, "the narwhal tusk is a tooth",
+            "{mode:?}"
+        );
+    }
+    let census = ix
+        .search(&query(
+            "census",
+            SearchMode::Lexical,
+            SearchFilter::default(),
+        ))
+        .unwrap();
+    assert_eq!(census[0].snippet.text, "summary: a narwhal census");
+    // The same log, but "dugongs" where "narwhal" was: every line keeps its
+    // offset, length and seq.
+    std::fs::remove_file(st.location("sp")).unwrap();
+    write("dugongs");
+    for mode in [
+        SearchMode::Lexical,
+        SearchMode::Semantic,
+        SearchMode::Hybrid,
+    ] {
+        let hits = ix
+            .search(&query("narwhal", mode, SearchFilter::default()))
+            .unwrap();
+        assert!(
+            hits.iter().all(|h| !(h.session == "sp" && h.seq == 1)),
+            "{mode:?}: a stale span lent its text: {hits:?}"
+        );
+    }
+    ix.update().unwrap();
+    assert!(texts(&ix, "narwhal").is_empty());
+    let hits = ix
+        .search(&query(
+            "dugongs",
+            SearchMode::Hybrid,
+            SearchFilter::default(),
+        ))
+        .unwrap();
+    assert_eq!(hits[0].snippet.text, "the dugongs tusk is a tooth");
+}
+
 /// The child half of the SIGKILL test: index the store named by the
 /// environment, forever (the parent kills it).
 #[test]

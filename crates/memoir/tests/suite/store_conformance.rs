@@ -24,6 +24,7 @@ conformance!(
     create_then_read_header,
     create_refuses_taken_and_bad_ids,
     append_and_read_back,
+    spans_read_back_their_records,
     empty_append_reports_next_seq,
     header_records_only_by_create,
     expected_seq_conflicts,

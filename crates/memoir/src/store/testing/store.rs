@@ -9,7 +9,7 @@ use std::sync::{Arc, Barrier};
 use crate::error::{ErrorKind, StoreError};
 use crate::message::Message;
 use crate::record::{ForkPoint, Record, SessionMeta};
-use crate::store::PROJECT_KEY;
+use crate::store::{Span, PROJECT_KEY};
 use crate::transcript::{find_in, read_in, Session};
 use crate::Error;
 
@@ -23,6 +23,10 @@ pub const CHECKS: &[(&str, Check)] = &[
         create_refuses_taken_and_bad_ids,
     ),
     ("append_and_read_back", append_and_read_back),
+    (
+        "spans_read_back_their_records",
+        spans_read_back_their_records,
+    ),
     (
         "empty_append_reports_next_seq",
         empty_append_reports_next_seq,
@@ -165,6 +169,61 @@ pub fn append_and_read_back(store: &Store) {
         .unwrap();
     assert_eq!(c.first_seq, 4);
     assert!(store.read("rw").unwrap().report.is_clean());
+}
+
+/// A backend that gives spans ([`crate::store::RawLog::spans`]) gives one
+/// per record, and [`crate::store::LogStore::read_span`] reads each record
+/// back; a span that is not a record's line (shifted, cut short, past the
+/// end, of another session) reads nothing. A backend without spans reads
+/// nothing back for any span.
+pub fn spans_read_back_their_records(store: &Store) {
+    store.create(&meta("spans", 1)).unwrap();
+    store.create(&meta("other", 2)).unwrap();
+    store.append("spans", &[msg("one")], None).unwrap();
+    store
+        .append("spans", &[msg("two"), msg("three \"quoted\"\n")], None)
+        .unwrap();
+    store.append("other", &[msg("elsewhere")], None).unwrap();
+    let raw = store.read("spans").unwrap();
+    let some = Span { offset: 0, len: 10 };
+    if raw.spans.is_empty() {
+        assert_eq!(store.read_span("spans", some).unwrap(), None);
+        return;
+    }
+    assert_eq!(raw.spans.len(), raw.records.len());
+    for (span, rec) in raw.spans.iter().zip(&raw.records) {
+        assert_eq!(store.read_span("spans", *span).unwrap().as_ref(), Some(rec));
+        for off in [
+            Span {
+                offset: span.offset + 1,
+                ..*span
+            },
+            Span {
+                len: span.len - 1,
+                ..*span
+            },
+            Span {
+                len: span.len + 1,
+                ..*span
+            },
+            Span {
+                offset: u64::MAX - 1,
+                ..*span
+            },
+            Span { len: 0, ..*span },
+        ] {
+            assert_eq!(store.read_span("spans", off).unwrap(), None, "{off:?}");
+        }
+    }
+    // The same place in another session's log is another record, or none.
+    let other = store.read_span("other", raw.spans[0]).unwrap();
+    assert_ne!(other.as_ref(), Some(&raw.records[0]));
+    // Ids are checked as everywhere.
+    assert!(store.read_span("../spans", raw.spans[0]).is_err());
+    assert!(matches!(
+        store.read_span("missing", raw.spans[0]),
+        Err(Error::NotFound(_))
+    ));
 }
 
 pub fn empty_append_reports_next_seq(store: &Store) {
