@@ -17,6 +17,7 @@ use std::path::Path;
 use rusqlite::{params, OptionalExtension};
 
 use super::cursor::{self, record_hash, Cursor, Fingerprint, Plan, RecordHash};
+use super::doc_text;
 use super::engine::{Db, SqlContext};
 use super::terms::Terms;
 use super::text::{self, MessageText};
@@ -445,6 +446,29 @@ pub(super) struct SessionLog {
     pub(super) docs: Vec<Doc>,
 }
 
+/// Keep the documents' spans only when the store reads one of them back
+/// (checked on the first): a store that lists spans but cannot read them
+/// (a wrapper that forwards `read` but not `read_span`) gets its texts
+/// stored inline, never unreadable ones.
+fn keep_spans_if_readable(
+    store: &dyn LogStore,
+    id: &str,
+    records: &[crate::store::SeqRecord],
+    docs: &mut [Doc],
+) {
+    let Some(d) = docs.iter().find(|d| d.span.is_some()) else {
+        return;
+    };
+    let (Some(span), Some(rec)) = (d.span, records.get(d.record)) else {
+        return;
+    };
+    if doc_text::read_back(store, id, rec.seq, span, &d.hash).is_none() {
+        for d in docs.iter_mut() {
+            d.span = None;
+        }
+    }
+}
+
 /// Which kind of record a document came from.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Origin {
@@ -552,6 +576,7 @@ pub(super) fn prepare(
             _ => {}
         }
     }
+    keep_spans_if_readable(store, &id, &records, &mut docs);
     Prepared {
         id,
         known,

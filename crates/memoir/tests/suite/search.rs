@@ -737,6 +737,43 @@ fn texts_are_read_back_from_the_log_and_a_stale_span_shows_nothing() {
     assert_eq!(hits[0].snippet.text, "the dugongs tusk is a tooth");
 }
 
+/// A store whose `read` gives spans but whose `read_span` reads none back
+/// (a wrapper that forwards only `read`): the index checks a span per
+/// session when it indexes it and keeps the texts inline instead, so
+/// nothing indexed becomes unreadable.
+#[test]
+fn a_store_that_cannot_read_its_spans_back_gets_inline_texts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let flaky = Arc::new(crate::support::flaky_store::FlakyStore::new(
+        tmp.path(),
+        false,
+    ));
+    flaky.create(&SessionMeta::new("w")).unwrap();
+    append(
+        flaky.as_ref(),
+        "w",
+        vec![
+            Record::Message(Message::user("a wrapped okapi")),
+            Record::Message(Message::user("a second okapi")),
+        ],
+    );
+    assert_eq!(
+        flaky.store.read("w").unwrap().spans.len(),
+        2,
+        "the inner store has spans"
+    );
+    let mut ix = SearchIndex::open_store(flaky.clone(), &tmp.path().join("search")).unwrap();
+    ix.update().unwrap();
+    let conn = rusqlite::Connection::open(tmp.path().join("search").join("index.sqlite")).unwrap();
+    let (inline, spanned): (i64, i64) = conn
+        .query_row("SELECT count(text), count(span_at) FROM docs", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    assert_eq!((inline, spanned), (2, 0));
+    assert_eq!(texts(&ix, "okapi").len(), 2);
+}
+
 /// The child half of the SIGKILL test: index the store named by the
 /// environment, forever (the parent kills it).
 #[test]

@@ -1,7 +1,10 @@
 //! A file store whose whole-log reads fail with an I/O error (`EMFILE`,
 //! "too many open files": it says nothing about the log) while `failing`
 //! is set: what a listing or a search catch-up must not take for an
-//! unreadable session, nor consume a change over.
+//! unreadable session, nor consume a change over. It forwards `read` but
+//! not `read_span` (the trait's default reads no span back), like a
+//! wrapper written before spans: the search index must then keep its texts
+//! inline (`search::a_store_that_cannot_read_its_spans_back_gets_inline_texts`).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
