@@ -38,8 +38,7 @@ use crate::store::file::checkpoint::{self, Changes, Checkpoint};
 use crate::store::LogStore;
 use crate::view::lexical::Tokenizer;
 
-/// Key of the catch-up checkpoint in the `meta` table.
-pub const CHECKPOINT_KEY: &str = "catchup";
+use super::schema::CHECKPOINT_KEY;
 
 /// Version of the stored checkpoint's JSON (another one is ignored: the
 /// next update is a full pass, which stores this one).
@@ -107,7 +106,8 @@ fn known_ids(db: &Db) -> Result<HashSet<String>> {
 pub(super) fn update(db: &mut Db, store: &dyn LogStore, tk: &Tokenizer) -> Result<UpdateReport> {
     let Some(dir) = store.index_dir() else {
         let mut batch = Batch::begin(db)?;
-        let pass = indexer::update_all(&mut batch, store, tk)?;
+        let mut pass = indexer::update_all(&mut batch, store, tk)?;
+        pass.report.rebuilt |= batch.reset;
         batch.commit()?;
         return Ok(pass.report);
     };
@@ -123,10 +123,11 @@ pub(super) fn update(db: &mut Db, store: &dyn LogStore, tk: &Tokenizer) -> Resul
         Some(at) => at.changes(dir, &journal, || known_ids(batch.db))?,
         None => None,
     };
-    let report = match changes {
+    let mut report = match changes {
         Some(changes) => apply(&mut batch, store, tk, dir, &journal, changes, stale)?,
         None => full(&mut batch, store, tk, dir, &journal)?,
     };
+    report.rebuilt |= batch.reset;
     batch.commit()?;
     Ok(report)
 }
@@ -182,7 +183,7 @@ fn apply(
     let mut report = UpdateReport::default();
     for id in &gone {
         if let Some(sid) = indexer::known_session(batch.db, id)?.map(|k| k.sid) {
-            indexer::forget_session(batch.db, sid)?;
+            indexer::forget_session(batch, sid)?;
             report.removed += 1;
         }
     }

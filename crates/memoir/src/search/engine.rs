@@ -1,34 +1,59 @@
-//! The index database: opening (checking the version stamp, rebuilding what
-//! cannot be trusted), clearing, statistics, and stored vectors.
+//! The index's two database files: opening (checking the version stamps
+//! and batch counters, rebuilding what cannot be trusted), clearing,
+//! statistics, and stored vectors.
+//!
+//! Two files: `index.sqlite` (sessions, documents, tool calls, vectors)
+//! and `terms.sqlite` (the FTS5 table), so that a full pass writes them on
+//! two threads at once (`super::indexer`). Three connections: [`Db::conn`]
+//! writes and reads the index file, [`Db::terms`] writes the terms file,
+//! and [`Db::search`] reads both (the terms file attached as
+//! [`TERMS_SCHEMA`]) for queries. A writer always locks the index file
+//! first, then the terms file (so two writers never wait on each other in
+//! a circle), and commits the terms file first, then the index file, each
+//! with its batch counter ([`BATCH_KEY`]): a crash between the two commits
+//! leaves the terms file one batch ahead, which the next writer sees
+//! (counters that differ) and answers by emptying both and indexing
+//! everything again. Nothing half-written is ever trusted.
 //!
 //! Journal modes: an index lives in WAL mode, but a new one is filled first
 //! with a rollback journal (`journal_mode=DELETE`, `synchronous=FULL`,
-//! marked by `meta` key `journal` = `building`). Pages a transaction adds
-//! to the end of the file need no journal there, so the first full pass
-//! writes each page once instead of to the WAL and again at the checkpoint
-//! (1.20–1.25× at a million messages: docs/BENCHMARKS.md, "the first fill
-//! with a rollback journal"). After a successful
-//! update [`Db::finish_build`] switches the file to WAL and drops the mark;
-//! a connection that finds the mark leaves the journal mode alone, and a
+//! marked by `meta` key `journal` = `building` in the index file). Pages a
+//! transaction adds to the end of a file need no journal there, so the
+//! first full pass writes each page once instead of to the WAL and again at
+//! the checkpoint (1.20–1.25× at a million messages: docs/BENCHMARKS.md,
+//! "the first fill with a rollback journal"). After a successful update
+//! [`Db::finish_build`] switches both files to WAL and drops the mark; a
+//! connection that finds the mark leaves the journal modes alone, and a
 //! build killed midway is rolled back to its last commit by SQLite and
 //! resumed from the cursors.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
 
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::doc_text;
-use super::schema::{CREATE, SCHEMA_VERSION, TOKENIZER};
-use super::{IndexStats, Result, SearchError};
+use super::schema::{BATCH_KEY, CREATE, CREATE_TERMS, SCHEMA_VERSION, TERMS_SCHEMA, TOKENIZER};
+use super::{IndexStats, Result, SearchError, TERMS_FILE};
 use crate::embed::EmbeddingProvider;
 use crate::store::LogStore;
 
-/// An open index database.
+/// An open index: its two files and three connections (see the module doc).
 pub(super) struct Db {
+    /// The index file: sessions, documents, calls, vectors (the writer's
+    /// connection, and reads of those tables).
     pub(super) conn: Connection,
+    /// The terms file, written only through `super::indexer::Batch` (in a
+    /// mutex so that a full pass can hand it to its terms thread).
+    terms: Mutex<Connection>,
+    /// Both files, the terms file attached: what searches read.
+    pub(super) search: Connection,
     path: PathBuf,
-    /// The file carried the `building` mark when opened (see the module doc).
+    terms_path: PathBuf,
+    /// The index carried the `building` mark when opened (see the module doc).
     building: bool,
+    /// Documents per committed batch (`super::indexer::Batch`).
+    pub(super) batch_docs: usize,
 }
 
 /// `meta` key and value marking an index whose first fill is under way.
@@ -63,6 +88,11 @@ fn is_building(conn: &Connection) -> bool {
     meta_value(conn, JOURNAL_KEY).as_deref() == Some(BUILDING)
 }
 
+/// The batch counter of a file (`None`: none, or unreadable).
+pub(super) fn batch_counter(conn: &Connection) -> Option<u64> {
+    meta_value(conn, BATCH_KEY)?.parse().ok()
+}
+
 /// The file at `path`, with the busy timeout every index connection uses.
 fn open_file(path: &Path) -> rusqlite::Result<Connection> {
     let conn = Connection::open(path)?;
@@ -70,18 +100,28 @@ fn open_file(path: &Path) -> rusqlite::Result<Connection> {
     Ok(conn)
 }
 
-/// Open `path`: in WAL mode, unless its first fill is under way (then its
-/// journal mode is left as it is, with `synchronous=FULL`).
-fn connect(path: &Path) -> rusqlite::Result<(Connection, bool)> {
+/// Open `path`: in WAL mode, unless the index's first fill is under way
+/// (`building`: then its journal mode is left as it is, with
+/// `synchronous=FULL`).
+fn connect(path: &Path, building: bool) -> rusqlite::Result<Connection> {
     let conn = open_file(path)?;
-    let building = is_building(&conn);
     if building {
         conn.pragma_update(None, "synchronous", "FULL")?;
     } else {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
     }
-    Ok((conn, building))
+    Ok(conn)
+}
+
+/// The index file for searches: the terms file attached as [`TERMS_SCHEMA`].
+fn connect_search(path: &Path, terms_path: &Path) -> rusqlite::Result<Connection> {
+    let conn = open_file(path)?;
+    conn.execute(
+        &format!("ATTACH DATABASE ?1 AS {TERMS_SCHEMA}"),
+        [terms_path.to_string_lossy()],
+    )?;
+    Ok(conn)
 }
 
 /// The stamp of an existing database, `None` when it has none or is unreadable.
@@ -97,48 +137,66 @@ fn remove_files(path: &Path) {
     }
 }
 
-/// A new, empty index with the `building` mark, in rollback-journal mode.
-fn create(path: &Path) -> Result<Connection> {
+/// A new, empty file at `path` made by `create` (plus the stamp, batch
+/// counter 0 and `extra` `meta` rows), in rollback-journal mode.
+fn create_file(path: &Path, create: &str, extra: &str) -> Result<Connection> {
     let conn = open_file(path).at(path)?;
     conn.pragma_update(None, "journal_mode", "DELETE")
         .at(path)?;
     conn.pragma_update(None, "synchronous", "FULL").at(path)?;
     conn.execute_batch(&format!(
-        "BEGIN; {CREATE} INSERT INTO meta VALUES ('schema', '{SCHEMA_VERSION}'), \
-         ('tokenizer', '{TOKENIZER}'), ('{JOURNAL_KEY}', '{BUILDING}'); COMMIT;"
+        "BEGIN; {create} INSERT INTO meta VALUES ('schema', '{SCHEMA_VERSION}'), \
+         ('tokenizer', '{TOKENIZER}'), ('{BATCH_KEY}', '0'){extra}; COMMIT;"
     ))
     .at(path)?;
     Ok(conn)
 }
 
+/// The open connections of an existing index whose stamps match and
+/// whose batch counters agree (`None`: anything else).
+fn open_existing(path: &Path, terms_path: &Path) -> Option<(Connection, Connection, bool)> {
+    if !path.exists() || !terms_path.exists() {
+        return None;
+    }
+    let probe = open_file(path).ok()?;
+    let building = is_building(&probe);
+    drop(probe);
+    let conn = connect(path, building).ok()?;
+    let terms = connect(terms_path, building).ok()?;
+    let expected = (SCHEMA_VERSION.to_string(), TOKENIZER.to_string());
+    let stamped =
+        stamp(&conn).as_ref() == Some(&expected) && stamp(&terms).as_ref() == Some(&expected);
+    let agree = batch_counter(&conn).is_some() && batch_counter(&conn) == batch_counter(&terms);
+    (stamped && agree).then_some((conn, terms, building))
+}
+
 impl Db {
-    /// Open the index at `path`; a missing, stale or unreadable one is
-    /// replaced by an empty index (the flag says so).
+    /// Open the index whose index file is `path` (the terms file beside
+    /// it); a missing, stale, unreadable or half-written one is replaced
+    /// by an empty index (the flag says so).
     pub(super) fn open(path: &Path) -> Result<(Db, bool)> {
-        if path.exists() {
-            if let Ok((conn, building)) = connect(path) {
-                let expected = (SCHEMA_VERSION.to_string(), TOKENIZER.to_string());
-                if stamp(&conn).as_ref() == Some(&expected) {
-                    return Ok((
-                        Db {
-                            conn,
-                            path: path.to_path_buf(),
-                            building,
-                        },
-                        false,
-                    ));
-                }
+        let terms_path = path.with_file_name(TERMS_FILE);
+        let (conn, terms, building, created) = match open_existing(path, &terms_path) {
+            Some((conn, terms, building)) => (conn, terms, building, false),
+            None => {
+                remove_files(path);
+                remove_files(&terms_path);
+                let (conn, terms) = create(path, &terms_path)?;
+                (conn, terms, true, true)
             }
-            remove_files(path);
-        }
-        let conn = create(path)?;
+        };
+        let search = connect_search(path, &terms_path).at(path)?;
         Ok((
             Db {
                 conn,
+                terms: Mutex::new(terms),
+                search,
                 path: path.to_path_buf(),
-                building: true,
+                terms_path,
+                building,
+                batch_docs: super::indexer::BATCH_DOCS,
             },
-            true,
+            created,
         ))
     }
 
@@ -146,33 +204,61 @@ impl Db {
         &self.path
     }
 
-    /// Replace the database with an empty one.
+    /// Where the terms file is.
+    pub(super) fn terms_path(&self) -> &Path {
+        &self.terms_path
+    }
+
+    /// The terms file's connection (for `super::indexer::Batch` only).
+    pub(super) fn terms(&self) -> MutexGuard<'_, Connection> {
+        // A thread that panicked holding it left no transaction behind
+        // that SQLite would not roll back: the connection is still usable.
+        self.terms.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The mutex around the terms file's connection (for the full pass's
+    /// terms thread).
+    pub(super) fn terms_mutex(&self) -> &Mutex<Connection> {
+        &self.terms
+    }
+
+    /// Replace the index with an empty one.
     pub(super) fn clear(&mut self) -> Result<()> {
-        let placeholder = Connection::open_in_memory().at(&self.path)?;
-        drop(std::mem::replace(&mut self.conn, placeholder));
+        let placeholder = || Connection::open_in_memory().at(&self.path);
+        drop(std::mem::replace(&mut self.search, placeholder()?));
+        drop(std::mem::replace(&mut self.conn, placeholder()?));
+        drop(std::mem::replace(
+            self.terms.get_mut().unwrap_or_else(|e| e.into_inner()),
+            placeholder()?,
+        ));
         remove_files(&self.path);
-        self.conn = create(&self.path)?;
+        remove_files(&self.terms_path);
+        let (conn, terms) = create(&self.path, &self.terms_path)?;
+        self.conn = conn;
+        *self.terms.get_mut().unwrap_or_else(|e| e.into_inner()) = terms;
+        self.search = connect_search(&self.path, &self.terms_path).at(&self.path)?;
         self.building = true;
         Ok(())
     }
 
-    /// After an update: when this index was still being filled, switch it
-    /// to WAL and drop the `building` mark (in that order: a crash between
-    /// the two leaves a WAL file with the mark, which the next call
-    /// clears). Readers of another process that hold the file keep the
-    /// switch waiting up to the busy timeout; if it cannot happen now it is
-    /// tried after the next update.
+    /// After an update: when this index was still being filled, switch
+    /// both files to WAL and drop the `building` mark (in that order: a
+    /// crash before the mark is gone leaves WAL files with the mark, which
+    /// the next call clears). Readers of another process that hold a file
+    /// keep the switch waiting up to the busy timeout; if it cannot happen
+    /// now it is tried after the next update.
     pub(super) fn finish_build(&mut self) -> Result<()> {
         if !self.building {
             return Ok(());
         }
-        let mode: rusqlite::Result<String> =
-            self.conn
-                .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0));
-        match mode {
-            Ok(m) if m.eq_ignore_ascii_case("wal") => {}
+        let to_wal = |conn: &Connection| {
+            let mode: rusqlite::Result<String> =
+                conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0));
             // Busy, or a mode SQLite would not leave: try again next time.
-            _ => return Ok(()),
+            matches!(mode, Ok(m) if m.eq_ignore_ascii_case("wal"))
+        };
+        if !to_wal(&self.terms()) || !to_wal(&self.conn) {
+            return Ok(());
         }
         self.conn
             .execute("DELETE FROM meta WHERE key = ?1", [JOURNAL_KEY])
@@ -180,16 +266,21 @@ impl Db {
         self.conn
             .pragma_update(None, "synchronous", "NORMAL")
             .at(&self.path)?;
+        self.terms()
+            .pragma_update(None, "synchronous", "NORMAL")
+            .at(&self.terms_path)?;
         self.building = false;
         Ok(())
     }
 
-    /// The file's journal mode (`wal`, `delete`, ...).
+    /// The journal mode of the index file and of the terms file.
     #[cfg(test)]
-    pub(super) fn journal_mode(&self) -> String {
-        self.conn
-            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
-            .unwrap_or_default()
+    pub(super) fn journal_modes(&self) -> (String, String) {
+        let mode = |conn: &Connection| {
+            conn.query_row("PRAGMA journal_mode", [], |r| r.get(0))
+                .unwrap_or_default()
+        };
+        (mode(&self.conn), mode(&self.terms()))
     }
 
     pub(super) fn stats(&self) -> Result<IndexStats> {
@@ -200,10 +291,12 @@ impl Db {
                 .map(|n| n.max(0) as u64)
         };
         let mut bytes = 0;
-        for suffix in ["", "-wal"] {
-            let mut p = self.path.as_os_str().to_owned();
-            p.push(suffix);
-            bytes += std::fs::metadata(PathBuf::from(p)).map_or(0, |m| m.len());
+        for path in [&self.path, &self.terms_path] {
+            for suffix in ["", "-wal"] {
+                let mut p = path.as_os_str().to_owned();
+                p.push(suffix);
+                bytes += std::fs::metadata(PathBuf::from(p)).map_or(0, |m| m.len());
+            }
         }
         Ok(IndexStats {
             sessions: count("SELECT count(*) FROM sessions")?,
@@ -212,6 +305,13 @@ impl Db {
             bytes,
         })
     }
+}
+
+/// A new, empty index (both files), with the `building` mark.
+fn create(path: &Path, terms_path: &Path) -> Result<(Connection, Connection)> {
+    let terms = create_file(terms_path, CREATE_TERMS, "")?;
+    let conn = create_file(path, CREATE, &format!(", ('{JOURNAL_KEY}', '{BUILDING}')"))?;
+    Ok((conn, terms))
 }
 
 /// At most this many bytes of a message are embedded (its start): the
@@ -336,13 +436,17 @@ pub(super) fn embed_missing(
 mod tests {
     use super::*;
 
+    fn both(mode: &str) -> (String, String) {
+        (mode.to_string(), mode.to_string())
+    }
+
     #[test]
     fn a_new_index_carries_the_fts5_write_settings() {
         let dir = tempfile::tempdir().unwrap();
         let (db, created) = Db::open(&dir.path().join("index.sqlite")).unwrap();
         assert!(created);
         let setting = |key: &str| -> i64 {
-            db.conn
+            db.terms()
                 .query_row("SELECT v FROM terms_config WHERE k = ?1", [key], |r| {
                     r.get(0)
                 })
@@ -361,37 +465,49 @@ mod tests {
         let path = dir.path().join("index.sqlite");
         let (mut db, created) = Db::open(&path).unwrap();
         assert!(created && db.building);
-        assert_eq!(db.journal_mode(), "delete");
+        assert_eq!(db.journal_modes(), both("delete"));
         let (other, created) = Db::open(&path).unwrap();
         assert!(!created && other.building, "the mark is seen");
-        assert_eq!(other.journal_mode(), "delete", "not switched by a reader");
+        assert_eq!(
+            other.journal_modes(),
+            both("delete"),
+            "not switched by a reader"
+        );
         // Another connection that is open (idle) does not keep the switch
         // from happening, and reads in WAL mode afterwards.
         db.finish_build().unwrap();
         assert!(!db.building);
-        assert_eq!(db.journal_mode(), "wal");
+        assert_eq!(db.journal_modes(), both("wal"));
         assert!(!is_building(&other.conn), "reads the new state");
-        assert_eq!(other.journal_mode(), "wal");
+        assert_eq!(
+            batch_counter(&other.terms()),
+            Some(0),
+            "reads the new state"
+        );
+        assert_eq!(other.journal_modes(), both("wal"));
         drop(other);
         assert!(!is_building(&db.conn));
         drop(db);
         let (db, created) = Db::open(&path).unwrap();
         assert!(!created && !db.building);
-        assert_eq!(db.journal_mode(), "wal");
+        assert_eq!(db.journal_modes(), both("wal"));
     }
 
     /// A crash between the switch and dropping the mark: the next opener
-    /// keeps WAL, and finishing clears the mark.
+    /// keeps both("wal"), and finishing clears the mark.
     #[test]
     fn a_mark_left_on_a_wal_index_is_cleared() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("index.sqlite");
         let (db, _) = Db::open(&path).unwrap();
         db.conn.pragma_update(None, "journal_mode", "WAL").unwrap();
+        db.terms()
+            .pragma_update(None, "journal_mode", "WAL")
+            .unwrap();
         drop(db);
         let (mut db, created) = Db::open(&path).unwrap();
         assert!(!created && db.building);
-        assert_eq!(db.journal_mode(), "wal");
+        assert_eq!(db.journal_modes(), both("wal"));
         db.finish_build().unwrap();
         assert!(!is_building(&db.conn));
     }
@@ -404,6 +520,6 @@ mod tests {
         db.finish_build().unwrap();
         db.clear().unwrap();
         assert!(db.building && is_building(&db.conn));
-        assert_eq!(db.journal_mode(), "delete");
+        assert_eq!(db.journal_modes(), both("delete"));
     }
 }

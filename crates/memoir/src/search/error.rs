@@ -24,6 +24,10 @@ pub enum SearchError {
     /// A query the index cannot run.
     #[error("invalid search: {0}")]
     Invalid(String),
+    /// The thread writing the terms file stopped before its work was done
+    /// (its own error, when it had one, is reported instead).
+    #[error("the search index's terms writer stopped")]
+    TermsWriterStopped,
     /// The store has no search engine (neither files nor PostgreSQL).
     #[error("cross-session search is not available on {0}")]
     Unsupported(String),
@@ -39,6 +43,7 @@ impl SearchError {
             SearchError::Store(e) => e.kind(),
             SearchError::Embedding(e) => e.kind(),
             SearchError::Invalid(_) => crate::error::ErrorKind::Invalid,
+            SearchError::TermsWriterStopped => crate::error::ErrorKind::Io,
             SearchError::Unsupported(_) => crate::error::ErrorKind::Unsupported,
         }
     }

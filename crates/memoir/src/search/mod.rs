@@ -48,6 +48,7 @@ pub mod resume;
 pub mod schema;
 pub mod snippet;
 mod terms;
+mod terms_writer;
 mod text;
 mod time;
 
@@ -59,6 +60,7 @@ use serde::Serialize;
 
 pub use context::around;
 pub use error::SearchError;
+pub use indexer::BATCH_DOCS;
 pub use resume::{resume_command, ResumeCommand};
 pub use snippet::Snippet;
 pub use time::parse_time;
@@ -75,8 +77,10 @@ pub type Result<T, E = SearchError> = std::result::Result<T, E>;
 
 /// Directory (under the sessions directory) that holds the index.
 pub const INDEX_DIR: &str = "search";
-/// File name of the index database.
+/// File name of the index database (sessions, documents, calls, vectors).
 pub const INDEX_FILE: &str = "index.sqlite";
+/// File name of the index's terms database (FTS5), beside [`INDEX_FILE`].
+pub const TERMS_FILE: &str = "terms.sqlite";
 /// The `agent` of sessions written natively through memoir (no `source`).
 pub const NATIVE_AGENT: &str = "memoir";
 
@@ -222,8 +226,9 @@ pub struct IndexStats {
 
 /// Where an index lives: one engine per kind of store.
 enum Engine {
-    /// SQLite FTS5 in a file next to the store.
-    Sqlite(engine::Db),
+    /// SQLite FTS5 in two files next to the store (boxed: three
+    /// connections).
+    Sqlite(Box<engine::Db>),
     /// Tables in the PostgreSQL store's own database.
     #[cfg(feature = "postgres")]
     Postgres(pg::PgIndex),
@@ -266,7 +271,11 @@ impl SearchIndex {
     pub fn open_store(store: Arc<dyn LogStore>, index_dir: &Path) -> Result<SearchIndex> {
         crate::paths::create_private_dir(index_dir)?;
         let (db, rebuilt) = engine::Db::open(&index_dir.join(INDEX_FILE))?;
-        Ok(SearchIndex::with_engine(Engine::Sqlite(db), store, rebuilt))
+        Ok(SearchIndex::with_engine(
+            Engine::Sqlite(Box::new(db)),
+            store,
+            rebuilt,
+        ))
     }
 
     /// The index of a PostgreSQL store, kept in its own database (tables
@@ -316,6 +325,18 @@ impl SearchIndex {
     /// used; the others are computed at query time.
     pub fn with_embedder(mut self, embedder: Arc<dyn EmbeddingProvider>) -> SearchIndex {
         self.embedder = embedder;
+        self
+    }
+
+    /// Commit every `docs` documents while indexing (default
+    /// [`BATCH_DOCS`], at least 1): fewer commits index faster; smaller
+    /// batches hold less memory (FTS5's pending terms, SQLite's pages) and
+    /// lose less work to a crash. PostgreSQL commits per session and
+    /// ignores it.
+    pub fn with_batch_docs(mut self, docs: usize) -> SearchIndex {
+        if let Engine::Sqlite(db) = &mut self.db {
+            db.batch_docs = docs.max(1);
+        }
         self
     }
 

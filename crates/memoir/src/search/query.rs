@@ -267,7 +267,7 @@ fn run_query(
     score: &dyn Fn(&rusqlite::Row<'_>) -> rusqlite::Result<f32>,
 ) -> Result<Vec<Candidate>> {
     let db = src.db;
-    let mut st = db.conn.prepare_cached(sql).at(db.path())?;
+    let mut st = db.search.prepare_cached(sql).at(db.path())?;
     let params: Vec<&dyn ToSql> = args.iter().map(|b| b.as_ref()).collect();
     let rows = st
         .query_map(params.as_slice(), |r| candidate(r, score(r)?))
@@ -390,7 +390,7 @@ fn split_terms<'a>(
 /// length), `None` for an empty index.
 fn sqlite_collection(db: &Db) -> Result<Option<(i64, f64)>> {
     let (n, total): (i64, i64) = db
-        .conn
+        .search
         .query_row(
             "SELECT coalesce(sum(docs), 0), coalesce(sum(tokens), 0) FROM sessions",
             [],
@@ -404,7 +404,7 @@ fn sqlite_collection(db: &Db) -> Result<Option<(i64, f64)>> {
 fn sqlite_doc_frequency(db: &Db, term: &str) -> Result<i64> {
     let p = db.path();
     Ok(db
-        .conn
+        .search
         .prepare_cached("SELECT doc FROM terms_vocab WHERE term = ?1")
         .at(p)?
         .query_row([term], |r| r.get(0))
@@ -528,7 +528,7 @@ fn stored_vector(
     chash: &[u8],
 ) -> Result<Option<Vec<f32>>> {
     let stored: Option<Vec<u8>> = db
-        .conn
+        .search
         .prepare_cached("SELECT vec FROM vectors WHERE model = ?1 AND chash = ?2")
         .at(db.path())?
         .query_row(rusqlite::params![model, chash], |r| r.get(0))
@@ -559,7 +559,7 @@ fn semantic(
         format!("SELECT {COLUMNS} FROM docs d JOIN sessions s ON s.sid = d.sid WHERE 1{cond}");
     let model = embedder.model_id();
     let db = src.db;
-    let mut st = db.conn.prepare(&sql).at(db.path())?;
+    let mut st = db.search.prepare(&sql).at(db.path())?;
     let params: Vec<&dyn ToSql> = args.iter().map(|b| b.as_ref()).collect();
     let mut rows = st.query(params.as_slice()).at(db.path())?;
     let mut best: Vec<Candidate> = Vec::with_capacity(2 * k + 1);

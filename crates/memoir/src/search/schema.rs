@@ -1,34 +1,55 @@
-//! The index database's schema and version stamp.
+//! The index's schema and version stamp: two SQLite files, so that two
+//! threads can write them at once (`super::engine`).
 //!
-//! Tables: `meta` (the stamp, the catch-up checkpoint: `super::catchup`, and the first-fill mark: `super::engine`), `sessions` (one row per indexed session, with
-//! its listing fields, document and term counts, and [`super::cursor::Cursor`]), `docs` (one row per
-//! indexed message: session, `seq`, role, time, tools, content hash, and
-//! either where its record lies in the session's log, `span_at`/`span_len`,
-//! or, when the store keeps no spans or the message came from a `rewrite`,
-//! the text itself; see `super::doc_text`),
-//! `terms` (a contentless FTS5 table whose `body` is the tokenizer's terms, `rowid` =
-//! `docs.rowid`; `terms_vocab` its document frequencies), `calls` (tool call id → name, so a result can be found by
-//! its tool), `vectors` (embeddings by model and content hash).
+//! `index.sqlite` ([`CREATE`]): `meta` (the stamp, the batch counter, the
+//! catch-up checkpoint: `super::catchup`, and the first-fill mark:
+//! `super::engine`), `sessions` (one row per indexed session, with its
+//! listing fields, document and term counts, and
+//! [`super::cursor::Cursor`]), `docs` (one row per indexed message:
+//! session, `seq`, role, time, tools, content hash, and either where its
+//! record lies in the session's log, `span_at`/`span_len`, or, when the
+//! store keeps no spans or the message came from a `rewrite`, the text
+//! itself; see `super::doc_text`), `calls` (tool call id → name, so a
+//! result can be found by its tool), `vectors` (embeddings by model and
+//! content hash).
+//!
+//! `terms.sqlite` ([`CREATE_TERMS`]): its own `meta` (the same stamp and
+//! the batch counter), `terms` (a contentless FTS5 table whose `body` is
+//! the tokenizer's terms, `rowid` = `docs.rowid`) and `terms_vocab` (its
+//! document frequencies). Searches read both, the terms file attached as
+//! `t` ([`TERMS_SCHEMA`]).
 //!
 //! Two FTS5 settings are stored with `terms` (in its config table): a 64 MiB
 //! pending-terms buffer (`hashsize`; the default 1 MiB flushes a small
 //! segment many times per committed batch) and `automerge` 8 (merge eight
 //! segments of a level at a time instead of four). Together they index a
 //! million messages about 1.18× as fast, with the same query latency
-//! (docs/BENCHMARKS.md); an index created before them keeps FTS5's defaults
-//! and stays valid.
+//! (docs/BENCHMARKS.md).
 //!
-//! The stamp is [`SCHEMA_VERSION`] plus [`TOKENIZER`]; any other stamp (an
-//! older or newer memoir, a different tokenizer) means the index is deleted
-//! and rebuilt.
+//! The stamp is [`SCHEMA_VERSION`] plus [`TOKENIZER`], in both files; any
+//! other stamp (an older or newer memoir, a different tokenizer), a file
+//! missing, or batch counters that differ mean the index is deleted and
+//! rebuilt.
 
 /// Version of the index layout written by this build.
 pub const SCHEMA_VERSION: &str = "4";
 
+/// The schema name the terms file is attached under for searches.
+pub const TERMS_SCHEMA: &str = "t";
+
+/// `meta` key of the batch counter: both files carry the number of
+/// batches committed; the terms file commits first, so a crash between
+/// the two commits leaves it one ahead (the index is then rebuilt).
+pub const BATCH_KEY: &str = "batch";
+
+/// Key of the catch-up checkpoint in the index file's `meta` table
+/// (`super::catchup`).
+pub const CHECKPOINT_KEY: &str = "catchup";
+
 /// Name of the term pipeline the `terms` table was filled with.
 pub const TOKENIZER: &str = "memoir-view-stem-stop-v1";
 
-/// Statements that create an empty index.
+/// Statements that create an empty index file (`index.sqlite`).
 pub const CREATE: &str = "
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE sessions(
@@ -64,16 +85,23 @@ CREATE TABLE calls(
     name TEXT NOT NULL,
     PRIMARY KEY(sid, call_id)
 ) WITHOUT ROWID;
-CREATE VIRTUAL TABLE terms USING fts5(
-    body, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 0'
-);
-INSERT INTO terms(terms, rank) VALUES('hashsize', 67108864);
-INSERT INTO terms(terms, rank) VALUES('automerge', 8);
-CREATE VIRTUAL TABLE terms_vocab USING fts5vocab(terms, 'row');
 CREATE TABLE vectors(
     model TEXT NOT NULL,
     chash BLOB NOT NULL,
     vec BLOB NOT NULL,
     PRIMARY KEY(model, chash)
 ) WITHOUT ROWID;
+";
+
+/// Statements that create an empty terms file (`terms.sqlite`): its own
+/// `meta` (the same stamp, and the batch counter), the FTS5 table and its
+/// vocabulary.
+pub const CREATE_TERMS: &str = "
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE VIRTUAL TABLE terms USING fts5(
+    body, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 0'
+);
+INSERT INTO terms(terms, rank) VALUES('hashsize', 67108864);
+INSERT INTO terms(terms, rank) VALUES('automerge', 8);
+CREATE VIRTUAL TABLE terms_vocab USING fts5vocab(terms, 'row');
 ";

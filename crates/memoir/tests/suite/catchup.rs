@@ -293,7 +293,10 @@ fn catchup_update_until_killed() {
     let Ok(dir) = std::env::var("MEMOIR_CATCHUP_KILL_DIR") else {
         return;
     };
-    let mut ix = SearchIndex::open(Path::new(&dir)).unwrap();
+    // Batches of 20,000: the 30,000 new messages need two commits.
+    let mut ix = SearchIndex::open(Path::new(&dir))
+        .unwrap()
+        .with_batch_docs(20_000);
     ix.update().unwrap();
     fs::write(Path::new(&dir).join("finished"), b"1").unwrap();
 }
@@ -315,7 +318,7 @@ fn sigkill_during_a_catch_up_loses_nothing_and_the_next_one_completes_it() {
     settle();
     ix.update().unwrap();
     drop(ix);
-    // 30,000 new messages: more than one committed batch (20,000).
+    // 30,000 new messages: more than one committed batch (the child's 20,000).
     write_in_other_process(tmp.path(), &["bulk 200 150"]);
     let db = memoir::search::index_path(tmp.path());
     let indexed = |db: &Path| -> i64 {
