@@ -38,18 +38,15 @@ fn peak_rss_mb() -> f64 {
         .map_or(0.0, |kb| kb / 1024.0)
 }
 
-fn dir_bytes(p: &Path) -> u64 {
-    std::fs::read_dir(p)
+/// Bytes of the transcripts in `dir` (its `*.jsonl`; not the index a
+/// previous run left in `dir/search`).
+fn jsonl_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
         .map(|rd| {
             rd.flatten()
-                .map(|e| {
-                    let m = e.metadata().ok();
-                    match m {
-                        Some(m) if m.is_dir() => dir_bytes(&e.path()),
-                        Some(m) => m.len(),
-                        None => 0,
-                    }
-                })
+                .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
+                .filter_map(|e| e.metadata().ok())
+                .map(|m| m.len())
                 .sum()
         })
         .unwrap_or(0)
@@ -456,7 +453,7 @@ pub fn main() {
             t.elapsed().as_secs_f64()
         );
     }
-    let store_mb = dir_bytes(&dir) as f64 / 1e6;
+    let store_mb = jsonl_bytes(&dir) as f64 / 1e6;
     println!(
         "store: {} sessions, {} messages, {:.0} MB of JSONL, {} known-answer queries; {} cores",
         spec.sessions,

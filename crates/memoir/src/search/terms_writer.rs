@@ -8,6 +8,7 @@
 //! locked after the index file and committed before it, each commit with
 //! the batch counter ([`super::schema::BATCH_KEY`]).
 
+use std::cell::RefCell;
 use std::path::Path;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Mutex;
@@ -18,9 +19,13 @@ use super::engine::{batch_counter, Db, SqlContext};
 use super::schema::BATCH_KEY;
 use super::{Result, SearchError};
 
-/// Operations queued for the terms thread at most (each holds one
-/// document's terms: a few KiB, so the queue is a few MiB at most).
-const QUEUE: usize = 4096;
+/// Operations handed to the terms thread at a time: one send (and at most
+/// one wake-up) per chunk, not per document.
+const CHUNK: usize = 256;
+
+/// Chunks queued for the terms thread at most (an operation holds one
+/// document's terms, a few KiB: the queue is a few MiB at most).
+const QUEUE: usize = 16;
 
 /// One write to the terms file.
 enum Op {
@@ -70,20 +75,43 @@ fn commit(conn: &Connection, path: &Path, batch: u64) -> Result<()> {
 pub(super) struct TermsWriter<'a> {
     db: &'a Db,
     /// The terms thread's queue, while one runs.
-    thread: Option<SyncSender<Op>>,
+    thread: Option<SyncSender<Vec<Op>>>,
+    /// Operations not yet handed to the terms thread.
+    chunk: RefCell<Vec<Op>>,
 }
 
 impl<'a> TermsWriter<'a> {
     /// A writer on the caller's thread.
     pub(super) fn new(db: &'a Db) -> Self {
-        TermsWriter { db, thread: None }
+        TermsWriter {
+            db,
+            thread: None,
+            chunk: RefCell::new(Vec::new()),
+        }
     }
 
     fn send(&self, op: Op) -> Result<()> {
-        match &self.thread {
-            Some(queue) => queue.send(op).map_err(|_| stopped()),
-            None => apply(&self.db.terms(), self.db.terms_path(), op),
+        let Some(queue) = &self.thread else {
+            return apply(&self.db.terms(), self.db.terms_path(), op);
+        };
+        let full = {
+            let mut chunk = self.chunk.borrow_mut();
+            chunk.push(op);
+            chunk.len() >= CHUNK
+        };
+        if full {
+            self.flush(queue)?;
         }
+        Ok(())
+    }
+
+    /// Hand the operations not yet handed over to the terms thread.
+    fn flush(&self, queue: &SyncSender<Vec<Op>>) -> Result<()> {
+        let chunk = std::mem::take(&mut *self.chunk.borrow_mut());
+        if chunk.is_empty() {
+            return Ok(());
+        }
+        queue.send(chunk).map_err(|_| stopped())
     }
 
     /// Start a transaction (the index file's must be open already).
@@ -105,6 +133,9 @@ impl<'a> TermsWriter<'a> {
     pub(super) fn commit(&self, batch: u64) -> Result<()> {
         let (ack, done) = sync_channel(1);
         self.send(Op::Commit(batch, ack))?;
+        if let Some(queue) = &self.thread {
+            self.flush(queue)?;
+        }
         done.recv().map_err(|_| stopped())?
     }
 
@@ -154,20 +185,29 @@ impl<'a> TermsWriter<'a> {
         &mut self,
         thread: std::thread::ScopedJoinHandle<'_, Result<()>>,
     ) -> Result<()> {
-        self.thread = None;
-        match thread.join() {
+        let flushed = match self.thread.take() {
+            Some(queue) => self.flush(&queue),
+            None => Ok(()),
+        };
+        // A chunk the thread never took (it failed) is dropped unwritten.
+        self.chunk.borrow_mut().clear();
+        let ran = match thread.join() {
             Ok(ran) => ran,
             Err(panic) => std::panic::resume_unwind(panic),
-        }
+        };
+        // The thread's own error explains a hand-over that failed.
+        ran.and(flushed)
     }
 }
 
 /// The terms thread: apply operations until the queue closes; stop at the
 /// first error (the sender then sees the queue closed).
-fn run(conn: &Mutex<Connection>, path: &Path, ops: Receiver<Op>) -> Result<()> {
+fn run(conn: &Mutex<Connection>, path: &Path, chunks: Receiver<Vec<Op>>) -> Result<()> {
     let conn = conn.lock().unwrap_or_else(|e| e.into_inner());
-    for op in ops {
-        apply(&conn, path, op)?;
+    for chunk in chunks {
+        for op in chunk {
+            apply(&conn, path, op)?;
+        }
     }
     Ok(())
 }
