@@ -14,7 +14,6 @@
 //! record holds many, and can be large) and every document of a store that
 //! keeps no spans (memory, remote).
 
-use super::cursor::RecordHash;
 use super::query::Candidate;
 use super::text;
 use crate::record::Record;
@@ -48,8 +47,7 @@ pub(super) fn read_back(
         return None;
     }
     let text = text::of_message(m).text;
-    let hash: RecordHash = *blake3::hash(text.as_bytes()).as_bytes();
-    (hash[..] == *chash).then_some(text)
+    (text::content_hash(&text)[..] == *chash).then_some(text)
 }
 
 /// Fill in `c.text` when it lives in the log; false when it cannot be read

@@ -100,18 +100,16 @@ fn open_file(path: &Path) -> rusqlite::Result<Connection> {
     Ok(conn)
 }
 
-/// Open `path`: in WAL mode, unless the index's first fill is under way
-/// (`building`: then its journal mode is left as it is, with
+/// Set an open file's modes: WAL, unless the index's first fill is under
+/// way (`building`: then its journal mode is left as it is, with
 /// `synchronous=FULL`).
-fn connect(path: &Path, building: bool) -> rusqlite::Result<Connection> {
-    let conn = open_file(path)?;
+fn set_modes(conn: &Connection, building: bool) -> rusqlite::Result<()> {
     if building {
-        conn.pragma_update(None, "synchronous", "FULL")?;
+        conn.pragma_update(None, "synchronous", "FULL")
     } else {
         conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
     }
-    Ok(conn)
 }
 
 /// The index file for searches: the terms file attached as [`TERMS_SCHEMA`].
@@ -158,11 +156,12 @@ fn open_existing(path: &Path, terms_path: &Path) -> Option<(Connection, Connecti
     if !path.exists() || !terms_path.exists() {
         return None;
     }
-    let probe = open_file(path).ok()?;
-    let building = is_building(&probe);
-    drop(probe);
-    let conn = connect(path, building).ok()?;
-    let terms = connect(terms_path, building).ok()?;
+    // The index file's mark governs both files' modes.
+    let conn = open_file(path).ok()?;
+    let building = is_building(&conn);
+    let terms = open_file(terms_path).ok()?;
+    set_modes(&conn, building).ok()?;
+    set_modes(&terms, building).ok()?;
     let expected = (SCHEMA_VERSION.to_string(), TOKENIZER.to_string());
     let stamped =
         stamp(&conn).as_ref() == Some(&expected) && stamp(&terms).as_ref() == Some(&expected);

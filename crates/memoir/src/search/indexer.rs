@@ -561,10 +561,6 @@ enum Origin {
     Rewrite,
 }
 
-fn content_hash(text: &str) -> RecordHash {
-    *blake3::hash(text.as_bytes()).as_bytes()
-}
-
 /// Read session `id` and make documents of what its cursor has not seen
 /// (no database access: this runs on the reader thread).
 pub(super) fn prepare(
@@ -625,7 +621,7 @@ pub(super) fn prepare(
     let default_ms = ms(meta.created_at);
     let mut docs = Vec::new();
     let from = extend_from.unwrap_or(0).min(records.len());
-    let span_of = |record: usize| spans.as_ref().map(|s| s[record]);
+    let span_at = |record: usize| spans.as_ref().map(|s| s[record]);
     let mut make = |record: usize, origin: Origin, m: &Message, docs: &mut Vec<Doc>| {
         let text = text::of_message(m);
         if text.text.is_empty() {
@@ -638,12 +634,12 @@ pub(super) fn prepare(
             rewritten: origin == Origin::Rewrite,
             role: m.role.as_str(),
             ts_ms: m.timestamp.map_or(default_ms, ms),
-            hash: content_hash(&text.text),
+            hash: text::content_hash(&text.text),
             text,
             terms: joined,
             term_count,
             span: match origin {
-                Origin::Message => span_of(record),
+                Origin::Message => span_at(record),
                 Origin::Rewrite => None,
             },
         });
@@ -902,7 +898,7 @@ pub(super) fn inherited_contains(
             .map(|t| {
                 t.messages
                     .iter()
-                    .map(|m| content_hash(&text::of_message(m).text))
+                    .map(|m| text::content_hash(&text::of_message(m).text))
                     .collect()
             })
             .unwrap_or_default()

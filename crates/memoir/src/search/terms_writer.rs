@@ -111,7 +111,9 @@ impl<'a> TermsWriter<'a> {
         if chunk.is_empty() {
             return Ok(());
         }
-        queue.send(chunk).map_err(|_| stopped())
+        queue
+            .send(chunk)
+            .map_err(|_| SearchError::TermsWriterStopped)
     }
 
     /// Start a transaction (the index file's must be open already).
@@ -136,7 +138,7 @@ impl<'a> TermsWriter<'a> {
         if let Some(queue) = &self.thread {
             self.flush(queue)?;
         }
-        done.recv().map_err(|_| stopped())?
+        done.recv().map_err(|_| SearchError::TermsWriterStopped)?
     }
 
     /// The terms file's batch counter (read on the caller's thread: only
@@ -210,8 +212,4 @@ fn run(conn: &Mutex<Connection>, path: &Path, chunks: Receiver<Vec<Op>>) -> Resu
         }
     }
     Ok(())
-}
-
-fn stopped() -> SearchError {
-    SearchError::TermsWriterStopped
 }

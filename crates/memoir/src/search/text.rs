@@ -20,6 +20,13 @@ pub struct MessageText {
     pub answers: Vec<String>,
 }
 
+/// The content hash of a document's text (BLAKE3): `docs.chash`, the key
+/// of stored vectors, and what a text read back from a log is checked
+/// against.
+pub fn content_hash(text: &str) -> super::cursor::RecordHash {
+    *blake3::hash(text.as_bytes()).as_bytes()
+}
+
 /// Extract the searchable text of `m`.
 pub fn of_message(m: &Message) -> MessageText {
     let mut out = MessageText::default();

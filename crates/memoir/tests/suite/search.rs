@@ -640,6 +640,23 @@ fn a_corrupt_index_file_is_rebuilt_never_trusted() {
     assert_eq!(texts(&ix, "wombat").len(), 1);
 }
 
+const EVERY_MODE: [SearchMode; 3] = [
+    SearchMode::Lexical,
+    SearchMode::Semantic,
+    SearchMode::Hybrid,
+];
+
+/// How many documents of the index in `dir` keep their text inline, and
+/// how many by span.
+fn inline_and_spanned(dir: &Path) -> (i64, i64) {
+    rusqlite::Connection::open(dir.join(memoir::search::INDEX_FILE))
+        .unwrap()
+        .query_row("SELECT count(text), count(span_at) FROM docs", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap()
+}
+
 /// Schema 4: the index keeps no copy of a `message` record's text, only
 /// where the record lies in its log; hits and snippets in every mode read
 /// it back (a `rewrite`'s messages stay inline). A log replaced under the
@@ -669,24 +686,12 @@ fn texts_are_read_back_from_the_log_and_a_stale_span_shows_nothing() {
     write("narwhal");
     let mut ix = SearchIndex::open(tmp.path()).unwrap();
     ix.update().unwrap();
-    {
-        let conn = rusqlite::Connection::open(memoir::search::index_path(tmp.path())).unwrap();
-        let (inline, spanned): (i64, i64) = conn
-            .query_row("SELECT count(text), count(span_at) FROM docs", [], |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })
-            .unwrap();
-        assert_eq!(
-            (inline, spanned),
-            (1, 2),
-            "only the rewrite's text is stored"
-        );
-    }
-    for mode in [
-        SearchMode::Lexical,
-        SearchMode::Semantic,
-        SearchMode::Hybrid,
-    ] {
+    assert_eq!(
+        inline_and_spanned(&tmp.path().join("search")),
+        (1, 2),
+        "only the rewrite's text is stored"
+    );
+    for mode in EVERY_MODE {
         let hits = ix
             .search(&query("narwhal tusk", mode, SearchFilter::default()))
             .unwrap();
@@ -712,11 +717,7 @@ fn texts_are_read_back_from_the_log_and_a_stale_span_shows_nothing() {
     // offset, length and seq.
     std::fs::remove_file(st.location("sp")).unwrap();
     write("dugongs");
-    for mode in [
-        SearchMode::Lexical,
-        SearchMode::Semantic,
-        SearchMode::Hybrid,
-    ] {
+    for mode in EVERY_MODE {
         let hits = ix
             .search(&query("narwhal", mode, SearchFilter::default()))
             .unwrap();
@@ -764,13 +765,7 @@ fn a_store_that_cannot_read_its_spans_back_gets_inline_texts() {
     );
     let mut ix = SearchIndex::open_store(flaky.clone(), &tmp.path().join("search")).unwrap();
     ix.update().unwrap();
-    let conn = rusqlite::Connection::open(tmp.path().join("search").join("index.sqlite")).unwrap();
-    let (inline, spanned): (i64, i64) = conn
-        .query_row("SELECT count(text), count(span_at) FROM docs", [], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })
-        .unwrap();
-    assert_eq!((inline, spanned), (2, 0));
+    assert_eq!(inline_and_spanned(&tmp.path().join("search")), (2, 0));
     assert_eq!(texts(&ix, "okapi").len(), 2);
 }
 
