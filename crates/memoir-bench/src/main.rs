@@ -15,6 +15,11 @@
 
 use std::process::{Command, ExitCode};
 
+/// The `memoir` binary's allocator (its peers measured in this process run
+/// on it too).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn usage() -> ExitCode {
     let names: Vec<&str> = memoir_bench::BENCHES.iter().map(|(n, _)| *n).collect();
     eprintln!(

@@ -16,6 +16,13 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
+/// mimalloc, not the system allocator: indexing hands every document's
+/// memory from the thread that reads it to the threads that write it, and
+/// glibc's per-arena locks made those frees contend (docs/BENCHMARKS.md,
+/// "Seventh stop").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Durable, forkable, searchable session memory for LLM agents.
 ///
 /// Exit codes: 0 ok, 1 problems found / nothing matched / other failure,

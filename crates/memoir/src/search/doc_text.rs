@@ -1,4 +1,4 @@
-//! Where a document's text comes from. The index (schema 4) keeps, for a
+//! Where a document's text comes from. The index (since schema 4) keeps, for a
 //! message that one `message` record of a file store's log holds, only
 //! where that record lies ([`Span`]); the text, three quarters of what an
 //! index used to hold, stays in the transcript it came from. Snippets, the

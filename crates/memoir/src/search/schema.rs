@@ -16,7 +16,10 @@
 //! `terms.sqlite` ([`CREATE_TERMS`]): its own `meta` (the same stamp and
 //! the batch counter), `terms` (a contentless FTS5 table whose `body` is
 //! the tokenizer's terms, `rowid` = `docs.rowid`) and `terms_vocab` (its
-//! document frequencies). Searches read both, the terms file attached as
+//! document frequencies). FTS5's `ascii` tokenizer only splits the body at
+//! its spaces, so the vocabulary is memoir's terms exactly, in any script
+//! (`unicode61`, schema 4, split some at combining marks, and frequencies
+//! are looked up by memoir's terms). Searches read both, the terms file attached as
 //! `t` ([`TERMS_SCHEMA`]).
 //!
 //! Two FTS5 settings are stored with `terms` (in its config table): a 64 MiB
@@ -32,7 +35,7 @@
 //! rebuilt.
 
 /// Version of the index layout written by this build.
-pub const SCHEMA_VERSION: &str = "4";
+pub const SCHEMA_VERSION: &str = "5";
 
 /// The schema name the terms file is attached under for searches.
 pub const TERMS_SCHEMA: &str = "t";
@@ -99,7 +102,7 @@ CREATE TABLE vectors(
 pub const CREATE_TERMS: &str = "
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE VIRTUAL TABLE terms USING fts5(
-    body, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 0'
+    body, content='', contentless_delete=1, tokenize='ascii'
 );
 INSERT INTO terms(terms, rank) VALUES('hashsize', 67108864);
 INSERT INTO terms(terms, rank) VALUES('automerge', 8);

@@ -738,6 +738,58 @@ fn texts_are_read_back_from_the_log_and_a_stale_span_shows_nothing() {
     assert_eq!(hits[0].snippet.text, "the dugongs tusk is a tooth");
 }
 
+/// The FTS5 vocabulary holds exactly the view tokenizer's terms, in every
+/// script: document frequencies (BM25's weights, the rare-term path) are
+/// looked up by those terms. `unicode61` split words at combining marks
+/// (Devanagari vowel signs, the dot `İ` lowercases to) and at letters it
+/// does not class as letters (circled ⓐ), so such a word had no frequency.
+#[test]
+fn the_index_vocabulary_is_the_tokenizers_terms_in_every_script() {
+    let tmp = tempfile::tempdir().unwrap();
+    let st = store(tmp.path());
+    let text = "नमस्ते दुनिया İstanbul ⓐⓑ straße ΣΊΣΥΦΟΣ 東京 naïve Running TESTS x86_64";
+    let mut meta = SessionMeta::new("vocab");
+    meta.created_at = corpus::base_time();
+    st.create(&meta).unwrap();
+    append(
+        st.as_ref(),
+        "vocab",
+        vec![
+            Record::Message(Message::user(text)),
+            Record::Message(Message::assistant("an unrelated reply")),
+        ],
+    );
+    let mut ix = SearchIndex::open(tmp.path()).unwrap();
+    ix.update().unwrap();
+    let terms = rusqlite::Connection::open(
+        tmp.path()
+            .join(memoir::search::INDEX_DIR)
+            .join(memoir::search::TERMS_FILE),
+    )
+    .unwrap();
+    let mut vocab: Vec<String> = terms
+        .prepare("SELECT term FROM terms_vocab")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    vocab.sort();
+    let tk = memoir::view::lexical::Tokenizer::new(Default::default());
+    let mut expected = tk.tokens(text);
+    expected.extend(tk.tokens("an unrelated reply"));
+    expected.sort();
+    expected.dedup();
+    assert_eq!(vocab, expected);
+    for word in ["नमस्ते", "İstanbul", "ⓐⓑ"] {
+        let hits = ix
+            .search(&query(word, SearchMode::Lexical, SearchFilter::default()))
+            .unwrap();
+        assert_eq!((hits.len(), hits[0].seq), (1, 1), "{word}");
+        assert!(hits[0].score > 0.0, "{word}: {hits:?}");
+    }
+}
+
 /// A store whose `read` gives spans but whose `read_span` reads none back
 /// (a wrapper that forwards only `read`): the index checks a span per
 /// session when it indexes it and keeps the texts inline instead, so
