@@ -33,6 +33,7 @@ use std::sync::{Mutex, MutexGuard};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::doc_text;
+use super::fts5_tokenizer;
 use super::schema::{BATCH_KEY, CREATE, CREATE_TERMS, SCHEMA_VERSION, TERMS_SCHEMA, TOKENIZER};
 use super::{IndexStats, Result, SearchError, TERMS_FILE};
 use crate::embed::EmbeddingProvider;
@@ -93,10 +94,12 @@ pub(super) fn batch_counter(conn: &Connection) -> Option<u64> {
     meta_value(conn, BATCH_KEY)?.parse().ok()
 }
 
-/// The file at `path`, with the busy timeout every index connection uses.
+/// The file at `path`, with the busy timeout every index connection uses
+/// and the terms table's tokenizer registered.
 fn open_file(path: &Path) -> rusqlite::Result<Connection> {
     let conn = Connection::open(path)?;
     conn.busy_timeout(std::time::Duration::from_secs(10))?;
+    fts5_tokenizer::register(&conn)?;
     Ok(conn)
 }
 

@@ -16,10 +16,10 @@
 //! `terms.sqlite` ([`CREATE_TERMS`]): its own `meta` (the same stamp and
 //! the batch counter), `terms` (a contentless FTS5 table whose `body` is
 //! the tokenizer's terms, `rowid` = `docs.rowid`) and `terms_vocab` (its
-//! document frequencies). FTS5's `ascii` tokenizer only splits the body at
-//! its spaces, so the vocabulary is memoir's terms exactly, in any script
-//! (`unicode61`, schema 4, split some at combining marks, and frequencies
-//! are looked up by memoir's terms). Searches read both, the terms file attached as
+//! document frequencies). The table's tokenizer (`super::fts5_tokenizer`)
+//! only splits the body at its spaces, so the vocabulary is memoir's terms
+//! exactly, in any script (`unicode61`, schema 4, split some at combining
+//! marks, and frequencies are looked up by memoir's terms). Searches read both, the terms file attached as
 //! `t` ([`TERMS_SCHEMA`]).
 //!
 //! Two FTS5 settings are stored with `terms` (in its config table): a 64 MiB
@@ -102,7 +102,7 @@ CREATE TABLE vectors(
 pub const CREATE_TERMS: &str = "
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE VIRTUAL TABLE terms USING fts5(
-    body, content='', contentless_delete=1, tokenize='ascii'
+    body, content='', contentless_delete=1, tokenize='memoir_terms'
 );
 INSERT INTO terms(terms, rank) VALUES('hashsize', 67108864);
 INSERT INTO terms(terms, rank) VALUES('automerge', 8);
