@@ -8,7 +8,8 @@
 //! FTS5 looks a table's tokenizer up by name on each connection, so every
 //! connection to the index calls [`register`] (`super::engine` does it for
 //! the connections it opens); without it the terms table does not open
-//! ("no such tokenizer"), and the index is rebuilt rather than trusted.
+//! ("no such tokenizer"). Another program that reads `terms.sqlite`
+//! registers it the same way (docs/FORMAT.md).
 
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::ptr;

@@ -41,7 +41,7 @@ mod doc_text;
 mod engine;
 mod error;
 #[allow(unsafe_code)] // the terms table's FTS5 tokenizer: C callbacks, each argued
-mod fts5_tokenizer;
+pub mod fts5_tokenizer;
 mod indexer;
 #[cfg(feature = "postgres")]
 mod pg;

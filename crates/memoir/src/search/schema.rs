@@ -108,3 +108,12 @@ INSERT INTO terms(terms, rank) VALUES('hashsize', 67108864);
 INSERT INTO terms(terms, rank) VALUES('automerge', 8);
 CREATE VIRTUAL TABLE terms_vocab USING fts5vocab(terms, 'row');
 ";
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_terms_table_uses_memoirs_tokenizer() {
+        let clause = format!("tokenize='{}'", super::super::fts5_tokenizer::NAME);
+        assert!(super::CREATE_TERMS.contains(&clause));
+    }
+}

@@ -843,6 +843,7 @@ fn a_terms_file_a_batch_ahead_is_emptied_and_filled_again() {
     let terms_file = tmp.path().join("search").join(memoir::search::TERMS_FILE);
     let run_ahead = || {
         let c = rusqlite::Connection::open(&terms_file).unwrap();
+        memoir::search::fts5_tokenizer::register(&c).unwrap();
         c.execute_batch(
             "BEGIN; INSERT INTO terms(rowid, body) VALUES (999999, 'stray'); \
              UPDATE meta SET value = value + 1 WHERE key = 'batch'; COMMIT;",
