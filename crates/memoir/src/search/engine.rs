@@ -32,6 +32,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use rusqlite::{params, Connection, OptionalExtension};
 
+use super::doc_freq::DocFreqs;
 use super::doc_text;
 use super::fts5_tokenizer;
 use super::schema::{BATCH_KEY, CREATE, CREATE_TERMS, SCHEMA_VERSION, TERMS_SCHEMA, TOKENIZER};
@@ -55,6 +56,10 @@ pub(super) struct Db {
     building: bool,
     /// Documents per committed batch (`super::indexer::Batch`).
     pub(super) batch_docs: usize,
+    /// Document frequencies walked for, while the terms file is unchanged
+    /// (a new `search` connection starts with none: `data_version` is per
+    /// connection).
+    pub(super) doc_freqs: DocFreqs,
 }
 
 /// `meta` key and value marking an index whose first fill is under way.
@@ -197,6 +202,7 @@ impl Db {
                 terms_path,
                 building,
                 batch_docs: super::indexer::BATCH_DOCS,
+                doc_freqs: DocFreqs::default(),
             },
             created,
         ))
@@ -239,6 +245,7 @@ impl Db {
         self.conn = conn;
         *self.terms.get_mut().unwrap_or_else(|e| e.into_inner()) = terms;
         self.search = connect_search(&self.path, &self.terms_path).at(&self.path)?;
+        self.doc_freqs = DocFreqs::default();
         self.building = true;
         Ok(())
     }

@@ -37,6 +37,7 @@
 mod catchup;
 pub mod context;
 pub mod cursor;
+mod doc_freq;
 mod doc_text;
 mod engine;
 mod error;

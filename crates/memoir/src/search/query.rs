@@ -400,19 +400,6 @@ fn sqlite_collection(db: &Db) -> Result<Option<(i64, f64)>> {
     Ok((n > 0).then(|| (n, (total as f64 / n as f64).max(1.0))))
 }
 
-/// How many documents hold `term` (FTS5's vocabulary table).
-fn sqlite_doc_frequency(db: &Db, term: &str) -> Result<i64> {
-    let p = db.path();
-    Ok(db
-        .search
-        .prepare_cached("SELECT doc FROM terms_vocab WHERE term = ?1")
-        .at(p)?
-        .query_row([term], |r| r.get(0))
-        .optional()
-        .at(p)?
-        .unwrap_or(0))
-}
-
 /// Score `cands` with BM25 over `weights` (term, IDF) in Rust. The
 /// candidates' words go through one word cache per call (they repeat across
 /// candidates; stemming was most of a query's CPU).
@@ -620,7 +607,7 @@ impl Postings for Sqlite<'_> {
     }
 
     fn doc_frequency(&self, term: &str) -> Result<i64> {
-        sqlite_doc_frequency(self.db, term)
+        self.db.doc_freqs.get(&self.db.search, self.db.path(), term)
     }
 
     fn holding(
