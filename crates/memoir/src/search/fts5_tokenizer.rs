@@ -167,23 +167,18 @@ unsafe extern "C" fn tokenize(
     ffi::SQLITE_OK
 }
 
-/// The byte ranges of the space-separated tokens of `bytes`.
+/// The byte ranges of the space-separated tokens of `bytes`: the gaps
+/// between its spaces (found a vector at a time by `memchr_iter`), empty
+/// gaps skipped.
 fn spans(bytes: &[u8]) -> impl Iterator<Item = (usize, usize)> + '_ {
-    let mut at = 0;
-    std::iter::from_fn(move || {
-        while bytes.get(at) == Some(&b' ') {
-            at += 1;
-        }
-        if at >= bytes.len() {
-            return None;
-        }
-        let start = at;
-        // Terms are a few bytes long: a plain scan beats `memchr`'s setup.
-        while bytes.get(at).is_some_and(|&b| b != b' ') {
-            at += 1;
-        }
-        Some((start, at))
-    })
+    let mut start = 0;
+    memchr::memchr_iter(b' ', bytes)
+        .chain(std::iter::once(bytes.len()))
+        .filter_map(move |end| {
+            let span = (start, end);
+            start = end + 1;
+            (span.0 < span.1).then_some(span)
+        })
 }
 
 #[cfg(test)]

@@ -66,7 +66,6 @@ impl<'t> Terms<'t> {
     pub(super) fn joined(&mut self, text: &str, out: &mut String) -> u64 {
         out.clear();
         let mut n = 0u64;
-        let mut start: Option<usize> = None;
         let mut push = |this: &mut Self, word: &str, out: &mut String| {
             let mut add = |t: &str| {
                 if !out.is_empty() {
@@ -83,32 +82,43 @@ impl<'t> Terms<'t> {
                 this.term(word, add);
             }
         };
-        // Bytes, not chars: ASCII (most of what agents log) is classified
-        // without decoding; only a non-ASCII byte starts a decode.
-        let bytes = text.as_bytes();
-        let mut i = 0;
-        while let Some(&b) = bytes.get(i) {
-            let (is_word, width) = if b.is_ascii() {
-                (b.is_ascii_alphanumeric(), 1)
-            } else {
-                // `i` is a char boundary: it only ever moves by whole chars.
-                match text[i..].chars().next() {
-                    Some(c) => (c.is_alphanumeric(), c.len_utf8()),
-                    None => break,
-                }
-            };
-            if is_word {
-                start.get_or_insert(i);
-            } else if let Some(s) = start.take() {
-                push(self, &text[s..i], out);
-            }
-            i += width;
-        }
-        if let Some(s) = start {
-            push(self, &text[s..], out);
+        for word in words(text) {
+            push(self, word, out);
         }
         n
     }
+}
+
+/// The maximal runs of alphanumeric characters of `text`, in order. Bytes,
+/// not chars: ASCII (most of what agents log) is classified without
+/// decoding, a run at a time; only a non-ASCII byte starts a decode.
+fn words(text: &str) -> impl Iterator<Item = &str> {
+    let bytes = text.as_bytes();
+    // `at` is always a char boundary: it only ever moves by whole chars.
+    let mut at = 0;
+    let class = move |at: usize| -> Option<(bool, usize)> {
+        let &b = bytes.get(at)?;
+        if b.is_ascii() {
+            Some((b.is_ascii_alphanumeric(), 1))
+        } else {
+            let c = text[at..].chars().next()?;
+            Some((c.is_alphanumeric(), c.len_utf8()))
+        }
+    };
+    std::iter::from_fn(move || {
+        loop {
+            let (is_word, width) = class(at)?;
+            if is_word {
+                break;
+            }
+            at += width;
+        }
+        let start = at;
+        while let Some((true, width)) = class(at) {
+            at += width;
+        }
+        Some(&text[start..at])
+    })
 }
 
 #[cfg(test)]
