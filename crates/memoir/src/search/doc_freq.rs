@@ -6,8 +6,8 @@
 //! posting list, about 9 ms for a term in a quarter of a million documents,
 //! and a query's common words cost most of a hybrid search
 //! (docs/BENCHMARKS.md, "Seventh stop"). Common words recur from query to
-//! query, so a process that searches more than once (the server, the MCP
-//! server, the Python bindings) keeps each frequency it walked for, and
+//! query, so an index kept open (the server and the MCP server keep theirs)
+//! remembers each frequency it walked for, and
 //! trusts it only while `PRAGMA data_version` of the terms file says no
 //! other connection committed to it since: a frequency is always exact.
 
