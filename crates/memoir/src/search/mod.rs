@@ -337,8 +337,10 @@ impl SearchIndex {
     /// lose less work to a crash. PostgreSQL commits per session and
     /// ignores it.
     pub fn with_batch_docs(mut self, docs: usize) -> SearchIndex {
-        if let Engine::Sqlite(db) = &mut self.db {
-            db.batch_docs = docs.max(1);
+        match &mut self.db {
+            Engine::Sqlite(db) => db.batch_docs = docs.max(1),
+            #[cfg(feature = "postgres")]
+            Engine::Postgres(_) => {}
         }
         self
     }
