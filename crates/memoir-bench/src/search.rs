@@ -38,8 +38,8 @@ fn peak_rss_mb() -> f64 {
         .map_or(0.0, |kb| kb / 1024.0)
 }
 
-/// Bytes of the transcripts in `dir` (its `*.jsonl`; not the index a
-/// previous run left in `dir/search`).
+/// The transcripts in `dir` (its `*.jsonl`; not the index a previous run
+/// left in `dir/search`, nor a peer's database).
 fn jsonl_files(dir: &Path) -> Vec<std::fs::DirEntry> {
     std::fs::read_dir(dir)
         .map(|rd| {
@@ -50,6 +50,7 @@ fn jsonl_files(dir: &Path) -> Vec<std::fs::DirEntry> {
         .unwrap_or_default()
 }
 
+/// Bytes of the transcripts in `dir`.
 fn jsonl_bytes(dir: &Path) -> u64 {
     jsonl_files(dir)
         .iter()
@@ -309,6 +310,7 @@ fn measure(
     let (h50, h99, hr) = lat(SearchMode::Hybrid);
     // As a one-shot `memoir search` runs: the index opened afresh (untimed)
     // for each query, so nothing a previous query learnt is reused.
+    // Fifty queries: each opening costs more than its query.
     let mut once = Vec::new();
     for a in answers.iter().take(50) {
         let fresh = reopen();

@@ -16,11 +16,14 @@ use std::ptr;
 
 use rusqlite::{ffi, Connection};
 
-/// The tokenizer's name in `CREATE VIRTUAL TABLE ... tokenize=...`.
-pub const NAME: &str = "memoir_terms";
-
-/// [`NAME`] as the C string FTS5 is given.
+/// The tokenizer's name as the C string FTS5 is given.
 const C_NAME: &CStr = c"memoir_terms";
+
+/// The tokenizer's name in `CREATE VIRTUAL TABLE ... tokenize=...`.
+pub const NAME: &str = match C_NAME.to_str() {
+    Ok(name) => name,
+    Err(_) => panic!("the tokenizer's name is ASCII"),
+};
 
 /// The one (stateless) tokenizer instance FTS5 is handed: it only needs a
 /// pointer that is not null, never reads through it.
@@ -94,21 +97,25 @@ fn fts5_api(conn: &Connection) -> rusqlite::Result<*mut ffi::fts5_api> {
     // SAFETY: a non-null `api` points at the connection's FTS5 global,
     // which lives as long as the connection.
     if api.is_null() || unsafe { (*api).iVersion } < 2 {
-        return check(ffi::SQLITE_MISUSE, "finding FTS5 (version 2 or later)")
-            .map(|()| ptr::null_mut());
+        return Err(failure(
+            ffi::SQLITE_MISUSE,
+            "finding FTS5 (version 2 or later)",
+        ));
     }
     Ok(api)
 }
 
+/// `Ok` for `SQLITE_OK`, else the failure of `what`.
 fn check(rc: c_int, what: &str) -> rusqlite::Result<()> {
     if rc == ffi::SQLITE_OK {
         Ok(())
     } else {
-        Err(rusqlite::Error::SqliteFailure(
-            ffi::Error::new(rc),
-            Some(what.to_string()),
-        ))
+        Err(failure(rc, what))
     }
+}
+
+fn failure(rc: c_int, what: &str) -> rusqlite::Error {
+    rusqlite::Error::SqliteFailure(ffi::Error::new(rc), Some(what.to_string()))
 }
 
 /// `xCreate`: every table gets the same stateless instance; arguments

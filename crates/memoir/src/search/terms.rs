@@ -66,7 +66,7 @@ impl<'t> Terms<'t> {
     pub(super) fn joined(&mut self, text: &str, out: &mut String) -> u64 {
         out.clear();
         let mut n = 0u64;
-        let mut push = |this: &mut Self, word: &str, out: &mut String| {
+        for word in words(text) {
             let mut add = |t: &str| {
                 if !out.is_empty() {
                     out.push(' ');
@@ -75,15 +75,12 @@ impl<'t> Terms<'t> {
                 n += 1;
             };
             if word.len() > MAX_CACHED_WORD_BYTES {
-                if let Some(t) = this.tokenizer.tokens(word).first() {
+                if let Some(t) = self.tokenizer.tokens(word).first() {
                     add(t);
                 }
             } else {
-                this.term(word, add);
+                self.term(word, add);
             }
-        };
-        for word in words(text) {
-            push(self, word, out);
         }
         n
     }
