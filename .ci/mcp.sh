@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# memoir mcp against clients nobody on this project wrote (issue 15):
+# memoir mcp against clients nobody on this project wrote:
 #  1. the official MCP Python SDK (`mcp` from PyPI): crates/memoir-mcp/tests/python
 #     (every tool, schemas, negotiation, 8 processes x 200 remembers, scoping, HTTP tokens);
 #  2. the official conformance suite (`@modelcontextprotocol/conformance` from npm)

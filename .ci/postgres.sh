@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# .ci/postgres.sh: real PostgreSQL servers for memoir's tests (issue 6).
+# .ci/postgres.sh: real PostgreSQL servers for memoir's tests.
 #
 # Starts two throwaway clusters on free 127.0.0.1 ports, as a non-root user,
 # under one state directory ($MEMOIR_PG_BASE, default /tmp/memoir-ci-pg):

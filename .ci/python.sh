@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Python package (issue 16), tested like a Python user: build the abi3
+# The Python package, tested like a Python user: build the abi3
 # wheel with maturin (lean core features: no PostgreSQL, MiniLM or search),
 # install it into a fresh venv with the SDKs it adapts (pinned), and run
 # pytest over bindings/python/tests/ (the SDKs' conformance suites and ours).

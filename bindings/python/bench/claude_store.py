@@ -1,6 +1,6 @@
 """Benchmark: memoir's Claude Agent SDK SessionStore vs the SDK's own stores.
 
-Workload (issue 16): ITEMS transcript entries (~0.6 KB each, shaped like
+Workload: ITEMS transcript entries (~0.6 KB each, shaped like
 Claude Code's user/assistant lines) in SESSIONS sessions, appended in batches
 of BATCH (the SDK mirrors at ~100 ms cadence, a few entries a batch), sessions
 interleaved; then every session loaded back by a fresh store object.

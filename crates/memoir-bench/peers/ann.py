@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""ANN peer yardsticks for memoir's vector index (issue 5 benchmarks).
+"""ANN peer yardsticks for memoir's vector index benchmarks.
 
 Reads the vectors memoir's `view` bench wrote (`cargo run --release -p memoir-bench --
 view`), so every engine searches exactly the same data:

@@ -1,4 +1,4 @@
-"""Raw cost of one durable 1 KiB record on this disk (issue 17.2): append +
+"""Raw cost of one durable 1 KiB record on this disk: append +
 fdatasync (memoir), overwrite of preallocated space + fdatasync (what
 SQLite's WAL does), fallocate(KEEP_SIZE) ahead then append + fdatasync, and
 O_DSYNC appends; interleaved rounds of 300, median, ratio to the overwrite.

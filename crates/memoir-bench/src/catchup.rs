@@ -1,4 +1,4 @@
-//! The search index's per-request catch-up (issue 13): what
+//! The search index's per-request catch-up: what
 //! `SearchIndex::update` costs before every search (`POST /v1/search`,
 //! `memoir mcp`) on a store of N sessions, from the change journal, against
 //! the full pass it replaces (the store listed, a `stat` per session: what

@@ -1,4 +1,4 @@
-//! Embedding throughput benchmark (issue 4).
+//! Embedding throughput benchmark.
 //!
 //! `cargo run --release -p memoir-bench -- embed [--quick]` prints:
 //!

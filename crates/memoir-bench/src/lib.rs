@@ -21,12 +21,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-pub mod catchup; // search catch-up from the change journal (issue 13)
+pub mod catchup; // search catch-up from the change journal
 pub mod embed;
 pub mod load;
 pub mod locomo;
 pub mod manager;
-pub mod search; // cross-session search (issue 13)
+pub mod search; // cross-session search
 pub mod transcript;
 pub mod view;
 

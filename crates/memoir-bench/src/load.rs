@@ -1,4 +1,4 @@
-//! Load test of the shared store (issue 6), bounded and loopback-only.
+//! Load test of the shared store, bounded and loopback-only.
 //!
 //! `server` mode: an in-process `memoir serve` on 127.0.0.1:0 over the file
 //! store or PostgreSQL; `--clients` threads (one blocking HTTP client each)

@@ -1,4 +1,4 @@
-//! LoCoMo retrieval recall (issue 17 item 5), through the library's own
+//! LoCoMo retrieval recall, through the library's own
 //! harness (`memoir::view::eval`, the one behind `memoir eval locomo`).
 //!
 //! ```text

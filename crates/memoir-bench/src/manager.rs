@@ -1,4 +1,4 @@
-//! Session manager benchmark (issue 3).
+//! Session manager benchmark.
 //!
 //! 1. 10,000 messages added one by one through `SessionManager::add_message`
 //!    with the default batching (every 10 messages or 0.5 s), against the
@@ -6,7 +6,7 @@
 //!    rewritten whole (temp file + rename) on every flush, plus its
 //!    read-merge-write of a shared index. Wall time and bytes written (the
 //!    process's `wchar` from `/proc/self/io`), without and with fsync.
-//! 2. `list_sessions` over 10,000 sessions (issue 17): from the listing
+//! 2. `list_sessions` over 10,000 sessions: from the listing
 //!    snapshot (page cache warm, and dropped when run as root), after another
 //!    writer appended to 10 sessions, without the snapshot (a `stat` per
 //!    transcript), and after the index directory was deleted (full rebuild);

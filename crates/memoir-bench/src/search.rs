@@ -1,4 +1,4 @@
-//! Cross-session search (issue 13): memoir's persistent index against plain
+//! Cross-session search: memoir's persistent index against plain
 //! SQLite FTS5 over the same messages, and the view's in-memory BM25, on a
 //! generated coding-agent-shaped store with known-answer queries.
 //!

@@ -1,4 +1,4 @@
-//! Transcript benchmarks (issue 2), peers measured in the same run:
+//! Transcript benchmarks, peers measured in the same run:
 //!
 //! 1. append N realistic ~1 KB agent messages, durable per call and in batches
 //!    of 100, against SQLite (WAL, `synchronous=FULL`) inserting the same rows;

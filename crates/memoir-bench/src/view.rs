@@ -1,5 +1,5 @@
-//! Benchmarks of the semantic session view (issue 5); results are recorded in
-//! `docs/BENCHMARKS.md`, section "Semantic view (issue 5)".
+//! Benchmarks of the semantic session view; results are recorded in
+//! `docs/BENCHMARKS.md`, section "Semantic view".
 //!
 //! ```text
 //! cargo run --release -p memoir-bench -- view [--section ann,graft,rebuild]

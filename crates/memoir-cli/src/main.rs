@@ -18,8 +18,7 @@ use clap::{CommandFactory, Parser, Subcommand};
 
 /// mimalloc, not the system allocator: indexing hands every document's
 /// memory from the thread that reads it to the threads that write it, and
-/// glibc's per-arena locks made those frees contend (docs/BENCHMARKS.md,
-/// "Seventh stop").
+/// glibc's per-arena locks made those frees contend (docs/BENCHMARKS.md, "Search").
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -1,4 +1,4 @@
-//! MCP tool-call latency (issue 15): `search_sessions` and `recall` through a
+//! MCP tool-call latency: `search_sessions` and `recall` through a
 //! real `memoir mcp` process over stdio, on the search benchmark's generated
 //! store (`crates/memoir/tests/suite/support/corpus.rs`, same seed), against
 //! the same library calls made in process (the floor: what the MCP layer, the

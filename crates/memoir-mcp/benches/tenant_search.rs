@@ -1,5 +1,5 @@
 //! A tenant's `search_sessions` over `memoir mcp --http`'s shared store, on
-//! a real PostgreSQL server (issues 13 and 15), two ways in the same run:
+//! a real PostgreSQL server, two ways in the same run:
 //!
 //! - **store index**: the store's own search tables, restricted to the
 //!   tenant's `P~` ids (what a PostgreSQL or file store gets);

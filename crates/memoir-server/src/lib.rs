@@ -67,7 +67,7 @@ pub fn router(config: ServerConfig) -> Router {
         leases: Default::default(),
         blob_grants: Default::default(),
     });
-    // Trash reads, owner leases and payload blobs (issue 10.1/10.7): what
+    // Trash reads, owner leases and payload blobs: what
     // `RemoteStore` needs to run the manager like any other store.
     let engine_routes = Router::new()
         .route("/v1/trash", get(trash::list_trash))
@@ -104,7 +104,7 @@ pub fn router(config: ServerConfig) -> Router {
         .route("/v1/sessions/{id}/purge", post(write::purge_session))
         .route("/v1/sessions/{id}/search", post(search::search_session))
         .route("/v1/usage", get(handlers::usage::get_usage));
-    // Cross-session search (issue 13).
+    // Cross-session search.
     #[cfg(feature = "search")]
     let router = router.route("/v1/search", post(handlers::search_all::search_all));
     router

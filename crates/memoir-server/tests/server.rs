@@ -7,7 +7,7 @@
 
 #[path = "../../memoir/tests/suite/postgres_common/mod.rs"]
 mod postgres_common;
-// The manager conformance suite on a RemoteStore (issue 10.1).
+// The manager conformance suite on a RemoteStore.
 mod remote_conformance;
 
 use std::collections::HashMap;
@@ -710,7 +710,7 @@ fn database_restart_under_http_load() {
     }
 }
 
-// ---- isolation between projects (issue 9.1-9.3, 9.14) ---------------------
+// ---- isolation between projects ----------------------------------------
 
 fn text_of(loaded: &wire::Loaded) -> Vec<String> {
     loaded.messages.iter().map(|m| m.text_content()).collect()
@@ -1057,7 +1057,7 @@ fn large_payloads_go_to_the_servers_blob_store() {
     assert_eq!(t.messages, turn);
 }
 
-// ---- POST /v1/search (issue 13) -------------------------------------------
+// ---- POST /v1/search -------------------------------------------
 
 fn search_all(base: &str, token: &str, body: serde_json::Value) -> (u16, serde_json::Value) {
     let (status, text) = raw(

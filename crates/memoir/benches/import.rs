@@ -1,4 +1,4 @@
-//! Import throughput (issue 12): a generated Claude Code tree and a generated
+//! Import throughput: a generated Claude Code tree and a generated
 //! Codex tree (shapes taken from `testdata/transcripts/`: split assistant
 //! lines, tool calls with large results, duplicated Codex streams, cumulative
 //! token counts), imported first, re-run unchanged, then re-run after 1%

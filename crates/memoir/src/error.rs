@@ -95,7 +95,7 @@ pub enum Error {
     #[error("json: {0}")]
     Json(#[from] serde_json::Error),
 
-    // File-store integrity (issue 9).
+    // File-store integrity.
     /// A transcript path that is not a regular file (a symlink, FIFO,
     /// directory or device): refused before anything is read or written.
     #[error("{} is a {kind}, not a regular file; refusing to use it as a transcript", path.display())]

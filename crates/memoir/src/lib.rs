@@ -68,7 +68,7 @@ pub mod id;
 pub mod import;
 pub mod manager;
 pub mod message;
-// Explicit per-project notes (`remember`/`forget`, issue 15).
+// Explicit per-project notes (`remember`/`forget`).
 pub mod notes;
 pub mod paths;
 pub mod record;

@@ -1,4 +1,4 @@
-//! Peak memory of loading a transcript (issue 17 item 3: at most 1.5× the
+//! Peak memory of loading a transcript (at most 1.5× the
 //! file). Alone in its own test binary because it installs a counting global
 //! allocator, which measures every allocation of the process.
 //!

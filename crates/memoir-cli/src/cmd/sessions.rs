@@ -492,7 +492,7 @@ pub fn print_message(seq: u64, from: Option<&str>, m: &Message) -> anyhow::Resul
 }
 
 fn usage(store: &StoreArgs, id: &str, as_json: bool) -> anyhow::Result<ExitCode> {
-    // One implementation for every front: memoir::usage (issue 14). A
+    // One implementation for every front: memoir::usage. A
     // fork's own responses count; its parent's prefix is reported apart.
     let m = store.reader()?;
     let id = resolve_id(&m, id)?;

@@ -1,4 +1,4 @@
-//! Crash integrity with real processes (issue 9): writers killed with SIGKILL
+//! Crash integrity with real processes: writers killed with SIGKILL
 //! in the middle of batch appends, and the crash loop over every write step
 //! (append, batch append, rewrite, fork, delete/restore, index update).
 //!

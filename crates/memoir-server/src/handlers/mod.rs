@@ -2,15 +2,15 @@
 //! parses, and calls the library on the caller's [`ProjectStore`]; session
 //! logic (fork cut, export framing, search ranking) lives in `memoir`.
 
-pub(crate) mod blobs; // PUT/GET /v1/blobs/{hash} (issue 10.7)
+pub(crate) mod blobs; // PUT/GET /v1/blobs/{hash}
 pub(crate) mod fork;
-pub(crate) mod lease; // /v1/sessions/{id}/lease (issue 10.1)
+pub(crate) mod lease; // /v1/sessions/{id}/lease
 pub(crate) mod read;
 pub(crate) mod search;
 #[cfg(feature = "search")]
-pub(crate) mod search_all; // POST /v1/search (issue 13)
+pub(crate) mod search_all; // POST /v1/search
 pub(crate) mod trash; // GET /v1/trash, /v1/trash/{id}/log
-pub(crate) mod usage; // GET /v1/usage (issue 14)
+pub(crate) mod usage; // GET /v1/usage
 pub(crate) mod write;
 
 use std::sync::Arc;

@@ -1,6 +1,6 @@
 //! Catching the index up with a file store from its change journal: per
 //! search request, a read of the journal's tail and of the store directory's
-//! mtime instead of a `stat` per session (issue 13, with issue 17.1's
+//! mtime instead of a `stat` per session (with the store's change
 //! journal).
 //!
 //! The index keeps a [`Checkpoint`] in its `meta` table (key

@@ -1,5 +1,5 @@
 //! Search every session: one persistent, incremental, bounded index across a
-//! whole store (issue 13).
+//! whole store.
 //!
 //! [`SearchIndex`] keeps a derived, rebuildable SQLite database (FTS5) under
 //! the store, by default `<sessions dir>/search/index.sqlite`. Deleting it

@@ -4,7 +4,7 @@
 //! ([`LogStore::read_each`]), so a load never holds the whole record list
 //! and the messages at once; a fork's parent prefix is stitched in first,
 //! as soon as the header names the parent. Peak memory is then the
-//! messages plus the few chunks the reader has in flight (issue 17 item 3).
+//! messages plus the few chunks the reader has in flight.
 
 use super::blobs::Resolver;
 use super::{verify_parent, Transcript, MAX_FORK_DEPTH};

@@ -1,4 +1,4 @@
-//! Large payloads live in the blob store, in transcripts too (issue 10.7):
+//! Large payloads live in the blob store, in transcripts too:
 //! a 20 MB tool output is written once, a rewrite or another session carrying
 //! it adds no payload bytes, load gives back the original bytes, a missing or
 //! corrupt blob is reported (never a crash), and the collector keeps exactly

@@ -1,6 +1,5 @@
-//! Catching caches up with a file store from its change journal (issue 13's
-//! search catch-up, sharing issue 17.1's "what changed since" with the
-//! listing): appends, compactions, deletes, restores and creates by other
+//! Catching caches up with a file store from its change journal (the
+//! search catch-up, sharing the listing's "what changed since"): appends, compactions, deletes, restores and creates by other
 //! processes are found by the next search without a `stat` per session; a
 //! writer the journal announced is waited for; a full pass never loses a
 //! change made while it looks; SIGKILL in the middle of a catch-up loses

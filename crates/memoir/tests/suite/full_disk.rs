@@ -1,4 +1,4 @@
-//! A real full disk (issue 9.16): every write step on a small tmpfs that is
+//! A real full disk: every write step on a small tmpfs that is
 //! filled to the last byte. CI (`.ci/run`, as root) mounts one and names it in
 //! `MEMOIR_TEST_TMPFS`; without it the test prints a notice and passes.
 //! The `RLIMIT_FSIZE` variant lives in `memoir-cli/tests/cli/processes.rs`.

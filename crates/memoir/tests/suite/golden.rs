@@ -1,4 +1,4 @@
-//! Golden files (issue 11.4): `tests/golden/v1/` holds byte-exact files of
+//! Golden files: `tests/golden/v1/` holds byte-exact files of
 //! format 1 (transcripts with real hashes, a fork and its parent, a torn tail,
 //! a partial batch, an index entry and an export in each format). Each test
 //! reads the stored bytes with today's code, checks the decoded values, and

@@ -1,4 +1,4 @@
-//! Golden files of the payload formats (issue 11.4), beside `golden`'s
+//! Golden files of the payload formats, beside `golden`'s
 //! transcripts: a session whose large tool output lives in the blob store
 //! (`tests/golden/v1/blobs/`: the transcript holding the reference object and
 //! the content-addressed blob file), and an embedding-cache file

@@ -1,4 +1,4 @@
-//! Golden PostgreSQL rows (issue 11.4): `tests/golden/v1/postgres/rows.json`
+//! Golden PostgreSQL rows: `tests/golden/v1/postgres/rows.json`
 //! holds the `memoir_sessions` and `memoir_records` rows PostgreSQL stores for
 //! `golden`'s parent session, written with the same calls. The writer must
 //! produce these rows byte for byte (each `line` is the file store's line, so

@@ -1,4 +1,4 @@
-//! Importers (issue 12) against the real fixtures in `testdata/transcripts/`
+//! Importers against the real fixtures in `testdata/transcripts/`
 //! (see its README; counts below were written down by reading the files),
 //! plus incremental behaviour on copies in temp dirs: re-import is a no-op,
 //! growth imports only the tail, rewrites and truncations become forks, torn

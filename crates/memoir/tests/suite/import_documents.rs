@@ -1,6 +1,6 @@
 //! Claude `document` content blocks (PDFs, text documents) are imported as
 //! blobs, like images: the log keeps a reference with media type and size,
-//! the readers and the export give the bytes back (issue 12). Fixture:
+//! the readers and the export give the bytes back. Fixture:
 //! `tests/data/import/claude-document.jsonl` (see the README beside it).
 
 use std::fs;

@@ -1,4 +1,4 @@
-//! Codex paginated history followed by reference (issue 12): a thread split
+//! Codex paginated history followed by reference: a thread split
 //! into segments by `rollout_reference` is one session, `history_base` of
 //! another thread is a fork by reference at the ordinal cut, duplicated
 //! ordinals are tolerated and reported. Fixtures: the hand-written Codex

@@ -1,4 +1,4 @@
-//! The listing snapshot and the change journal (issue 17.1) with real
+//! The listing snapshot and the change journal with real
 //! processes: sessions appended by other processes (through the store, with
 //! no index update, as `memoir serve` appends; or killed with SIGKILL between
 //! an append and its index update) are listed fresh from the snapshot, and a

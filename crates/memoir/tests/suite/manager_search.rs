@@ -1,5 +1,4 @@
-//! The manager keeps the cross-session search index current (issue 10,
-//! item 4): what is appended, renamed, forked or deleted through a
+//! The manager keeps the cross-session search index current: what is appended, renamed, forked or deleted through a
 //! `SessionManager` with an attached `SearchIndex` is searchable (or gone)
 //! without `memoir index`, and an index failure never fails the write.
 

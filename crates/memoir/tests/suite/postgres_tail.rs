@@ -1,4 +1,4 @@
-//! Issue 9 item 8 on PostgreSQL: an append never acknowledges a record the
+//! On PostgreSQL, an append never acknowledges a record the
 //! reader would skip. When the rows of a session do not end at its recorded
 //! last `seq` (a copied or re-inserted row, a lowered `last_seq`), appends are
 //! refused with a typed error (`StoreError::BrokenTail`, kind `Corrupt`: not a

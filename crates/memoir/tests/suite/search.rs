@@ -1,4 +1,4 @@
-//! The cross-session search index (issue 13): every filter on a generated
+//! The cross-session search index: every filter on a generated
 //! 1,000-session store, crash safety under SIGKILL, compaction, rewritten
 //! logs, trash and restore, forks, stale indexes.
 //!

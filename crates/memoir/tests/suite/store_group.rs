@@ -1,4 +1,4 @@
-//! Group commit in the file store (issue 17.2): appends to one session from
+//! Group commit in the file store: appends to one session from
 //! many threads share writes and syncs, every append keeps its own atomic
 //! `seq` range, and what was acknowledged survives a SIGKILL of the process
 //! in the middle of it.

@@ -1,4 +1,4 @@
-//! File-store integrity (issue 9): repair idempotence, atomic batches, seq
+//! File-store integrity: repair idempotence, atomic batches, seq
 //! continuation, special files, temp sweeping, read-only reads and fsync
 //! poisoning through the fault-injection seam. Real files in temp dirs.
 

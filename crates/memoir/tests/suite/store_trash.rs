@@ -1,5 +1,4 @@
-//! The file store's trash under crashes and concurrent writers (issue 9
-//! items 11 and 12): a restore killed between its link and its unlink, a
+//! The file store's trash under crashes and concurrent writers: a restore killed between its link and its unlink, a
 //! delete racing eight writers, and the manager's view of both.
 
 use std::sync::{Arc, Barrier};

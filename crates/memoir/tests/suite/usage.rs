@@ -1,4 +1,4 @@
-//! Usage reports (issue 14) over real file stores, with hand-computed totals.
+//! Usage reports over real file stores, with hand-computed totals.
 //!
 //! Sessions are written in the shape the importers produce (header `source`,
 //! message `extra.source`, `provider_id`, `timestamp`), with the numbers of

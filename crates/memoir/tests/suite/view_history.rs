@@ -1,4 +1,4 @@
-//! The view keeps every turn and knows which log it points into (issue 10.4):
+//! The view keeps every turn and knows which log it points into:
 //! a turn a compaction dropped is still recalled, with its provenance; a
 //! fork's inherited records and its own never share a key; re-indexing never
 //! rewinds a record's lifecycle.

