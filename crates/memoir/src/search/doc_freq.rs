@@ -5,7 +5,7 @@
 //! FTS5 keeps no count per term: `terms_vocab` walks the term's whole
 //! posting list, about 9 ms for a term in a quarter of a million documents,
 //! and a query's common words cost most of a hybrid search
-//! (docs/BENCHMARKS.md, "Seventh stop"). Common words recur from query to
+//! (docs/BENCHMARKS.md, "Search"). Common words recur from query to
 //! query, so an index kept open (the server and the MCP server keep theirs)
 //! remembers each frequency it walked for, and
 //! trusts it only while `PRAGMA data_version` of the terms file says no

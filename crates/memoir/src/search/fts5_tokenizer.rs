@@ -3,7 +3,7 @@
 //! (`super::terms`), lowercased, stemmed and space-separated. FTS5's own
 //! tokenizers classify, fold and copy every byte again: `unicode61` also
 //! split some of memoir's terms (at combining marks), and even `ascii` cost
-//! a tenth of an indexing pass's CPU (docs/BENCHMARKS.md, "Seventh stop").
+//! a tenth of an indexing pass's CPU (docs/BENCHMARKS.md, "Search").
 //!
 //! FTS5 looks a table's tokenizer up by name on each connection, so every
 //! connection to the index calls [`register`] (`super::engine` does it for
