@@ -370,6 +370,8 @@ struct Plan {
     agent: AgentKind,
     budget: u64,
     start_ms: i64,
+    /// Growth: bytes written beyond what `budget` writes.
+    extra: u64,
     /// Resume this plan's predecessor (a Claude session right before it).
     resumes_previous: bool,
 }
@@ -411,15 +413,22 @@ pub fn generate(spec: &CorpusSpec, root: &Path) -> Result<Manifest, CorpusError>
     let mut previous_id = String::new();
     for (i, p) in plans.iter().enumerate() {
         let rng = Rng::derive(spec.seed, i as u64 + 1);
-        let g = match p.agent {
+        let resume = p
+            .resumes_previous
+            .then(|| (previous_id.as_str(), previous_main.as_slice()));
+        let run = |budget: u64| match p.agent {
             AgentKind::ClaudeCode => {
-                let resume = p
-                    .resumes_previous
-                    .then(|| (previous_id.as_str(), previous_main.as_slice()));
-                claude::session(rng, &spec.shapes, i, p.budget, p.start_ms, resume)
+                claude::session(rng.clone(), &spec.shapes, i, budget, p.start_ms, resume)
             }
-            AgentKind::Codex => codex::session(rng, &spec.shapes, i, p.budget, p.start_ms),
+            AgentKind::Codex => codex::session(rng.clone(), &spec.shapes, i, budget, p.start_ms),
         };
+        let mut g = run(p.budget);
+        if p.extra > 0 {
+            // Growth is measured from what the base budget wrote (its last
+            // turn may overshoot the budget by more than the growth).
+            let written: u64 = g.files.iter().map(|f| f.bytes.len() as u64).sum();
+            g = run(written + p.extra);
+        }
         let home = root.join(home_dir(p.agent));
         for f in &g.files {
             let path = home.join(&f.rel);
@@ -483,6 +492,7 @@ fn plan(spec: &CorpusSpec) -> Vec<Plan> {
             agent,
             budget,
             start_ms,
+            extra: 0,
             resumes_previous,
         });
     }
@@ -496,7 +506,7 @@ fn plan(spec: &CorpusSpec) -> Vec<Plan> {
             continue;
         }
         let add = extra.min(plans[i].budget.max(64 * 1024));
-        plans[i].budget += add;
+        plans[i].extra = add;
         extra -= add;
     }
     plans
