@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! memoir-corpus --seed S --sessions N --mb M --out DIR [--agents claude,codex]
-//!               [--grow FRACTION] [--plain] [--manifest FILE]
+//!               [--grow FRACTION] [--plain|--dense] [--resume P] [--tool-rounds MEAN] [--result-median BYTES] [--max-session-mb MB] [--manifest FILE]
 //! ```
 //!
 //! Claude Code's home is `DIR/claude`, Codex's `DIR/codex`; the manifest
@@ -16,7 +16,7 @@ use std::process::ExitCode;
 
 use memoir_testkit::corpus::{generate, AgentKind, CorpusSpec, Shapes};
 
-const USAGE: &str = "usage: memoir-corpus --seed S --sessions N --mb M --out DIR [--agents claude,codex] [--grow FRACTION] [--plain] [--manifest FILE]";
+const USAGE: &str = "usage: memoir-corpus --seed S --sessions N --mb M --out DIR [--agents claude,codex] [--grow FRACTION] [--plain|--dense] [--resume P] [--tool-rounds MEAN] [--result-median BYTES] [--max-session-mb MB] [--manifest FILE]";
 
 fn parse(args: &[String]) -> Result<(CorpusSpec, PathBuf, Option<PathBuf>), String> {
     let mut spec = CorpusSpec::default();
@@ -25,8 +25,12 @@ fn parse(args: &[String]) -> Result<(CorpusSpec, PathBuf, Option<PathBuf>), Stri
     let mut i = 0;
     while i < args.len() {
         let flag = args[i].as_str();
-        if flag == "--plain" {
-            spec.shapes = Shapes::plain();
+        if flag == "--plain" || flag == "--dense" {
+            spec.shapes = if flag == "--plain" {
+                Shapes::plain()
+            } else {
+                Shapes::dense()
+            };
             i += 1;
             continue;
         }
@@ -39,6 +43,10 @@ fn parse(args: &[String]) -> Result<(CorpusSpec, PathBuf, Option<PathBuf>), Stri
             "--sessions" => spec.sessions = value.parse().map_err(|e| bad(&e))?,
             "--mb" => spec.target_mb = value.parse().map_err(|e| bad(&e))?,
             "--grow" => spec.grow = value.parse().map_err(|e| bad(&e))?,
+            "--max-session-mb" => spec.max_session_mb = value.parse().map_err(|e| bad(&e))?,
+            "--tool-rounds" => spec.shapes.tool_rounds = value.parse().map_err(|e| bad(&e))?,
+            "--resume" => spec.shapes.resume = value.parse().map_err(|e| bad(&e))?,
+            "--result-median" => spec.shapes.result_median = value.parse().map_err(|e| bad(&e))?,
             "--out" => out = Some(PathBuf::from(value)),
             "--manifest" => manifest = Some(PathBuf::from(value)),
             "--agents" => {

@@ -337,7 +337,7 @@ impl Gen<'_> {
     /// One user turn of the main line: a prompt, tool rounds, an answer.
     fn turn(&mut self, conv: &mut Conv) {
         let main_bytes = self.files[0].bytes.len();
-        if main_bytes > 100_000 && conv.leaf.is_some() && self.rng.chance(self.shapes.compaction) {
+        if main_bytes > 30_000 && conv.leaf.is_some() && self.rng.chance(self.shapes.compaction) {
             self.compact(conv);
         }
         if self.era == Era::SubagentsDir
@@ -421,7 +421,7 @@ impl Gen<'_> {
     fn rounds(&mut self) -> usize {
         let p = 1.0 / (1.0 + self.shapes.tool_rounds.max(0.0));
         let mut n = 0;
-        while n < 40 && !self.rng.chance(p) {
+        while n < 12 && !self.rng.chance(p) {
             n += 1;
         }
         n

@@ -261,7 +261,7 @@ impl Gen<'_> {
         }
         let p = 1.0 / (1.0 + self.shapes.tool_rounds.max(0.0));
         let mut rounds = 0;
-        while rounds < 40 && !self.rng.chance(p) {
+        while rounds < 12 && !self.rng.chance(p) {
             rounds += 1;
         }
         let aborted = self.rng.chance(self.shapes.interrupt);

@@ -64,7 +64,7 @@ pub struct Shapes {
     pub thinking: f64,
     /// Per tool round: one or more calls spawn subagents (`Task`/`Agent`).
     pub subagent: f64,
-    /// Per turn, once a session has 100 KB: a compaction.
+    /// Per turn, once a session file has 30 KB: a compaction.
     pub compaction: f64,
     /// Per turn: the user rewinds to an earlier prompt of the line (Claude).
     pub rewind: f64,
@@ -110,6 +110,27 @@ impl Default for Shapes {
 }
 
 impl Shapes {
+    /// Every optional shape frequent, so that corpora of a few sessions
+    /// hold each of them (property tests at small sizes).
+    pub fn dense() -> Shapes {
+        Shapes {
+            parallel_calls: 0.5,
+            interleaved_results: 0.3,
+            subagent: 0.2,
+            compaction: 0.2,
+            rewind: 0.15,
+            image: 0.1,
+            btw: 0.15,
+            resume: 0.3,
+            interrupt: 0.1,
+            model_switch: 0.1,
+            token_count_repeat: 0.3,
+            tool_error: 0.1,
+            result_median: 800.0,
+            ..Shapes::default()
+        }
+    }
+
     /// Only linear sessions with single tool calls: no parallel calls,
     /// subagents, compaction, rewinds, images, `/btw`, resumes,
     /// interruptions, model switches, repeated token counts or errors.
@@ -480,14 +501,18 @@ fn plan(spec: &CorpusSpec) -> Vec<Plan> {
     let span = 90 * 86_400_000i64;
     let mut plans: Vec<Plan> = Vec::with_capacity(n);
     for (i, w) in weights.iter().enumerate() {
-        let agent = *rng.pick(&agents);
         let budget = (w / sum * total).clamp(3000.0, max) as u64;
         let start_ms = t0 + span * i as i64 / n as i64 + rng.range(0, 3_600_000) as i64;
-        let previous_claude = i > 0 && plans[i - 1].agent == AgentKind::ClaudeCode;
-        let resumes_previous = agent == AgentKind::ClaudeCode
-            && previous_claude
+        // A resumed session follows the Claude Code session it repeats.
+        let resumes_previous = i > 0
+            && plans[i - 1].agent == AgentKind::ClaudeCode
             && !plans[i - 1].resumes_previous
             && rng.chance(spec.shapes.resume);
+        let agent = if resumes_previous {
+            AgentKind::ClaudeCode
+        } else {
+            *rng.pick(&agents)
+        };
         plans.push(Plan {
             agent,
             budget,
