@@ -436,7 +436,7 @@ pub fn generate(spec: &CorpusSpec, root: &Path) -> Result<Manifest, CorpusError>
         let rng = Rng::derive(spec.seed, i as u64 + 1);
         let resume = p
             .resumes_previous
-            .then(|| (previous_id.as_str(), previous_main.as_slice()));
+            .then_some((previous_id.as_str(), previous_main.as_slice()));
         let run = |budget: u64| match p.agent {
             AgentKind::ClaudeCode => {
                 claude::session(rng.clone(), &spec.shapes, i, budget, p.start_ms, resume)
