@@ -646,6 +646,153 @@ mod tests {
         let _ = fs::remove_dir_all(root);
     }
 
+    /// The files agree with the manifest, read independently of the
+    /// generator: ids, result parents, split responses, times, Codex totals.
+    #[test]
+    fn the_files_say_what_the_manifest_says() {
+        use serde_json::Value;
+        use std::collections::{BTreeSet, HashMap};
+        let root = tempfile_dir("truth");
+        let spec = CorpusSpec {
+            seed: 21,
+            sessions: 10,
+            target_mb: 1.0,
+            shapes: Shapes::dense(),
+            ..CorpusSpec::default()
+        };
+        let m = generate(&spec, &root).unwrap();
+        let mut paths: BTreeSet<&str> = BTreeSet::new();
+        for s in &m.sessions {
+            paths.insert(&s.path);
+        }
+        for path in paths {
+            let truths: Vec<&SessionTruth> = m.sessions.iter().filter(|s| s.path == path).collect();
+            let text = fs::read_to_string(root.join(path)).unwrap();
+            let lines: Vec<Value> = text
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect();
+            let want_calls: BTreeSet<&str> = truths
+                .iter()
+                .flat_map(|t| t.tool_calls.iter().map(String::as_str))
+                .collect();
+            let want_results: Vec<&str> = truths
+                .iter()
+                .flat_map(|t| t.tool_results.iter().map(String::as_str))
+                .collect();
+            let mut calls = BTreeSet::new();
+            let mut results = Vec::new();
+            let times: Vec<&str> = lines
+                .iter()
+                .map(|l| l["timestamp"].as_str().unwrap())
+                .collect();
+            if truths[0].kind != SessionKind::Resumed {
+                assert!(
+                    times.windows(2).all(|w| w[0] <= w[1]),
+                    "{path}: time goes back"
+                );
+                assert_eq!(times[0], truths[0].first_time, "{path}");
+            }
+            assert_eq!(*times.last().unwrap(), truths[0].last_time, "{path}");
+            if truths[0].agent == AgentKind::ClaudeCode {
+                let mut call_line: HashMap<String, String> = HashMap::new();
+                let mut by_message: HashMap<String, (Value, Value)> = HashMap::new();
+                let copied: usize = if truths[0].kind == SessionKind::Resumed {
+                    // The copy's ids belong to the session it repeats.
+                    let from = truths[0].resumed_from.as_deref().unwrap();
+                    m.sessions
+                        .iter()
+                        .find(|s| {
+                            s.session_id == from
+                                && s.kind != SessionKind::Subagent
+                                && s.kind != SessionKind::Btw
+                        })
+                        .map_or(0, |s| s.lines as usize)
+                } else {
+                    0
+                };
+                for (i, l) in lines.iter().enumerate() {
+                    let uuid = l["uuid"].as_str().unwrap().to_string();
+                    for b in l["message"]["content"].as_array().into_iter().flatten() {
+                        if b["type"] == "tool_use" {
+                            call_line.insert(b["id"].as_str().unwrap().into(), uuid.clone());
+                            if i >= copied {
+                                calls.insert(b["id"].as_str().unwrap().to_string());
+                            }
+                        }
+                        if b["type"] == "tool_result" {
+                            let id = b["tool_use_id"].as_str().unwrap();
+                            assert_eq!(
+                                l["parentUuid"].as_str(),
+                                call_line.get(id).map(String::as_str),
+                                "{path}: result {id} hangs from its call line"
+                            );
+                            if let Some(src) = l.get("sourceToolAssistantUUID") {
+                                assert_eq!(src.as_str(), l["parentUuid"].as_str());
+                            }
+                            if i >= copied {
+                                results.push(id.to_string());
+                            }
+                        }
+                    }
+                    if l["type"] == "assistant" {
+                        let id = l["message"]["id"].as_str().unwrap().to_string();
+                        let seen = by_message
+                            .entry(id)
+                            .or_insert((l["requestId"].clone(), l["message"]["usage"].clone()));
+                        assert_eq!(
+                            seen,
+                            &(l["requestId"].clone(), l["message"]["usage"].clone()),
+                            "{path}: split response differs"
+                        );
+                    }
+                }
+                let requests: usize = truths.iter().map(|t| t.requests.len()).sum();
+                assert_eq!(
+                    requests,
+                    by_message.len(),
+                    "{path}: one request per message.id"
+                );
+            } else {
+                let mut last_total = Tokens::default();
+                for l in &lines {
+                    let p = &l["payload"];
+                    if p["type"] == "function_call" || p["type"] == "custom_tool_call" {
+                        calls.insert(p["call_id"].as_str().unwrap().to_string());
+                    }
+                    if p["type"] == "function_call_output" || p["type"] == "custom_tool_call_output"
+                    {
+                        results.push(p["call_id"].as_str().unwrap().to_string());
+                    }
+                    if p["type"] == "token_count" {
+                        let t = &p["info"]["total_token_usage"];
+                        let n = |k: &str| t[k].as_u64().unwrap();
+                        last_total = Tokens {
+                            input: n("input_tokens") - n("cached_input_tokens"),
+                            output: n("output_tokens"),
+                            cache_read: n("cached_input_tokens"),
+                            reasoning: n("reasoning_output_tokens"),
+                            ..Tokens::default()
+                        };
+                    }
+                }
+                assert_eq!(
+                    last_total,
+                    truths[0].counted_usage(),
+                    "{path}: cumulative total"
+                );
+            }
+            let calls: BTreeSet<&str> = calls.iter().map(String::as_str).collect();
+            assert_eq!(calls, want_calls, "{path}");
+            let mut results_sorted: Vec<&str> = results.iter().map(String::as_str).collect();
+            let mut want_sorted = want_results.clone();
+            results_sorted.sort();
+            want_sorted.sort();
+            assert_eq!(results_sorted, want_sorted, "{path}");
+        }
+        let _ = fs::remove_dir_all(root);
+    }
+
     fn tempfile_dir(tag: &str) -> PathBuf {
         let d = std::env::temp_dir().join(format!(
             "memoir-testkit-{tag}-{}-{:?}",
