@@ -1,28 +1,31 @@
 //! Import throughput: a generated Claude Code tree and a generated
-//! Codex tree (shapes taken from `testdata/transcripts/`: split assistant
-//! lines, tool calls with large results, duplicated Codex streams, cumulative
-//! token counts), imported first, re-run unchanged, then re-run after 1%
-//! growth (appended to the newest sessions, as live agents do). Prints MB/s,
-//! seconds and peak RSS, and, when `CCUSAGE` names a `ccusage` binary, its
-//! `daily --json --offline` time over the same trees.
+//! Codex tree (`memoir-testkit`'s corpus: realistic shapes and a long tail of
+//! session sizes; see `crates/memoir-testkit/README.md`), imported first,
+//! re-run unchanged, then re-run after 1% growth (appended to the newest
+//! sessions, as live agents do). Prints MB/s, seconds and peak RSS, and,
+//! when `CCUSAGE` names a `ccusage` binary, its `daily --json --offline`
+//! time over the same trees.
 //!
-//! Then `memoir usage --by day` (the library's report) and `ccusage daily
-//! --json --offline --timezone UTC` over the same tree, side by side.
+//! Then the usage per day three ways: the generator's manifest (the ground
+//! truth), `memoir usage --by day` (the library's report) and, with
+//! `CCUSAGE`, `ccusage daily --json --offline --timezone UTC`.
 //! ccusage is pinned at 20.0.24 (20.0.26 has no linux-x64 native package on
 //! the registry, so its launcher exits with "native binary is not
 //! available": that, not the trees, is why it failed before):
 //!
 //! `npm install --prefix target/ccusage ccusage@20.0.24 && IMPORT_BENCH_MB=1024 \
 //!  CCUSAGE=target/ccusage/node_modules/.bin/ccusage cargo bench -p memoir --features import,usage --bench import`
+//!
+//! `IMPORT_BENCH_SEED` picks another corpus (default 1).
 
 use std::fs;
-use std::io::{BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 use memoir::import::{self, Agent};
 use memoir::manager::{ManagerOptions, SessionManager};
 use memoir::store::Durability;
+use memoir_testkit::corpus::{generate, home_dir, AgentKind, CorpusSpec, Manifest};
 
 fn peak_rss_mb() -> f64 {
     fs::read_to_string("/proc/self/status")
@@ -36,207 +39,17 @@ fn peak_rss_mb() -> f64 {
         .map_or(0.0, |kb| kb / 1024.0)
 }
 
-/// A tool result of `n` bytes of plausible text.
-fn payload(n: usize, seed: usize) -> String {
-    let words = [
-        "fn", "let", "match", "impl", "struct", "pub", "use", "return", "Ok", "Err",
-    ];
-    let mut s = String::with_capacity(n + 16);
-    let mut i = seed;
-    while s.len() < n {
-        s.push_str(words[i % words.len()]);
-        s.push(if i.is_multiple_of(13) { '\n' } else { ' ' });
-        i = i.wrapping_mul(31).wrapping_add(7);
+/// The corpus of one agent: about `mb` MB, sessions of a few KB to tens of
+/// MB (about two per MB), optionally grown by `grow` of its size.
+fn spec(agent: AgentKind, seed: u64, mb: usize, grow: f64) -> CorpusSpec {
+    CorpusSpec {
+        seed,
+        sessions: 0,
+        target_mb: mb as f64,
+        agents: vec![agent],
+        grow,
+        ..CorpusSpec::default()
     }
-    s
-}
-
-/// A turn's time: session `s` runs on day `1 + s % 28` of its month, from
-/// hour `s / 28 % 24`, one turn a second (distinct sessions never share
-/// timestamps, as real ones do not; ccusage treats identical events in two
-/// files as copies).
-fn turn_time(month: &str, s: usize, t: usize) -> String {
-    format!(
-        "{month}-{:02}T{:02}:{:02}:{:02}.000Z",
-        1 + s % 28,
-        (s / 28 + t / 3600) % 24,
-        (t / 60) % 60,
-        t % 60
-    )
-}
-
-fn claude_turn(
-    w: &mut impl Write,
-    sid: &str,
-    s: usize,
-    t: usize,
-    parent: &mut String,
-    big: usize,
-) -> usize {
-    let ts = turn_time("2026-06", s, t);
-    let u = format!("u{t}-{sid}");
-    let a1 = format!("a{t}-{sid}");
-    let a2 = format!("b{t}-{sid}");
-    let r = format!("r{t}-{sid}");
-    let parent_json = if parent.is_empty() {
-        "null".to_string()
-    } else {
-        format!("\"{parent}\"")
-    };
-    let env = |uuid: &str, p: &str| {
-        format!(
-            r#""uuid":"{uuid}","parentUuid":{p},"isSidechain":false,"userType":"external","cwd":"/workspace/app","sessionId":"{sid}","version":"2.1.173","timestamp":"{ts}""#
-        )
-    };
-    let result = serde_json::to_string(&payload(big, t)).unwrap_or_default();
-    let lines = [
-        format!(
-            r#"{{"type":"user",{},"message":{{"role":"user","content":"Please look at module {t} and fix the failing test"}}}}"#,
-            env(&u, &parent_json)
-        ),
-        format!(
-            r#"{{"type":"assistant",{},"requestId":"req_{t}","message":{{"id":"msg_{t}_{sid}","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{{"type":"text","text":"Let me read the file first."}}],"stop_reason":"tool_use","usage":{{"input_tokens":3,"output_tokens":120,"cache_read_input_tokens":40000,"cache_creation_input_tokens":900}}}}}}"#,
-            env(&a1, &format!("\"{u}\""))
-        ),
-        format!(
-            r#"{{"type":"assistant",{},"requestId":"req_{t}","message":{{"id":"msg_{t}_{sid}","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{{"type":"tool_use","id":"toolu_{t}_{sid}","name":"Read","input":{{"file_path":"/workspace/app/src/m{t}.rs"}}}}],"stop_reason":"tool_use","usage":{{"input_tokens":3,"output_tokens":120,"cache_read_input_tokens":40000,"cache_creation_input_tokens":900}}}}}}"#,
-            env(&a2, &format!("\"{a1}\""))
-        ),
-        format!(
-            r#"{{"type":"user",{},"message":{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"toolu_{t}_{sid}","content":{result}}}]}},"toolUseResult":{{"type":"text"}}}}"#,
-            env(&r, &format!("\"{a2}\""))
-        ),
-    ];
-    let mut n = 0;
-    for l in lines {
-        n += l.len() + 1;
-        let _ = writeln!(w, "{l}");
-    }
-    *parent = r;
-    n
-}
-
-fn codex_turn(w: &mut impl Write, s: usize, t: usize, total: &mut u64, big: usize) -> usize {
-    let ts = turn_time("2026-01", s, t);
-    let out = serde_json::to_string(&payload(big, t)).unwrap_or_default();
-    *total += 50_000;
-    let lines = [
-        format!(
-            r#"{{"timestamp":"{ts}","type":"turn_context","payload":{{"cwd":"/workspace/app","model":"gpt-5.2","approval_policy":"never","sandbox_policy":{{"type":"workspace-write"}}}}}}"#
-        ),
-        format!(
-            r#"{{"timestamp":"{ts}","type":"event_msg","payload":{{"type":"user_message","message":"Run the tests for module {t}"}}}}"#
-        ),
-        format!(
-            r#"{{"timestamp":"{ts}","type":"response_item","payload":{{"type":"message","role":"user","content":[{{"type":"input_text","text":"Run the tests for module {t}"}}]}}}}"#
-        ),
-        format!(
-            r#"{{"timestamp":"{ts}","type":"response_item","payload":{{"type":"reasoning","summary":[{{"type":"summary_text","text":"Run cargo test."}}],"encrypted_content":"gAAAAB{t}"}}}}"#
-        ),
-        format!(
-            r#"{{"timestamp":"{ts}","type":"response_item","payload":{{"type":"function_call","name":"exec_command","arguments":"{{\"cmd\":\"cargo test m{t}\"}}","call_id":"call_{t}"}}}}"#
-        ),
-        format!(
-            r#"{{"timestamp":"{ts}","type":"event_msg","payload":{{"type":"token_count","info":{{"total_token_usage":{{"input_tokens":{},"cached_input_tokens":{},"output_tokens":{},"reasoning_output_tokens":{},"total_tokens":{}}}}}}}}}"#,
-            *total,
-            *total / 2,
-            *total / 10,
-            *total / 50,
-            *total + *total / 10
-        ),
-        format!(
-            r#"{{"timestamp":"{ts}","type":"response_item","payload":{{"type":"function_call_output","call_id":"call_{t}","output":{out}}}}}"#
-        ),
-        format!(
-            r#"{{"timestamp":"{ts}","type":"event_msg","payload":{{"type":"agent_message","message":"Module {t} passes."}}}}"#
-        ),
-        format!(
-            r#"{{"timestamp":"{ts}","type":"response_item","payload":{{"type":"message","role":"assistant","content":[{{"type":"output_text","text":"Module {t} passes."}}]}}}}"#
-        ),
-    ];
-    let mut n = 0;
-    for l in lines {
-        n += l.len() + 1;
-        let _ = writeln!(w, "{l}");
-    }
-    n
-}
-
-struct Tree {
-    files: Vec<PathBuf>,
-    bytes: u64,
-    /// Per file: turns written and the last cumulative Codex token total.
-    ends: Vec<(usize, u64)>,
-}
-
-/// Sessions of ~`session_mb` MB until `total_mb` MB.
-fn generate(agent: Agent, root: &Path, total_mb: usize) -> Tree {
-    let session_bytes = 4 << 20;
-    let mut files = Vec::new();
-    let mut ends = Vec::new();
-    let mut bytes = 0u64;
-    let mut s = 0usize;
-    while bytes < (total_mb as u64) << 20 {
-        let sid = format!("{:08x}-0000-4000-8000-{:012x}", s, s);
-        let path = match agent {
-            Agent::Codex => root.join(format!(
-                "sessions/2026/01/{:02}/rollout-2026-01-02T03-04-05-{sid}.jsonl",
-                1 + s % 28
-            )),
-            _ => root.join(format!("projects/-workspace-app-{}/{sid}.jsonl", s % 8)),
-        };
-        fs::create_dir_all(path.parent().unwrap()).unwrap();
-        let mut w = BufWriter::new(fs::File::create(&path).unwrap());
-        let mut n = 0usize;
-        if agent == Agent::Codex {
-            let meta = format!(
-                r#"{{"timestamp":"2026-01-02T03:04:05.000Z","type":"session_meta","payload":{{"id":"{sid}","cwd":"/workspace/app","originator":"codex_cli_rs","cli_version":"0.150.0","source":"cli","model_provider":"openai"}}}}"#
-            );
-            n += meta.len() + 1;
-            writeln!(w, "{meta}").unwrap();
-        }
-        let mut parent = String::new();
-        let mut total = 0u64;
-        let mut t = 0;
-        while n < session_bytes {
-            // Large tool results: mostly 8 KB, every 10th turn 200 KB.
-            let big = if t % 10 == 9 { 200_000 } else { 8_000 };
-            n += match agent {
-                Agent::Codex => codex_turn(&mut w, s, t, &mut total, big),
-                _ => claude_turn(&mut w, &sid, s, t, &mut parent, big),
-            };
-            t += 1;
-        }
-        w.flush().unwrap();
-        bytes += n as u64;
-        files.push(path);
-        ends.push((t, total));
-        s += 1;
-    }
-    Tree { files, bytes, ends }
-}
-
-/// Append ~1% of the tree's bytes to its newest sessions.
-fn grow(agent: Agent, tree: &Tree) -> u64 {
-    let target = tree.bytes / 100;
-    let mut added = 0u64;
-    for (s, path) in tree.files.iter().enumerate().rev() {
-        if added >= target {
-            break;
-        }
-        let mut w = fs::OpenOptions::new().append(true).open(path).unwrap();
-        let sid = path.file_stem().unwrap().to_string_lossy().to_string();
-        let (turns, mut total) = tree.ends[s];
-        // The conversation goes on from its last entry.
-        let mut parent = format!("r{}-{sid}", turns.saturating_sub(1));
-        for t in turns..turns + 20 {
-            added += match agent {
-                Agent::Codex => codex_turn(&mut w, s, t, &mut total, 8_000),
-                _ => claude_turn(&mut w, &sid, s, t, &mut parent, 8_000),
-            } as u64;
-        }
-    }
-    added
 }
 
 /// CPU seconds (user + system) this process has used.
@@ -328,19 +141,45 @@ fn ccusage_daily(bin: &str, agent: Agent, src: &Path, home: &Path) -> Result<(Da
     Ok((daily, secs))
 }
 
+/// Per-day totals of the manifest's counted requests (UTC days).
+fn manifest_daily(m: &Manifest) -> Daily {
+    let mut out = Daily::new();
+    for s in &m.sessions {
+        for r in s.requests.iter().filter(|r| r.counted) {
+            let day = r.timestamp.get(..10).unwrap_or("").to_string();
+            let e = out.entry(day).or_insert((0, 0, 0, 0, 0.0));
+            e.0 += r.usage.input;
+            e.1 += r.usage.output;
+            e.2 += r.usage.cache_read;
+            e.3 += r.usage.cache_creation;
+        }
+    }
+    out
+}
+
 fn main() {
     let mb: usize = std::env::var("IMPORT_BENCH_MB")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(200);
+    let seed: u64 = std::env::var("IMPORT_BENCH_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1);
     let ccusage = std::env::var("CCUSAGE").ok();
     let mut comparisons = Vec::new();
-    println!("| tree | MB | sessions | first import (wall / CPU) | MB/s wall / CPU | unchanged re-run | +1% re-run (wall / CPU) | peak RSS | memoir usage --by day | ccusage daily --json --offline |");
-    println!("|---|---|---|---|---|---|---|---|---|---|");
-    for agent in [Agent::ClaudeCode, Agent::Codex] {
+    println!("| tree | MB | sessions (files) | generated in | first import (wall / CPU) | MB/s wall / CPU | unchanged re-run | +1% re-run (wall / CPU) | read / appended | peak RSS | memoir usage --by day | ccusage daily --json --offline |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    for (agent, kind) in [
+        (Agent::ClaudeCode, AgentKind::ClaudeCode),
+        (Agent::Codex, AgentKind::Codex),
+    ] {
         let tmp = tempfile::tempdir().unwrap();
-        let src = tmp.path().join("src");
-        let tree = generate(agent, &src, mb);
+        let root = tmp.path().join("src");
+        let t = Instant::now();
+        let manifest = generate(&spec(kind, seed, mb, 0.0), &root).unwrap();
+        let generated = t.elapsed().as_secs_f64();
+        let src = root.join(home_dir(kind));
         let store = tmp.path().join("store");
         let m = SessionManager::open(
             &store,
@@ -363,16 +202,13 @@ fn main() {
         let again = import::import(&m, &sources, &mut |_| {}).unwrap();
         let unchanged = t1.elapsed().as_secs_f64();
         assert_eq!(again.records, 0);
-        let added = grow(agent, &tree);
+        let grown = generate(&spec(kind, seed, mb, 0.01), &root).unwrap();
+        let added = grown.bytes_written;
+        let sources = import::sources_of(agent, Some(&src)).unwrap();
         let (t2, c2) = (Instant::now(), cpu_s());
         let inc = import::import(&m, &sources, &mut |_| {}).unwrap();
         let (incremental, inc_cpu) = (t2.elapsed().as_secs_f64(), cpu_s() - c2);
         assert_eq!(inc.sessions.forked, 0);
-        assert!(
-            inc.bytes_read <= added,
-            "the re-run read {} bytes for {added} appended",
-            inc.bytes_read
-        );
         let rss = peak_rss_mb();
         let (ours, usage_s) = memoir_daily(&m);
         let peer = ccusage
@@ -383,12 +219,14 @@ fn main() {
             Some(Ok((_, s))) => format!("{s:.2} s"),
             Some(Err(e)) => format!("failed: {}", e.lines().next().unwrap_or("")),
         };
-        let total_mb = tree.bytes as f64 / 1048576.0;
+        let total_mb = manifest.bytes as f64 / 1048576.0;
         println!(
-            "| {} | {:.0} | {} | {:.2} s / {:.2} s | {:.0} / {:.0} | {:.3} s | {:.3} s / {:.3} s (+{:.1} MB) | {:.0} MB | {:.2} s | {} |",
+            "| {} | {:.0} | {} ({}) | {:.1} s | {:.2} s / {:.2} s | {:.0} / {:.0} | {:.3} s | {:.3} s / {:.3} s (+{:.1} MB) | {:.1} / {:.1} MB | {:.0} MB | {:.2} s | {} |",
             agent.as_str(),
             total_mb,
-            tree.files.len(),
+            manifest.sessions.iter().filter(|s| s.parent_session.is_none()).count(),
+            sources.len(),
+            generated,
             first,
             first_cpu,
             total_mb / first,
@@ -397,36 +235,59 @@ fn main() {
             incremental,
             inc_cpu,
             added as f64 / 1048576.0,
+            inc.bytes_read as f64 / 1048576.0,
+            added as f64 / 1048576.0,
             rss,
             usage_s,
             peer_cell
         );
-        if let Some(Ok((theirs, _))) = peer {
-            comparisons.push((agent, ours, theirs));
-        }
+        let theirs = match peer {
+            Some(Ok((theirs, _))) => Some(theirs),
+            _ => None,
+        };
+        comparisons.push((agent, manifest_daily(&grown), ours, theirs));
     }
-    for (agent, ours, theirs) in comparisons {
+    for (agent, truth, ours, theirs) in comparisons {
         println!();
         println!(
-            "{} per day (input / output / cache read / cache write tokens, USD): memoir vs ccusage",
+            "{} per day (input / output / cache read / cache write tokens, USD): the generator's manifest, memoir, ccusage",
             agent.as_str()
         );
         println!();
-        println!("| day | memoir | ccusage | same tokens |");
-        println!("|---|---|---|---|");
-        let days: std::collections::BTreeSet<&String> = ours.keys().chain(theirs.keys()).collect();
+        println!("| day | manifest | memoir | ccusage | memoir = manifest | ccusage = manifest |");
+        println!("|---|---|---|---|---|---|");
+        let days: std::collections::BTreeSet<&String> = truth
+            .keys()
+            .chain(ours.keys())
+            .chain(theirs.iter().flat_map(|t| t.keys()))
+            .collect();
         let cell = |d: Option<&(u64, u64, u64, u64, f64)>| match d {
             Some((i, o, r, w, c)) => format!("{i} / {o} / {r} / {w}, ${c:.2}"),
             None => "-".into(),
         };
+        let same = |a: Option<&(u64, u64, u64, u64, f64)>,
+                    b: Option<&(u64, u64, u64, u64, f64)>| {
+            matches!((a, b), (Some(x), Some(y)) if (x.0, x.1, x.2, x.3) == (y.0, y.1, y.2, y.3))
+        };
         for day in days {
-            let (a, b) = (ours.get(day), theirs.get(day));
-            let same = matches!((a, b), (Some(x), Some(y)) if (x.0, x.1, x.2, x.3) == (y.0, y.1, y.2, y.3));
+            let (t, a, b) = (
+                truth.get(day),
+                ours.get(day),
+                theirs.as_ref().and_then(|x| x.get(day)),
+            );
             println!(
-                "| {day} | {} | {} | {} |",
+                "| {day} | {} | {} | {} | {} | {} |",
+                cell(t).replace(", $0.00", ""),
                 cell(a),
                 cell(b),
-                if same { "yes" } else { "no" }
+                if same(t, a) { "yes" } else { "no" },
+                if theirs.is_none() {
+                    "not run"
+                } else if same(t, b) {
+                    "yes"
+                } else {
+                    "no"
+                },
             );
         }
     }

@@ -42,6 +42,8 @@ mod golden_payloads;
 mod golden_postgres;
 #[cfg(all(feature = "import-opencode", feature = "import-watch"))]
 mod import;
+#[cfg(all(feature = "import", feature = "usage"))]
+mod import_corpus;
 #[cfg(feature = "import")]
 mod import_documents;
 #[cfg(feature = "import")]
