@@ -361,8 +361,13 @@ impl PriceTable {
             .map(|(_, p)| p)
     }
 
-    /// What one response of `model` with `usage` costs.
+    /// What one response of `model` with `usage` costs. A response without
+    /// tokens (Claude Code's `<synthetic>` error lines) costs nothing, priced
+    /// or not: it never makes a cost a lower bound.
     pub fn cost(&self, model: &str, usage: &Usage) -> Cost {
+        if usage.total() == 0 {
+            return Cost::default();
+        }
         match self.lookup(model) {
             Some(p) => Cost {
                 usd: p.cost(usage),
@@ -584,25 +589,27 @@ mod tests {
     fn the_shipped_table_prices_known_models_with_cache_rates() {
         let t = PriceTable::shipped().unwrap();
         assert!(!t.origin.date.is_empty() && t.origin.source.contains("LiteLLM"));
-        // claude-sonnet-4-5: $3 in, $15 out, $0.30 cache read, $3.75 cache write per Mtok.
+        // claude-sonnet-4-5: $3 in, $15 out, $0.30 cache read, $3.75 cache write per Mtok
+        // (100k of each: below the 200k long-context threshold).
         let c = t.cost(
             "claude-sonnet-4-5-20250929",
-            &usage(1_000_000, 1_000_000, 1_000_000, 1_000_000),
+            &usage(100_000, 100_000, 100_000, 100_000),
         );
-        assert!((c.usd - (3.0 + 15.0 + 0.3 + 3.75)).abs() < 1e-9, "{c:?}");
+        assert!((c.usd - (3.0 + 15.0 + 0.3 + 3.75) / 10.0).abs() < 1e-9, "{c:?}");
         // Dated and prefixed names resolve; Claude 4 comes from its Bedrock id.
         assert!(t.lookup("anthropic/claude-sonnet-4-5").is_some());
         assert!(t.lookup("claude-sonnet-4-20250514").is_some());
         // Undated names resolve to their dated release, with its tiers:
         // 1M input tokens of claude-sonnet-4 = 200k at $3 + 800k at $6 per Mtok.
+        let c = t.cost("claude-sonnet-4", &usage(1_000_000, 0, 0, 0));
+        assert!((c.usd - (0.6 + 4.8)).abs() < 1e-9 && c.unpriced_requests == 0, "{c:?}");
         for (model, usd) in [
-            ("claude-sonnet-4", 0.6 + 4.8),
-            ("claude-opus-4", 15.0),
-            ("claude-3-5-sonnet", 3.0),
-            ("claude-3-5-haiku", 0.8),
-            ("claude-3-7-sonnet", 3.0),
+            ("claude-opus-4", 1.5),
+            ("claude-3-5-sonnet", 0.3),
+            ("claude-3-5-haiku", 0.08),
+            ("claude-3-7-sonnet", 0.3),
         ] {
-            let c = t.cost(model, &usage(1_000_000, 0, 0, 0));
+            let c = t.cost(model, &usage(100_000, 0, 0, 0));
             assert!((c.usd - usd).abs() < 1e-9 && c.unpriced_requests == 0, "{model}: {c:?}");
         }
         assert!(t.lookup("gpt-5.2").is_some());
@@ -611,6 +618,8 @@ mod tests {
         let unknown = t.cost("totally-new-model-9", &usage(10, 10, 0, 0));
         assert_eq!(unknown.unpriced_requests, 1);
         assert!(unknown.is_lower_bound());
+        // A response without tokens (a `<synthetic>` API-error line) costs nothing.
+        assert_eq!(t.cost("<synthetic>", &Usage::default()), Cost::default());
     }
 
     fn with_1h(mut u: Usage, one_hour: u64) -> Usage {

@@ -979,3 +979,38 @@ fn responses_sharing_a_message_id_under_different_request_ids_all_count_in_any_i
     };
     assert_eq!(per_session(&ab), per_session(&ba));
 }
+
+#[cfg(feature = "import")]
+#[test]
+fn one_hour_cache_writes_are_priced_at_the_one_hour_rate_after_import() {
+    let files = tempfile::tempdir().unwrap();
+    let project = files.path().join("projects").join("-work-app");
+    std::fs::create_dir_all(&project).unwrap();
+    let s = "cccccccc-0000-4000-8000-000000000003";
+    let split = |five: u64, hour: u64| {
+        json!({"cache_creation_input_tokens": five + hour,
+            "cache_creation": {"ephemeral_5m_input_tokens": five, "ephemeral_1h_input_tokens": hour}})
+    };
+    let lines = [
+        // Only 1-hour writes, only 5-minute writes, and both, on three models.
+        claude_line(s, "h1", "msg_h1", "req_h1", "claude-sonnet-4-5-20250929",
+            "2026-04-02T10:00:00.000Z", 10, 100, split(0, 40_000)),
+        claude_line(s, "h2", "msg_h2", "req_h2", "claude-opus-4-1-20250805",
+            "2026-04-02T10:01:00.000Z", 10, 100, split(30_000, 0)),
+        claude_line(s, "h3", "msg_h3", "req_h3", "claude-haiku-4-5-20251001",
+            "2026-04-02T10:02:00.000Z", 10, 100, split(10_000, 20_000)),
+    ];
+    let path = project.join(format!("{s}.jsonl"));
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let (_d, r) = import_claude(&[path]);
+    let t = &r.total;
+    assert_eq!(t.cache_write_tokens, 40_000 + 30_000 + 30_000);
+    assert_eq!(t.cache_write_1h_tokens, 40_000 + 20_000);
+    // Per Mtok: sonnet-4-5 $3 in / $15 out, 1h write $6; opus-4-1 $15 / $75,
+    // 5m write $18.75; haiku-4-5 $1 / $5, 5m write $1.25, 1h write $2.
+    let expected = (10.0 * 3.0 + 100.0 * 15.0 + 40_000.0 * 6.0
+        + 10.0 * 15.0 + 100.0 * 75.0 + 30_000.0 * 18.75
+        + 10.0 * 1.0 + 100.0 * 5.0 + 10_000.0 * 1.25 + 20_000.0 * 2.0)
+        / 1e6;
+    assert!((t.cost_usd - expected).abs() < 1e-9, "{} != {expected}", t.cost_usd);
+}
