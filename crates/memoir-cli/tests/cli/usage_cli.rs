@@ -397,5 +397,8 @@ fn usage_matches_ccusage_on_generated_claude_code_trees() {
         "memoir and ccusage differ:\n{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(stdout.contains("agree on every session and day"), "{stdout}");
+    assert!(
+        stdout.contains("agree on every session and day"),
+        "{stdout}"
+    );
 }

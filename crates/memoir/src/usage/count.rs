@@ -150,8 +150,8 @@ pub fn walk(
             visit(Event::Session(&meta));
         }
         for f in found {
-            let replay = (side || f.sidechain)
-                && f.message.is_some_and(|m| seen_messages.contains(&m));
+            let replay =
+                (side || f.sidechain) && f.message.is_some_and(|m| seen_messages.contains(&m));
             if replay || f.identity.is_some_and(|identity| !seen.insert(identity)) {
                 stats.duplicates += u64::from(selected);
                 continue;
@@ -222,8 +222,8 @@ pub fn inherited(
             .ok_or_else(|| Error::NoHeader(store.location(&fork.session)))?;
         let side = is_side_session(&parent);
         for f in own_responses(store, &parent, &raw, Some(fork.seq))?.0 {
-            let replay = (side || f.sidechain)
-                && f.message.is_some_and(|m| seen_messages.contains(&m));
+            let replay =
+                (side || f.sidechain) && f.message.is_some_and(|m| seen_messages.contains(&m));
             if replay || f.identity.is_some_and(|identity| !seen.insert(identity)) {
                 continue;
             }
@@ -379,8 +379,7 @@ fn is_sidechain_line(m: &Message) -> bool {
         return false;
     };
     let flag = |v: Option<&Value>| v.and_then(Value::as_bool) == Some(true);
-    flag(source.get("is_sidechain"))
-        || flag(source.get("entry").and_then(|e| e.get("isSidechain")))
+    flag(source.get("is_sidechain")) || flag(source.get("entry").and_then(|e| e.get("isSidechain")))
 }
 
 /// A non-empty string field of the message's import trace.

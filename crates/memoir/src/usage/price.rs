@@ -595,14 +595,20 @@ mod tests {
             "claude-sonnet-4-5-20250929",
             &usage(100_000, 100_000, 100_000, 100_000),
         );
-        assert!((c.usd - (3.0 + 15.0 + 0.3 + 3.75) / 10.0).abs() < 1e-9, "{c:?}");
+        assert!(
+            (c.usd - (3.0 + 15.0 + 0.3 + 3.75) / 10.0).abs() < 1e-9,
+            "{c:?}"
+        );
         // Dated and prefixed names resolve; Claude 4 comes from its Bedrock id.
         assert!(t.lookup("anthropic/claude-sonnet-4-5").is_some());
         assert!(t.lookup("claude-sonnet-4-20250514").is_some());
         // Undated names resolve to their dated release, with its tiers:
         // 1M input tokens of claude-sonnet-4 = 200k at $3 + 800k at $6 per Mtok.
         let c = t.cost("claude-sonnet-4", &usage(1_000_000, 0, 0, 0));
-        assert!((c.usd - (0.6 + 4.8)).abs() < 1e-9 && c.unpriced_requests == 0, "{c:?}");
+        assert!(
+            (c.usd - (0.6 + 4.8)).abs() < 1e-9 && c.unpriced_requests == 0,
+            "{c:?}"
+        );
         for (model, usd) in [
             ("claude-opus-4", 1.5),
             ("claude-3-5-sonnet", 0.3),
@@ -610,7 +616,10 @@ mod tests {
             ("claude-3-7-sonnet", 0.3),
         ] {
             let c = t.cost(model, &usage(100_000, 0, 0, 0));
-            assert!((c.usd - usd).abs() < 1e-9 && c.unpriced_requests == 0, "{model}: {c:?}");
+            assert!(
+                (c.usd - usd).abs() < 1e-9 && c.unpriced_requests == 0,
+                "{model}: {c:?}"
+            );
         }
         assert!(t.lookup("gpt-5.2").is_some());
         assert!(t.lookup("gemini-2.5-pro").is_some());
@@ -664,22 +673,40 @@ mod tests {
         // claude-sonnet-4-5: 5-minute writes $3.75, 1-hour writes $6 per Mtok.
         let five = t.cost("claude-sonnet-4-5", &usage(0, 0, 0, 100_000)).usd;
         let mixed = t
-            .cost("claude-sonnet-4-5", &with_1h(usage(0, 0, 0, 100_000), 40_000))
+            .cost(
+                "claude-sonnet-4-5",
+                &with_1h(usage(0, 0, 0, 100_000), 40_000),
+            )
             .usd;
         let hour = t
-            .cost("claude-sonnet-4-5", &with_1h(usage(0, 0, 0, 100_000), 100_000))
+            .cost(
+                "claude-sonnet-4-5",
+                &with_1h(usage(0, 0, 0, 100_000), 100_000),
+            )
             .usd;
         assert!((five - 0.375).abs() < 1e-12, "{five}");
-        assert!((mixed - (0.06 * 3.75 + 0.04 * 6.0)).abs() < 1e-12, "{mixed}");
+        assert!(
+            (mixed - (0.06 * 3.75 + 0.04 * 6.0)).abs() < 1e-12,
+            "{mixed}"
+        );
         assert!((hour - 0.6).abs() < 1e-12, "{hour}");
         // Each TTL has its own 200k threshold: 150k + 150k stays below it,
         // 1M of 1-hour writes pays 200k at $6 and 800k at $12 per Mtok.
         let split = t
-            .cost("claude-sonnet-4-5", &with_1h(usage(0, 0, 0, 300_000), 150_000))
+            .cost(
+                "claude-sonnet-4-5",
+                &with_1h(usage(0, 0, 0, 300_000), 150_000),
+            )
             .usd;
-        assert!((split - (0.15 * 3.75 + 0.15 * 6.0)).abs() < 1e-12, "{split}");
+        assert!(
+            (split - (0.15 * 3.75 + 0.15 * 6.0)).abs() < 1e-12,
+            "{split}"
+        );
         let long = t
-            .cost("claude-sonnet-4-5", &with_1h(usage(0, 0, 0, 1_000_000), 1_000_000))
+            .cost(
+                "claude-sonnet-4-5",
+                &with_1h(usage(0, 0, 0, 1_000_000), 1_000_000),
+            )
             .usd;
         assert!((long - (0.2 * 6.0 + 0.8 * 12.0)).abs() < 1e-9, "{long}");
         // An explicit 1-hour rate (LiteLLM `cache_creation_input_token_cost_above_1hr`) wins.

@@ -938,18 +938,45 @@ fn responses_sharing_a_message_id_under_different_request_ids_all_count_in_any_i
     let none = json!({});
     // Session a: two responses.
     let a_lines = [
-        claude_line(a, "a1", "msg_shared", "req_a1", "claude-sonnet-4-5-20250929",
-            "2026-04-01T10:00:00.000Z", 100, 10, none.clone()),
-        claude_line(a, "a2", "msg_a2", "req_a2", "claude-sonnet-4-5-20250929",
-            "2026-04-01T10:01:00.000Z", 200, 20, none.clone()),
+        claude_line(
+            a,
+            "a1",
+            "msg_shared",
+            "req_a1",
+            "claude-sonnet-4-5-20250929",
+            "2026-04-01T10:00:00.000Z",
+            100,
+            10,
+            none.clone(),
+        ),
+        claude_line(
+            a,
+            "a2",
+            "msg_a2",
+            "req_a2",
+            "claude-sonnet-4-5-20250929",
+            "2026-04-01T10:01:00.000Z",
+            200,
+            20,
+            none.clone(),
+        ),
     ];
     // Session b resumes a (its first line is a copy of a's first response),
     // then gets a different response that reuses the same message id under
     // its own request id, model, usage and content.
     let b_lines = [
         a_lines[0].clone(),
-        claude_line(b, "b1", "msg_shared", "req_b1", "claude-haiku-4-5-20251001",
-            "2026-04-01T11:00:00.000Z", 7000, 300, none.clone()),
+        claude_line(
+            b,
+            "b1",
+            "msg_shared",
+            "req_b1",
+            "claude-haiku-4-5-20251001",
+            "2026-04-01T11:00:00.000Z",
+            7000,
+            300,
+            none.clone(),
+        ),
     ];
     let pa = project.join(format!("{a}.jsonl"));
     let pb = project.join(format!("{b}.jsonl"));
@@ -966,13 +993,23 @@ fn responses_sharing_a_message_id_under_different_request_ids_all_count_in_any_i
         assert_eq!(r.duplicate_responses, 1);
         // claude-sonnet-4-5 $3/$15, claude-haiku-4-5 $1/$5 per Mtok.
         let expected = (300.0 * 3.0 + 30.0 * 15.0 + 7000.0 * 1.0 + 300.0 * 5.0) / 1e6;
-        assert!((r.total.cost_usd - expected).abs() < 1e-12, "{}", r.total.cost_usd);
+        assert!(
+            (r.total.cost_usd - expected).abs() < 1e-12,
+            "{}",
+            r.total.cost_usd
+        );
     }
     let per_session = |r: &usage::UsageReport| {
         let mut v: Vec<(String, u64, u64)> = r
             .rows
             .iter()
-            .map(|row| (row.key().join("/"), row.totals.requests, row.totals.total_tokens))
+            .map(|row| {
+                (
+                    row.key().join("/"),
+                    row.totals.requests,
+                    row.totals.total_tokens,
+                )
+            })
             .collect();
         v.sort();
         v
@@ -993,12 +1030,39 @@ fn one_hour_cache_writes_are_priced_at_the_one_hour_rate_after_import() {
     };
     let lines = [
         // Only 1-hour writes, only 5-minute writes, and both, on three models.
-        claude_line(s, "h1", "msg_h1", "req_h1", "claude-sonnet-4-5-20250929",
-            "2026-04-02T10:00:00.000Z", 10, 100, split(0, 40_000)),
-        claude_line(s, "h2", "msg_h2", "req_h2", "claude-opus-4-1-20250805",
-            "2026-04-02T10:01:00.000Z", 10, 100, split(30_000, 0)),
-        claude_line(s, "h3", "msg_h3", "req_h3", "claude-haiku-4-5-20251001",
-            "2026-04-02T10:02:00.000Z", 10, 100, split(10_000, 20_000)),
+        claude_line(
+            s,
+            "h1",
+            "msg_h1",
+            "req_h1",
+            "claude-sonnet-4-5-20250929",
+            "2026-04-02T10:00:00.000Z",
+            10,
+            100,
+            split(0, 40_000),
+        ),
+        claude_line(
+            s,
+            "h2",
+            "msg_h2",
+            "req_h2",
+            "claude-opus-4-1-20250805",
+            "2026-04-02T10:01:00.000Z",
+            10,
+            100,
+            split(30_000, 0),
+        ),
+        claude_line(
+            s,
+            "h3",
+            "msg_h3",
+            "req_h3",
+            "claude-haiku-4-5-20251001",
+            "2026-04-02T10:02:00.000Z",
+            10,
+            100,
+            split(10_000, 20_000),
+        ),
     ];
     let path = project.join(format!("{s}.jsonl"));
     std::fs::write(&path, lines.join("\n") + "\n").unwrap();
@@ -1008,9 +1072,20 @@ fn one_hour_cache_writes_are_priced_at_the_one_hour_rate_after_import() {
     assert_eq!(t.cache_write_1h_tokens, 40_000 + 20_000);
     // Per Mtok: sonnet-4-5 $3 in / $15 out, 1h write $6; opus-4-1 $15 / $75,
     // 5m write $18.75; haiku-4-5 $1 / $5, 5m write $1.25, 1h write $2.
-    let expected = (10.0 * 3.0 + 100.0 * 15.0 + 40_000.0 * 6.0
-        + 10.0 * 15.0 + 100.0 * 75.0 + 30_000.0 * 18.75
-        + 10.0 * 1.0 + 100.0 * 5.0 + 10_000.0 * 1.25 + 20_000.0 * 2.0)
+    let expected = (10.0 * 3.0
+        + 100.0 * 15.0
+        + 40_000.0 * 6.0
+        + 10.0 * 15.0
+        + 100.0 * 75.0
+        + 30_000.0 * 18.75
+        + 10.0 * 1.0
+        + 100.0 * 5.0
+        + 10_000.0 * 1.25
+        + 20_000.0 * 2.0)
         / 1e6;
-    assert!((t.cost_usd - expected).abs() < 1e-9, "{} != {expected}", t.cost_usd);
+    assert!(
+        (t.cost_usd - expected).abs() < 1e-9,
+        "{} != {expected}",
+        t.cost_usd
+    );
 }
