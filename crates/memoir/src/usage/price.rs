@@ -158,7 +158,7 @@ impl ModelPrice {
         let five_minutes = usage.cache_creation_input_tokens - one_hour;
         let read = self.cache_read.unwrap_or(self.input);
         let write = self.cache_write.unwrap_or(self.input);
-        let write_1h = self.cache_write_1h.unwrap_or(2.0 * self.input);
+        let write_1h = self.cache_write_1h_rate();
         self.tiered(usage.input_tokens, self.input, |t| t.input)
             + self.tiered(usage.output_tokens, self.output, |t| t.output)
             + self.tiered(usage.cache_read_input_tokens, read, |t| t.cache_read)
@@ -166,6 +166,12 @@ impl ModelPrice {
             + self.tiered(one_hour, write_1h, |t| {
                 t.cache_write_1h.or(t.input.map(|input| 2.0 * input))
             })
+    }
+
+    /// USD per 1-hour cache-write token: the table's rate, else twice the
+    /// input rate (Anthropic's price for 1-hour writes).
+    pub fn cache_write_1h_rate(&self) -> f64 {
+        self.cache_write_1h.unwrap_or(2.0 * self.input)
     }
 
     /// `tokens` of one class: up to the first tier's threshold at `base`,
