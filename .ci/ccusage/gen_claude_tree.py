@@ -19,7 +19,9 @@ histories have, each response's usage chosen at random (seeded):
   an earlier response's `message.id` (same timestamp and usage) under a new
   `requestId`;
 - resumed sessions: a new session file that starts with copies of an earlier
-  session's lines (same uuids, message and request ids), then goes on;
+  session's lines (same uuids, message and request ids), then goes on, and
+  one of its new responses reuses an earlier `message.id` under its own
+  `requestId` (a different request that shares the id);
 - cache writes with the 5-minute / 1-hour split
   (`usage.cache_creation.ephemeral_5m_input_tokens` /
   `ephemeral_1h_input_tokens`), cache reads, prompts above 200k tokens;
@@ -235,6 +237,13 @@ def main():
             cut = max(2, len(lines) // 2)
             copied = [json.loads(json.dumps(d)) for d in lines[:cut]]
             more, _, _, _ = session_lines(g, rid, cwd, end + timedelta(hours=2), rng.randint(2, 4), model, parent=copied[-1]["uuid"])
+            # A different response that reuses an earlier message id under its
+            # own request id, model, usage and content: a separate request.
+            fresh = more[1]["message"]["id"]
+            reused = responses[0][0]["message"]["id"]
+            for d in more:
+                if d["type"] == "assistant" and d["message"]["id"] == fresh:
+                    d["message"]["id"] = reused
             write(os.path.join(a.out, "projects", project, f"{rid}.jsonl"), copied + more)
     # One synthetic (no-API) assistant line, as Claude Code writes for errors.
     sid = next(next_id)
