@@ -152,6 +152,11 @@ pub struct Usage {
     pub cache_read_input_tokens: u64,
     /// Prompt tokens written to the provider's cache.
     pub cache_creation_input_tokens: u64,
+    /// Of `cache_creation_input_tokens`, those written with a 1-hour lifetime
+    /// (Anthropic `cache_creation.ephemeral_1h_input_tokens`, priced higher);
+    /// the rest are 5-minute writes. A subset, never added on top.
+    #[serde(skip_serializing_if = "crate::is_default")]
+    pub cache_creation_1h_input_tokens: u64,
     /// Reasoning tokens, a subset of `output_tokens` (OpenAI `reasoning_tokens`,
     /// Codex `reasoning_output_tokens`); never added on top of it.
     #[serde(skip_serializing_if = "crate::is_default")]
@@ -199,6 +204,9 @@ impl Usage {
         self.cache_creation_input_tokens = self
             .cache_creation_input_tokens
             .saturating_add(other.cache_creation_input_tokens);
+        self.cache_creation_1h_input_tokens = self
+            .cache_creation_1h_input_tokens
+            .saturating_add(other.cache_creation_1h_input_tokens);
         self.reasoning_tokens = self.reasoning_tokens.saturating_add(other.reasoning_tokens);
         // A sum is only as trustworthy as its weakest part.
         self.source = self.source.max(other.source);

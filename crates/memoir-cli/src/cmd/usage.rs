@@ -227,8 +227,8 @@ pub fn run_prices(command: PricesCommand) -> anyhow::Result<ExitCode> {
                 }
             );
             println!(
-                "{:<44} {:>9} {:>9} {:>9} {:>9}  tiers (USD per Mtok)",
-                "model", "input", "output", "c-read", "c-write"
+                "{:<44} {:>9} {:>9} {:>9} {:>9} {:>9}  tiers (USD per Mtok)",
+                "model", "input", "output", "c-read", "c-write", "c-write1h"
             );
             let mtok = |v: f64| format!("{:.3}", v * 1e6);
             for (name, p) in &table.models {
@@ -247,12 +247,13 @@ pub fn run_prices(command: PricesCommand) -> anyhow::Result<ExitCode> {
                     })
                     .collect();
                 println!(
-                    "{:<44} {:>9} {:>9} {:>9} {:>9}  {}",
+                    "{:<44} {:>9} {:>9} {:>9} {:>9} {:>9}  {}",
                     name,
                     mtok(p.input),
                     mtok(p.output),
                     p.cache_read.map_or("-".into(), mtok),
                     p.cache_write.map_or("-".into(), mtok),
+                    mtok(p.cache_write_1h_rate()),
                     tiers.join(", ")
                 );
             }

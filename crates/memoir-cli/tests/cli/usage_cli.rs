@@ -372,3 +372,33 @@ fn prices_update_and_overrides() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("price table"));
 }
+
+/// The differential test against ccusage (`.ci/ccusage.sh`: generated Claude
+/// Code trees, `memoir import` + `memoir usage` against `ccusage claude
+/// session|daily --offline`, per session and per day), run on this build's
+/// binary when `CCUSAGE_BIN` names a ccusage binary; skipped otherwise (CI
+/// runs the script itself, which installs the pinned ccusage with npm).
+#[test]
+fn usage_matches_ccusage_on_generated_claude_code_trees() {
+    let Some(ccusage) = std::env::var_os("CCUSAGE_BIN") else {
+        eprintln!("skipped: set CCUSAGE_BIN to a ccusage binary to compare with it");
+        return;
+    };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let out = Command::new("bash")
+        .arg(root.join(".ci/ccusage.sh"))
+        .arg(env!("CARGO_BIN_EXE_memoir"))
+        .env("CCUSAGE_BIN", ccusage)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "memoir and ccusage differ:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("agree on every session and day"),
+        "{stdout}"
+    );
+}

@@ -645,7 +645,9 @@ fn build_records(
                 && m.provider_id.is_some()
                 && last_message.is_some_and(|k| match &records[k] {
                     Record::Message(prev) => {
-                        prev.role == Role::Assistant && prev.provider_id == m.provider_id
+                        prev.role == Role::Assistant
+                            && prev.provider_id == m.provider_id
+                            && request_id(prev) == request_id(&m)
                     }
                     _ => false,
                 });
@@ -779,6 +781,15 @@ fn to_message(e: &mut Line) -> Message {
     trace.insert("entry".into(), Value::Object(entry));
     m.extra.insert(SOURCE_KEY.into(), Value::Object(trace));
     m
+}
+
+/// The `requestId` of the line a message came from: the lines of one split
+/// response share it, a different response reusing a `message.id` does not.
+fn request_id(m: &Message) -> Option<&str> {
+    m.extra
+        .get(SOURCE_KEY)
+        .and_then(|t| t.get("request_id"))
+        .and_then(Value::as_str)
 }
 
 /// Fold the next line of a split response into the message: its blocks are

@@ -186,6 +186,7 @@ fn minus(a: &Usage, b: &Usage) -> Usage {
         cache_creation_input_tokens: 0,
         reasoning_tokens: a.reasoning_tokens.saturating_sub(b.reasoning_tokens),
         source: a.source,
+        ..Usage::default()
     }
 }
 

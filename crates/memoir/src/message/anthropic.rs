@@ -379,11 +379,18 @@ pub fn usage_from_anthropic(usage: &Value) -> Result<Usage, ConversionError> {
             provider: PROVIDER,
             reason: "not a JSON object".into(),
         })?;
+    let cache_creation_input_tokens = counter(obj, "cache_creation_input_tokens", PROVIDER)?;
+    // The TTL split of the cache writes, when the API reports it.
+    let one_hour = match obj.get("cache_creation").and_then(Value::as_object) {
+        Some(split) => counter(split, "ephemeral_1h_input_tokens", PROVIDER)?,
+        None => 0,
+    };
     Ok(Usage {
         input_tokens: counter(obj, "input_tokens", PROVIDER)?,
         output_tokens: counter(obj, "output_tokens", PROVIDER)?,
         cache_read_input_tokens: counter(obj, "cache_read_input_tokens", PROVIDER)?,
-        cache_creation_input_tokens: counter(obj, "cache_creation_input_tokens", PROVIDER)?,
+        cache_creation_input_tokens,
+        cache_creation_1h_input_tokens: one_hour.min(cache_creation_input_tokens),
         ..Usage::default()
     })
 }
@@ -391,12 +398,20 @@ pub fn usage_from_anthropic(usage: &Value) -> Result<Usage, ConversionError> {
 /// Writes a messages-API `usage` object with the four counters; the inverse
 /// of [`usage_from_anthropic`] (every [`Usage`] is expressible).
 pub fn usage_to_anthropic(usage: &Usage) -> Value {
-    json!({
+    let mut v = json!({
         "input_tokens": usage.input_tokens,
         "output_tokens": usage.output_tokens,
         "cache_creation_input_tokens": usage.cache_creation_input_tokens,
         "cache_read_input_tokens": usage.cache_read_input_tokens,
-    })
+    });
+    if usage.cache_creation_1h_input_tokens > 0 {
+        let one_hour = usage.cache_creation_1h_input_tokens;
+        v["cache_creation"] = json!({
+            "ephemeral_5m_input_tokens": usage.cache_creation_input_tokens.saturating_sub(one_hour),
+            "ephemeral_1h_input_tokens": one_hour,
+        });
+    }
+    v
 }
 
 #[cfg(test)]

@@ -4,18 +4,23 @@
 //! Rules (see `docs/USAGE.md`):
 //! - A *response* is a message with [`Usage`]. Its identity is, first match
 //!   wins: `extra.source.response_id` (Codex `token_usage_record`), the
-//!   message's `provider_id` (Claude Code `message.id`, native sessions),
-//!   `extra.source.uuid` (the source line's uuid). A response with none of
-//!   these is counted once where it is stored.
+//!   message's `provider_id` together with `extra.source.request_id` (Claude
+//!   Code `message.id` + `requestId`: one billed request), the `provider_id`
+//!   alone (native sessions, lines without a request id), `extra.source.uuid`
+//!   (the source line's uuid). A response with none of these is counted once
+//!   where it is stored. Two responses that share a `message.id` under
+//!   different request ids are different requests and are both counted.
 //! - Within one session the *last* message with an identity wins: Claude Code
 //!   splits one API message over several lines that repeat (or complete) its
 //!   usage.
 //! - Across sessions the first session in [`priority order`](order) keeps it:
 //!   main sessions before side sessions (sidechains, subagents, `/btw`), then
-//!   parents before forks, then oldest first. The request id is deliberately
-//!   not part of the identity: a `/btw` sidechain replays the parent's
-//!   `message.id` under a new request id, and the id alone already names one
-//!   billed response.
+//!   parents before forks, then oldest first, then by id (so the result does
+//!   not depend on the order sessions were imported in).
+//! - A *replay*: a sidechain line (`isSidechain`) or a response stored in a
+//!   side session that repeats an already counted `message.id` under a new
+//!   request id (Claude Code `/btw` writes the parent's messages again this
+//!   way) is the same response, not counted again.
 //! - A fork counts only its *own* records; what it starts with is its
 //!   parent's and is reported as *inherited*, never added to a total.
 //!   Messages a `rewrite` (compaction) carries over are not counted again;
@@ -92,6 +97,10 @@ pub struct Selection<'f> {
 #[derive(Debug, Clone)]
 struct Found {
     identity: Option<u128>,
+    /// The hashed `message.id` alone, to recognise replays.
+    message: Option<u128>,
+    /// A sidechain line: it may replay a counted message under a new request id.
+    sidechain: bool,
     model: Option<String>,
     at: Option<DateTime<Utc>>,
     usage: Usage,
@@ -113,6 +122,7 @@ pub fn walk(
         ..WalkStats::default()
     };
     let mut seen: HashSet<u128> = HashSet::new();
+    let mut seen_messages: HashSet<u128> = HashSet::new();
     for listed in order(listed) {
         let id = listed.meta.id.clone();
         let selected = (selection.session)(&listed.meta);
@@ -130,6 +140,7 @@ pub fn walk(
             continue;
         };
         let (found, merged) = own_responses(store, &meta, &raw, None)?;
+        let side = is_side_session(&meta);
         // The model of a fork's last inherited response, for own responses
         // that name none (read once, only when needed).
         let mut fallback: Option<Option<String>> = None;
@@ -139,11 +150,14 @@ pub fn walk(
             visit(Event::Session(&meta));
         }
         for f in found {
-            if let Some(identity) = f.identity {
-                if !seen.insert(identity) {
-                    stats.duplicates += u64::from(selected);
-                    continue;
-                }
+            let replay =
+                (side || f.sidechain) && f.message.is_some_and(|m| seen_messages.contains(&m));
+            if replay || f.identity.is_some_and(|identity| !seen.insert(identity)) {
+                stats.duplicates += u64::from(selected);
+                continue;
+            }
+            if let Some(m) = f.message {
+                seen_messages.insert(m);
             }
             if !selected {
                 continue;
@@ -189,6 +203,7 @@ pub fn inherited(
     visit: &mut dyn FnMut(&Counted<'_>),
 ) -> Result<()> {
     let mut seen: HashSet<u128> = HashSet::new();
+    let mut seen_messages: HashSet<u128> = HashSet::new();
     let mut next = meta.parent.clone();
     let mut depth = 0;
     while let Some(fork) = next {
@@ -205,11 +220,15 @@ pub fn inherited(
             .header
             .clone()
             .ok_or_else(|| Error::NoHeader(store.location(&fork.session)))?;
+        let side = is_side_session(&parent);
         for f in own_responses(store, &parent, &raw, Some(fork.seq))?.0 {
-            if let Some(identity) = f.identity {
-                if !seen.insert(identity) {
-                    continue;
-                }
+            let replay =
+                (side || f.sidechain) && f.message.is_some_and(|m| seen_messages.contains(&m));
+            if replay || f.identity.is_some_and(|identity| !seen.insert(identity)) {
+                continue;
+            }
+            if let Some(m) = f.message {
+                seen_messages.insert(m);
             }
             let model = f.model.as_deref().unwrap_or_else(|| header_model(&parent));
             visit(&Counted {
@@ -330,23 +349,47 @@ pub fn order(mut listed: Vec<Listed>) -> Vec<Listed> {
 
 /// The identity of a response (see the module docs), hashed to 128 bits.
 pub fn identity(m: &Message) -> Option<u128> {
-    let source = m.extra.get(SOURCE_KEY).and_then(Value::as_object);
-    let text = |k: &str| {
-        source
-            .and_then(|s| s.get(k))
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-    };
+    let text = |k: &str| source_text(m, k);
     let key = if let Some(r) = text("response_id") {
         format!("response\0{r}")
     } else if let Some(p) = m.provider_id.as_deref().filter(|p| !p.is_empty()) {
-        format!("message\0{p}")
+        match text("request_id") {
+            Some(req) => format!("request\0{p}\0{req}"),
+            None => format!("message\0{p}"),
+        }
     } else if let Some(u) = text("uuid") {
         format!("line\0{u}")
     } else {
         return None;
     };
     Some(hash128(key.as_bytes()))
+}
+
+/// The hashed `provider_id` (Claude Code `message.id`) alone: what a replay
+/// under a new request id shares with the response it repeats.
+fn message_key(m: &Message) -> Option<u128> {
+    let p = m.provider_id.as_deref().filter(|p| !p.is_empty())?;
+    Some(hash128(format!("message\0{p}").as_bytes()))
+}
+
+/// True for a Claude Code sidechain line (`isSidechain: true`, kept in the
+/// import trace's `entry`, or `is_sidechain` on the trace itself).
+fn is_sidechain_line(m: &Message) -> bool {
+    let Some(source) = m.extra.get(SOURCE_KEY).and_then(Value::as_object) else {
+        return false;
+    };
+    let flag = |v: Option<&Value>| v.and_then(Value::as_bool) == Some(true);
+    flag(source.get("is_sidechain")) || flag(source.get("entry").and_then(|e| e.get("isSidechain")))
+}
+
+/// A non-empty string field of the message's import trace.
+fn source_text<'m>(m: &'m Message, key: &str) -> Option<&'m str> {
+    m.extra
+        .get(SOURCE_KEY)
+        .and_then(Value::as_object)
+        .and_then(|s| s.get(key))
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
 }
 
 fn hash128(bytes: &[u8]) -> u128 {
@@ -380,11 +423,25 @@ fn own_responses(
     let mut push = |found: &mut Vec<Found>, m: &Message, usage: Usage| {
         let f = Found {
             identity: identity(m),
+            message: message_key(m),
+            sidechain: is_sidechain_line(m),
             model: m.model.clone().filter(|s| !s.is_empty()),
             at: m.timestamp,
             usage,
             requests: 1,
         };
+        // A sidechain line repeating a message this session already holds
+        // under another request id is a replay: the first copy stays.
+        let replay = f.sidechain
+            && f.message.is_some_and(|key| {
+                found
+                    .iter()
+                    .any(|g| g.message == Some(key) && g.identity != f.identity)
+            });
+        if replay {
+            merged += 1;
+            return;
+        }
         match f.identity.and_then(|i| by_identity.get(&i).copied()) {
             Some(at) => {
                 found[at] = f;
@@ -433,6 +490,8 @@ fn own_responses(
             }
             Record::Summary(s) if !s.usage.is_zero() => summaries.push(Found {
                 identity: None,
+                message: None,
+                sidechain: false,
                 model: None,
                 at: None,
                 usage: s.usage,
@@ -496,17 +555,23 @@ mod tests {
     }
 
     #[test]
-    fn identity_prefers_the_response_id_and_ignores_the_request_id() {
+    fn identity_prefers_the_response_id_then_message_and_request_ids() {
         let mut a = with_source(serde_json::json!({"response_id": "resp_1", "uuid": "u1"}));
         a.provider_id = Some("msg_1".into());
         let b = with_source(serde_json::json!({"response_id": "resp_1", "uuid": "u2"}));
         assert_eq!(identity(&a), identity(&b));
-        // Same message id under two request ids (a /btw replay): one response.
-        let mut c = with_source(serde_json::json!({"request_id": "req_1"}));
+        // Same message id under two request ids: two billed requests
+        // (a replay is recognised separately, by `message_key`).
+        let mut c = with_source(serde_json::json!({"request_id": "req_1", "uuid": "u4"}));
         c.provider_id = Some("msg_9".into());
-        let mut d = with_source(serde_json::json!({"request_id": "req_2"}));
+        let mut d = with_source(serde_json::json!({"request_id": "req_2", "uuid": "u4"}));
         d.provider_id = Some("msg_9".into());
-        assert_eq!(identity(&c), identity(&d));
+        assert_ne!(identity(&c), identity(&d));
+        assert_eq!(message_key(&c), message_key(&d));
+        // Streamed lines of one response: same message and request ids.
+        let mut c2 = with_source(serde_json::json!({"request_id": "req_1", "uuid": "u5"}));
+        c2.provider_id = Some("msg_9".into());
+        assert_eq!(identity(&c), identity(&c2));
         // A message id and a response id with the same text are different keys.
         let mut e = Message::assistant("x");
         e.provider_id = Some("resp_1".into());

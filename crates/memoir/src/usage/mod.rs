@@ -172,6 +172,9 @@ pub struct Totals {
     pub cache_read_tokens: u64,
     /// Prompt tokens written to the cache.
     pub cache_write_tokens: u64,
+    /// Of `cache_write_tokens`, those written with a 1-hour lifetime (priced
+    /// higher than the 5-minute writes that make up the rest).
+    pub cache_write_1h_tokens: u64,
     /// Reasoning tokens (a subset of `output_tokens`).
     pub reasoning_tokens: u64,
     /// Input + output + cache read + cache write.
@@ -211,6 +214,9 @@ impl Totals {
         self.cache_read_tokens = self
             .cache_read_tokens
             .saturating_add(u.cache_read_input_tokens);
+        self.cache_write_1h_tokens = self
+            .cache_write_1h_tokens
+            .saturating_add(u.cache_creation_1h_input_tokens);
         self.cache_write_tokens = self
             .cache_write_tokens
             .saturating_add(u.cache_creation_input_tokens);
@@ -238,6 +244,9 @@ impl Totals {
         self.output_tokens = self.output_tokens.saturating_add(o.output_tokens);
         self.cache_read_tokens = self.cache_read_tokens.saturating_add(o.cache_read_tokens);
         self.cache_write_tokens = self.cache_write_tokens.saturating_add(o.cache_write_tokens);
+        self.cache_write_1h_tokens = self
+            .cache_write_1h_tokens
+            .saturating_add(o.cache_write_1h_tokens);
         self.reasoning_tokens = self.reasoning_tokens.saturating_add(o.reasoning_tokens);
         self.total_tokens = self.total_tokens.saturating_add(o.total_tokens);
         self.requests = self.requests.saturating_add(o.requests);
@@ -258,6 +267,7 @@ impl Totals {
             output_tokens: self.output_tokens,
             cache_read_input_tokens: self.cache_read_tokens,
             cache_creation_input_tokens: self.cache_write_tokens,
+            cache_creation_1h_input_tokens: self.cache_write_1h_tokens,
             reasoning_tokens: self.reasoning_tokens,
             source: self.provenance,
         }

@@ -2,10 +2,11 @@
 //! overrides, and what one response costs.
 //!
 //! The shipped table (`crates/memoir/data/prices.json`, format
-//! [`PRICE_FORMAT`]) is derived from LiteLLM's
-//! `model_prices_and_context_window.json` (MIT, see `data/NOTICE`) by
-//! [`PriceTable::from_litellm`], the same function `memoir prices update FILE`
-//! runs on a newer LiteLLM file. Prices are USD per token. A model with no
+//! [`PRICE_FORMAT`]) is derived by [`PriceTable::from_litellm`] (the function
+//! `memoir prices update FILE` runs on a newer LiteLLM file) from the LiteLLM
+//! price table ccusage bundles for `--offline` (`data/litellm-ccusage.json`,
+//! MIT, see `data/NOTICE`), so both tools price alike; models it lacks come
+//! from an older LiteLLM derivation (`data/prices-litellm-1.110.2.json`). Prices are USD per token. A model with no
 //! price is *unpriced*: its responses cost nothing in the sum, which is then a
 //! lower bound, never a silent `$0` (see [`Cost`]).
 //!
@@ -27,8 +28,11 @@ use crate::message::Usage;
 /// Version of the price-table format this build reads and writes.
 pub const PRICE_FORMAT: u32 = 1;
 
-/// The price table shipped with this build.
+/// The price table shipped with this build (from ccusage's LiteLLM snapshot).
 const SHIPPED: &str = include_str!("../../data/prices.json");
+
+/// Prices for the models [`SHIPPED`] lacks (an older, wider LiteLLM derivation).
+const SHIPPED_FALLBACK: &str = include_str!("../../data/prices-litellm-1.110.2.json");
 
 /// LiteLLM providers whose models the derived table keeps (first-party APIs).
 const KEPT_PROVIDERS: &[&str] = &[
@@ -52,17 +56,23 @@ pub struct ModelPrice {
     /// USD per token read from the prompt cache (default: the input price).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_read: Option<f64>,
-    /// USD per token written to the prompt cache (default: the input price).
+    /// USD per token written to the prompt cache with the default 5-minute
+    /// lifetime (default: the input price).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_write: Option<f64>,
+    /// USD per token written to the prompt cache with a 1-hour lifetime
+    /// (default: twice the input price, Anthropic's rate for 1-hour writes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_1h: Option<f64>,
     /// Long-context tiers, ascending by threshold.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tiers: Vec<PriceTier>,
 }
 
-/// Prices that apply to a whole response once its prompt is longer than
-/// `above_tokens` (input plus cache reads plus cache writes). A missing rate
-/// keeps the base rate.
+/// Prices for the tokens of one class (input, output, cache read, 5-minute
+/// or 1-hour cache write) beyond the first `above_tokens` of that class in
+/// one response, as ccusage applies LiteLLM's `_above_<N>k_tokens` rates.
+/// A missing rate keeps the rate below the threshold.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PriceTier {
     /// The prompt size above which this tier applies.
@@ -76,9 +86,13 @@ pub struct PriceTier {
     /// USD per cache-read token in this tier.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_read: Option<f64>,
-    /// USD per cache-write token in this tier.
+    /// USD per 5-minute cache-write token in this tier.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_write: Option<f64>,
+    /// USD per 1-hour cache-write token in this tier (default: twice this
+    /// tier's input rate, else the rate below the threshold).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_1h: Option<f64>,
 }
 
 /// Where a price table came from and how old it is.
@@ -133,35 +147,65 @@ impl Cost {
 }
 
 impl ModelPrice {
-    /// What one response with `usage` costs (the tier is chosen by its prompt size).
+    /// What one response with `usage` costs. Each token class is priced on
+    /// its own: its first `above_tokens` at the rate below a tier, the rest
+    /// at the tier's rate (ccusage's reading of LiteLLM's long-context
+    /// rates). Cache writes are split into 5-minute and 1-hour writes.
     pub fn cost(&self, usage: &Usage) -> f64 {
-        let prompt = usage
-            .input_tokens
-            .saturating_add(usage.cache_read_input_tokens)
-            .saturating_add(usage.cache_creation_input_tokens);
-        let tier = self.tiers.iter().rev().find(|t| prompt > t.above_tokens);
-        let base_read = self.cache_read.unwrap_or(self.input);
-        let base_write = self.cache_write.unwrap_or(self.input);
-        let (input, output, read, write) = match tier {
-            Some(t) => (
-                t.input.unwrap_or(self.input),
-                t.output.unwrap_or(self.output),
-                t.cache_read.unwrap_or(base_read),
-                t.cache_write.unwrap_or(base_write),
-            ),
-            None => (self.input, self.output, base_read, base_write),
-        };
-        usage.input_tokens as f64 * input
-            + usage.output_tokens as f64 * output
-            + usage.cache_read_input_tokens as f64 * read
-            + usage.cache_creation_input_tokens as f64 * write
+        let one_hour = usage
+            .cache_creation_1h_input_tokens
+            .min(usage.cache_creation_input_tokens);
+        let five_minutes = usage.cache_creation_input_tokens - one_hour;
+        let read = self.cache_read.unwrap_or(self.input);
+        let write = self.cache_write.unwrap_or(self.input);
+        let write_1h = self.cache_write_1h_rate();
+        self.tiered(usage.input_tokens, self.input, |t| t.input)
+            + self.tiered(usage.output_tokens, self.output, |t| t.output)
+            + self.tiered(usage.cache_read_input_tokens, read, |t| t.cache_read)
+            + self.tiered(five_minutes, write, |t| t.cache_write)
+            + self.tiered(one_hour, write_1h, |t| {
+                t.cache_write_1h.or(t.input.map(|input| 2.0 * input))
+            })
+    }
+
+    /// USD per 1-hour cache-write token: the table's rate, else twice the
+    /// input rate (Anthropic's price for 1-hour writes).
+    pub fn cache_write_1h_rate(&self) -> f64 {
+        self.cache_write_1h.unwrap_or(2.0 * self.input)
+    }
+
+    /// `tokens` of one class: up to the first tier's threshold at `base`,
+    /// then each tier's rate (`rate_of`, else the rate below it) up to the next.
+    fn tiered(&self, tokens: u64, base: f64, rate_of: impl Fn(&PriceTier) -> Option<f64>) -> f64 {
+        let mut cost = 0.0;
+        let mut rate = base;
+        let mut from = 0u64;
+        for tier in &self.tiers {
+            if tokens <= tier.above_tokens {
+                break;
+            }
+            cost += (tier.above_tokens.saturating_sub(from)) as f64 * rate;
+            from = tier.above_tokens.max(from);
+            rate = rate_of(tier).unwrap_or(rate);
+        }
+        cost + tokens.saturating_sub(from) as f64 * rate
     }
 }
 
 impl PriceTable {
-    /// The table shipped with this build.
+    /// The table shipped with this build: ccusage's LiteLLM snapshot, and
+    /// for the models it lacks, the older LiteLLM derivation.
     pub fn shipped() -> Result<PriceTable> {
-        PriceTable::parse(SHIPPED, None)
+        let mut table = PriceTable::parse(SHIPPED, None)?;
+        let fallback = PriceTable::parse(SHIPPED_FALLBACK, None)?;
+        for (name, price) in fallback.models {
+            table.models.entry(name).or_insert(price);
+        }
+        table.origin.source = format!(
+            "{}; models it lacks: {}",
+            table.origin.source, fallback.origin.source
+        );
+        Ok(table)
     }
 
     /// A table from JSON text: either this format or a LiteLLM
@@ -291,7 +335,9 @@ impl PriceTable {
     /// The price of `model`: the exact name, else the name lowercased without
     /// a provider prefix (`anthropic/`, `openai/`, `google/`, `gemini/`,
     /// `models/`), a `[1m]`-style suffix, or a date suffix (`-20250929`,
-    /// `@20250929`, `-2025-09-29`). No fuzzier matching: anything else is unpriced.
+    /// `@20250929`, `-2025-09-29`), else an undated name's latest dated
+    /// release (`claude-sonnet-4` → `claude-sonnet-4-20250514`). No fuzzier
+    /// matching: anything else is unpriced.
     pub fn lookup(&self, model: &str) -> Option<&ModelPrice> {
         if let Some(p) = self.models.get(model) {
             return Some(p);
@@ -309,11 +355,25 @@ impl PriceTable {
             return Some(p);
         }
         let undated = strip_date(&name);
-        self.models.get(undated)
+        if let Some(p) = self.models.get(undated) {
+            return Some(p);
+        }
+        let dated = format!("{undated}-");
+        self.models
+            .range(dated.clone()..)
+            .take_while(|(k, _)| k.starts_with(&dated))
+            .filter(|(k, _)| strip_date(k) == undated)
+            .last()
+            .map(|(_, p)| p)
     }
 
-    /// What one response of `model` with `usage` costs.
+    /// What one response of `model` with `usage` costs. A response without
+    /// tokens (Claude Code's `<synthetic>` error lines) costs nothing, priced
+    /// or not: it never makes a cost a lower bound.
     pub fn cost(&self, model: &str, usage: &Usage) -> Cost {
+        if usage.total() == 0 {
+            return Cost::default();
+        }
         match self.lookup(model) {
             Some(p) => Cost {
                 usd: p.cost(usage),
@@ -360,6 +420,8 @@ struct ConfiguredPrice {
     cache_read: Option<f64>,
     #[serde(default)]
     cache_write: Option<f64>,
+    #[serde(default)]
+    cache_write_1h: Option<f64>,
 }
 
 impl ConfiguredPrice {
@@ -370,6 +432,7 @@ impl ConfiguredPrice {
             Some(self.output),
             self.cache_read,
             self.cache_write,
+            self.cache_write_1h,
         ]
         .into_iter()
         .flatten()
@@ -386,6 +449,7 @@ impl ConfiguredPrice {
             output: per_token(self.output),
             cache_read: self.cache_read.map(per_token),
             cache_write: self.cache_write.map(per_token),
+            cache_write_1h: self.cache_write_1h.map(per_token),
             tiers: Vec::new(),
         })
     }
@@ -430,11 +494,13 @@ fn litellm_price(obj: &serde_json::Map<String, Value>, provider: &str) -> Option
             output: None,
             cache_read: None,
             cache_write: None,
+            cache_write_1h: None,
         });
         match field {
             "input_cost_per_token" => tier.input = Some(v),
             "output_cost_per_token" => tier.output = Some(v),
             "cache_read_input_token_cost" => tier.cache_read = Some(v),
+            ONE_HOUR_WRITE => tier.cache_write_1h = Some(v),
             _ => tier.cache_write = Some(v),
         }
     }
@@ -444,13 +510,18 @@ fn litellm_price(obj: &serde_json::Map<String, Value>, provider: &str) -> Option
         output,
         cache_read: rate("cache_read_input_token_cost"),
         cache_write: rate("cache_creation_input_token_cost"),
+        cache_write_1h: rate(ONE_HOUR_WRITE),
         tiers: tiers.into_values().collect(),
     })
 }
 
+/// LiteLLM's name for the 1-hour cache-write rate.
+const ONE_HOUR_WRITE: &str = "cache_creation_input_token_cost_above_1hr";
+
 /// `input_cost_per_token_above_200k_tokens` → `("input_cost_per_token", 200_000)`.
 fn tier_key(key: &str) -> Option<(&'static str, u64)> {
     for field in [
+        ONE_HOUR_WRITE,
         "input_cost_per_token",
         "output_cost_per_token",
         "cache_read_input_token_cost",
@@ -524,50 +595,133 @@ mod tests {
     fn the_shipped_table_prices_known_models_with_cache_rates() {
         let t = PriceTable::shipped().unwrap();
         assert!(!t.origin.date.is_empty() && t.origin.source.contains("LiteLLM"));
-        // claude-sonnet-4-5: $3 in, $15 out, $0.30 cache read, $3.75 cache write per Mtok.
+        // claude-sonnet-4-5: $3 in, $15 out, $0.30 cache read, $3.75 cache write per Mtok
+        // (100k of each: below the 200k long-context threshold).
         let c = t.cost(
             "claude-sonnet-4-5-20250929",
-            &usage(1_000_000, 1_000_000, 1_000_000, 1_000_000),
+            &usage(100_000, 100_000, 100_000, 100_000),
         );
-        assert!((c.usd - (3.0 + 15.0 + 0.3 + 3.75)).abs() < 1e-9, "{c:?}");
+        assert!(
+            (c.usd - (3.0 + 15.0 + 0.3 + 3.75) / 10.0).abs() < 1e-9,
+            "{c:?}"
+        );
         // Dated and prefixed names resolve; Claude 4 comes from its Bedrock id.
         assert!(t.lookup("anthropic/claude-sonnet-4-5").is_some());
         assert!(t.lookup("claude-sonnet-4-20250514").is_some());
+        // Undated names resolve to their dated release, with its tiers:
+        // 1M input tokens of claude-sonnet-4 = 200k at $3 + 800k at $6 per Mtok.
+        let c = t.cost("claude-sonnet-4", &usage(1_000_000, 0, 0, 0));
+        assert!(
+            (c.usd - (0.6 + 4.8)).abs() < 1e-9 && c.unpriced_requests == 0,
+            "{c:?}"
+        );
+        for (model, usd) in [
+            ("claude-opus-4", 1.5),
+            ("claude-3-5-sonnet", 0.3),
+            ("claude-3-5-haiku", 0.08),
+            ("claude-3-7-sonnet", 0.3),
+        ] {
+            let c = t.cost(model, &usage(100_000, 0, 0, 0));
+            assert!(
+                (c.usd - usd).abs() < 1e-9 && c.unpriced_requests == 0,
+                "{model}: {c:?}"
+            );
+        }
         assert!(t.lookup("gpt-5.2").is_some());
         assert!(t.lookup("gemini-2.5-pro").is_some());
         // Unknown models are unpriced, never $0-priced.
         let unknown = t.cost("totally-new-model-9", &usage(10, 10, 0, 0));
         assert_eq!(unknown.unpriced_requests, 1);
         assert!(unknown.is_lower_bound());
+        // A response without tokens (a `<synthetic>` API-error line) costs nothing.
+        assert_eq!(t.cost("<synthetic>", &Usage::default()), Cost::default());
+    }
+
+    fn with_1h(mut u: Usage, one_hour: u64) -> Usage {
+        u.cache_creation_1h_input_tokens = one_hour;
+        u
     }
 
     #[test]
-    fn a_long_prompt_switches_the_whole_response_to_the_tier() {
+    fn each_token_class_pays_the_tier_rate_only_beyond_the_threshold() {
         let p = ModelPrice {
             provider: String::new(),
             input: 1e-6,
             output: 2e-6,
             cache_read: Some(1e-7),
             cache_write: None,
+            cache_write_1h: None,
             tiers: vec![PriceTier {
                 above_tokens: 200_000,
                 input: Some(2e-6),
                 output: Some(4e-6),
                 cache_read: None,
                 cache_write: None,
+                cache_write_1h: None,
             }],
         };
-        // 150k input + 50k cache read = 200k: not above the threshold.
-        let at = p.cost(&usage(150_000, 1000, 50_000, 0));
-        assert!((at - (0.15 + 0.002 + 0.005)).abs() < 1e-12, "{at}");
-        // One more token: every token at the tier rate (cache read keeps its base).
-        let above = p.cost(&usage(150_001, 1000, 50_000, 0));
-        assert!(
-            (above - (150_001.0 * 2e-6 + 0.004 + 0.005)).abs() < 1e-12,
-            "{above}"
-        );
+        // 150k input + 100k cache read: neither class is above 200k.
+        let below = p.cost(&usage(150_000, 1000, 100_000, 0));
+        assert!((below - (0.15 + 0.002 + 0.01)).abs() < 1e-12, "{below}");
+        // 250k input: the first 200k at the base rate, 50k at the tier rate.
+        let above = p.cost(&usage(250_000, 0, 0, 0));
+        assert!((above - (0.2 + 0.1)).abs() < 1e-12, "{above}");
+        // A class without a tier rate keeps its base rate above the threshold.
+        let read = p.cost(&usage(0, 0, 300_000, 0));
+        assert!((read - 0.03).abs() < 1e-12, "{read}");
         // A missing cache-write rate falls back to the input rate.
         assert!((p.cost(&usage(0, 0, 0, 10)) - 1e-5).abs() < 1e-15);
+    }
+
+    #[test]
+    fn one_hour_cache_writes_cost_more_than_five_minute_writes() {
+        let t = PriceTable::shipped().unwrap();
+        // claude-sonnet-4-5: 5-minute writes $3.75, 1-hour writes $6 per Mtok.
+        let five = t.cost("claude-sonnet-4-5", &usage(0, 0, 0, 100_000)).usd;
+        let mixed = t
+            .cost(
+                "claude-sonnet-4-5",
+                &with_1h(usage(0, 0, 0, 100_000), 40_000),
+            )
+            .usd;
+        let hour = t
+            .cost(
+                "claude-sonnet-4-5",
+                &with_1h(usage(0, 0, 0, 100_000), 100_000),
+            )
+            .usd;
+        assert!((five - 0.375).abs() < 1e-12, "{five}");
+        assert!(
+            (mixed - (0.06 * 3.75 + 0.04 * 6.0)).abs() < 1e-12,
+            "{mixed}"
+        );
+        assert!((hour - 0.6).abs() < 1e-12, "{hour}");
+        // Each TTL has its own 200k threshold: 150k + 150k stays below it,
+        // 1M of 1-hour writes pays 200k at $6 and 800k at $12 per Mtok.
+        let split = t
+            .cost(
+                "claude-sonnet-4-5",
+                &with_1h(usage(0, 0, 0, 300_000), 150_000),
+            )
+            .usd;
+        assert!(
+            (split - (0.15 * 3.75 + 0.15 * 6.0)).abs() < 1e-12,
+            "{split}"
+        );
+        let long = t
+            .cost(
+                "claude-sonnet-4-5",
+                &with_1h(usage(0, 0, 0, 1_000_000), 1_000_000),
+            )
+            .usd;
+        assert!((long - (0.2 * 6.0 + 0.8 * 12.0)).abs() < 1e-9, "{long}");
+        // An explicit 1-hour rate (LiteLLM `cache_creation_input_token_cost_above_1hr`) wins.
+        let litellm = serde_json::json!({"claude-z": {"litellm_provider": "anthropic",
+            "mode": "chat", "input_cost_per_token": 1e-6, "output_cost_per_token": 1e-6,
+            "cache_creation_input_token_cost_above_1hr": 5e-6}});
+        let z = PriceTable::parse(&litellm.to_string(), None).unwrap();
+        let c = z.cost("claude-z", &with_1h(usage(0, 0, 0, 10), 10)).usd;
+        assert!((c - 5e-5).abs() < 1e-15, "{c}");
     }
 
     #[test]

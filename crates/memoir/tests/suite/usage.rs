@@ -872,3 +872,220 @@ fn a_fork_response_naming_no_model_is_priced_with_the_parents_model() {
     assert_eq!(r.rows[0].key(), ["gpt-5.2"]);
     assert!(!r.total.cost_is_lower_bound);
 }
+
+/// One Claude Code assistant line, compact JSON as Claude Code writes it.
+#[cfg(feature = "import")]
+#[allow(clippy::too_many_arguments)]
+fn claude_line(
+    session: &str,
+    uuid: &str,
+    message_id: &str,
+    request_id: &str,
+    model: &str,
+    when: &str,
+    input: u64,
+    output: u64,
+    cache: Value,
+) -> String {
+    let mut usage = json!({"input_tokens": input, "output_tokens": output,
+        "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0});
+    if let (Value::Object(u), Value::Object(c)) = (&mut usage, cache) {
+        u.extend(c);
+    }
+    json!({"type": "assistant", "uuid": uuid, "parentUuid": null, "isSidechain": false,
+        "sessionId": session, "cwd": "/work/app", "timestamp": when, "requestId": request_id,
+        "message": {"id": message_id, "type": "message", "role": "assistant", "model": model,
+            "stop_reason": "end_turn", "content": [{"type": "text", "text": format!("answer {uuid}")}],
+            "usage": usage}})
+    .to_string()
+}
+
+#[cfg(feature = "import")]
+/// Import Claude Code files (in the order given) into a fresh store and
+/// report usage by session.
+fn import_claude(files: &[std::path::PathBuf]) -> (tempfile::TempDir, usage::UsageReport) {
+    use memoir::import::{self, Agent, Source};
+    use memoir::manager::{ManagerOptions, SessionManager};
+    let dir = tempfile::tempdir().unwrap();
+    let m = SessionManager::open(
+        &dir.path().join("store"),
+        ManagerOptions {
+            durability: Durability::None,
+            repair_on_switch: false,
+            ..ManagerOptions::default()
+        },
+    )
+    .unwrap();
+    for path in files {
+        let source = Source {
+            agent: Agent::ClaudeCode,
+            path: path.clone(),
+        };
+        import::import(&m, &[source], &mut |_| {}).unwrap();
+    }
+    let r = usage::report(m.store().as_ref(), &by(&[GroupKey::Session]), &prices()).unwrap();
+    (dir, r)
+}
+
+#[cfg(feature = "import")]
+#[test]
+fn responses_sharing_a_message_id_under_different_request_ids_all_count_in_any_import_order() {
+    let files = tempfile::tempdir().unwrap();
+    let project = files.path().join("projects").join("-work-app");
+    std::fs::create_dir_all(&project).unwrap();
+    let a = "aaaaaaaa-0000-4000-8000-000000000001";
+    let b = "bbbbbbbb-0000-4000-8000-000000000002";
+    let none = json!({});
+    // Session a: two responses.
+    let a_lines = [
+        claude_line(
+            a,
+            "a1",
+            "msg_shared",
+            "req_a1",
+            "claude-sonnet-4-5-20250929",
+            "2026-04-01T10:00:00.000Z",
+            100,
+            10,
+            none.clone(),
+        ),
+        claude_line(
+            a,
+            "a2",
+            "msg_a2",
+            "req_a2",
+            "claude-sonnet-4-5-20250929",
+            "2026-04-01T10:01:00.000Z",
+            200,
+            20,
+            none.clone(),
+        ),
+    ];
+    // Session b resumes a (its first line is a copy of a's first response),
+    // then gets a different response that reuses the same message id under
+    // its own request id, model, usage and content.
+    let b_lines = [
+        a_lines[0].clone(),
+        claude_line(
+            b,
+            "b1",
+            "msg_shared",
+            "req_b1",
+            "claude-haiku-4-5-20251001",
+            "2026-04-01T11:00:00.000Z",
+            7000,
+            300,
+            none.clone(),
+        ),
+    ];
+    let pa = project.join(format!("{a}.jsonl"));
+    let pb = project.join(format!("{b}.jsonl"));
+    std::fs::write(&pa, a_lines.join("\n") + "\n").unwrap();
+    std::fs::write(&pb, b_lines.join("\n") + "\n").unwrap();
+
+    let (_d1, ab) = import_claude(&[pa.clone(), pb.clone()]);
+    let (_d2, ba) = import_claude(&[pb, pa]);
+    for r in [&ab, &ba] {
+        // a1 (once, although two files hold it), a2 and b1.
+        assert_eq!(r.total.requests, 3, "{:#?}", r.rows);
+        assert_eq!(r.total.input_tokens, 100 + 200 + 7000);
+        assert_eq!(r.total.output_tokens, 10 + 20 + 300);
+        assert_eq!(r.duplicate_responses, 1);
+        // claude-sonnet-4-5 $3/$15, claude-haiku-4-5 $1/$5 per Mtok.
+        let expected = (300.0 * 3.0 + 30.0 * 15.0 + 7000.0 * 1.0 + 300.0 * 5.0) / 1e6;
+        assert!(
+            (r.total.cost_usd - expected).abs() < 1e-12,
+            "{}",
+            r.total.cost_usd
+        );
+    }
+    let per_session = |r: &usage::UsageReport| {
+        let mut v: Vec<(String, u64, u64)> = r
+            .rows
+            .iter()
+            .map(|row| {
+                (
+                    row.key().join("/"),
+                    row.totals.requests,
+                    row.totals.total_tokens,
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(per_session(&ab), per_session(&ba));
+}
+
+#[cfg(feature = "import")]
+#[test]
+fn one_hour_cache_writes_are_priced_at_the_one_hour_rate_after_import() {
+    let files = tempfile::tempdir().unwrap();
+    let project = files.path().join("projects").join("-work-app");
+    std::fs::create_dir_all(&project).unwrap();
+    let s = "cccccccc-0000-4000-8000-000000000003";
+    let split = |five: u64, hour: u64| {
+        json!({"cache_creation_input_tokens": five + hour,
+            "cache_creation": {"ephemeral_5m_input_tokens": five, "ephemeral_1h_input_tokens": hour}})
+    };
+    let lines = [
+        // Only 1-hour writes, only 5-minute writes, and both, on three models.
+        claude_line(
+            s,
+            "h1",
+            "msg_h1",
+            "req_h1",
+            "claude-sonnet-4-5-20250929",
+            "2026-04-02T10:00:00.000Z",
+            10,
+            100,
+            split(0, 40_000),
+        ),
+        claude_line(
+            s,
+            "h2",
+            "msg_h2",
+            "req_h2",
+            "claude-opus-4-1-20250805",
+            "2026-04-02T10:01:00.000Z",
+            10,
+            100,
+            split(30_000, 0),
+        ),
+        claude_line(
+            s,
+            "h3",
+            "msg_h3",
+            "req_h3",
+            "claude-haiku-4-5-20251001",
+            "2026-04-02T10:02:00.000Z",
+            10,
+            100,
+            split(10_000, 20_000),
+        ),
+    ];
+    let path = project.join(format!("{s}.jsonl"));
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let (_d, r) = import_claude(&[path]);
+    let t = &r.total;
+    assert_eq!(t.cache_write_tokens, 40_000 + 30_000 + 30_000);
+    assert_eq!(t.cache_write_1h_tokens, 40_000 + 20_000);
+    // Per Mtok: sonnet-4-5 $3 in / $15 out, 1h write $6; opus-4-1 $15 / $75,
+    // 5m write $18.75; haiku-4-5 $1 / $5, 5m write $1.25, 1h write $2.
+    let expected = (10.0 * 3.0
+        + 100.0 * 15.0
+        + 40_000.0 * 6.0
+        + 10.0 * 15.0
+        + 100.0 * 75.0
+        + 30_000.0 * 18.75
+        + 10.0 * 1.0
+        + 100.0 * 5.0
+        + 10_000.0 * 1.25
+        + 20_000.0 * 2.0)
+        / 1e6;
+    assert!(
+        (t.cost_usd - expected).abs() < 1e-9,
+        "{} != {expected}",
+        t.cost_usd
+    );
+}
