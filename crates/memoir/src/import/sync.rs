@@ -108,6 +108,19 @@ pub(super) fn run(
     Ok(run.report)
 }
 
+/// Parse a whole source: `bytes` (its content), or, for a compressed one,
+/// as it is decompressed (with the check hash of what was consumed).
+fn parse_whole(
+    source: &Source,
+    bytes: &[u8],
+    ctx: &ParseContext,
+) -> Result<(Parsed, Option<String>), ImportError> {
+    if let Some((parsed, hash)) = super::parse_compressed(source, ctx)? {
+        return Ok((parsed, Some(hash)));
+    }
+    Ok((parse_bytes(source, bytes, ctx)?, None))
+}
+
 /// Claude Code subagent files go after the sessions that spawned them.
 fn is_child_file(s: &Source) -> bool {
     s.agent == Agent::ClaudeCode
@@ -133,6 +146,23 @@ impl Run<'_> {
         source: &Source,
         deferred: &mut Vec<(PathBuf, Planned)>,
     ) -> Result<(), ImportError> {
+        let kind = std::fs::metadata(&source.path)
+            .map_err(|e| ImportError::io("stat", &source.path, e))?
+            .file_type();
+        if !kind.is_file() {
+            // A FIFO, socket or device is never opened: reading a FIFO
+            // would wait for a writer.
+            if let ImportError::Unsupported { reason, .. } =
+                super::lines::not_regular(&source.path, &kind)
+            {
+                self.report.skipped.push(super::Skipped {
+                    file: source.path.clone(),
+                    line: 0,
+                    reason,
+                });
+            }
+            return Ok(());
+        }
         let stat = FileStat::of_source(source)?;
         let existing = cursors.files.get(&source.path).cloned();
         if let Some(fc) = &existing {
@@ -162,17 +192,21 @@ impl Run<'_> {
             }
             fc.first_line = hash;
         }
-        let bytes = if source.agent == Agent::OpenCode {
+        let compressed = super::lines::is_compressed(&source.path);
+        let bytes = if source.agent == Agent::OpenCode || compressed {
             Vec::new()
         } else {
             super::lines::read_all(&source.path)?
         };
         let change = if fc.sessions.is_empty() && fc.offset == 0 {
             Change::New
+        } else if compressed {
+            // Read whole each time it changes: never resumed.
+            Change::Rewritten
         } else {
             fc.change(&stat, &bytes)
         };
-        let mut parsed = parse_bytes(source, &bytes, &ctx)?;
+        let (mut parsed, streamed_hash) = parse_whole(source, &bytes, &ctx)?;
         self.report.files_read += 1;
         self.report.bytes_read += parsed.consumed;
         if change == Change::Grown && source.agent == Agent::ClaudeCode && fc.lines > 0 {
@@ -181,12 +215,28 @@ impl Run<'_> {
             let cut = fc.lines + 1;
             if !self.matches(&fc, &parsed) && !ctx.cuts.contains(&cut) {
                 ctx.cuts.insert(cut);
-                let retry = parse_bytes(source, &bytes, &ctx)?;
+                let (retry, _) = parse_whole(source, &bytes, &ctx)?;
                 if self.matches(&fc, &retry) {
                     fc.cuts.push(cut);
                     parsed = retry;
                 }
             }
+        }
+        let nothing_read = parsed.sessions.iter().all(|p| p.records.is_empty());
+        if nothing_read && !parsed.skipped.is_empty() {
+            // A source with content of which nothing could be read fails
+            // (what could not be read is reported line by line).
+            self.report.errors.push(FileError {
+                file: source.path.clone(),
+                error: format!(
+                    "nothing could be read ({} lines or rows skipped, see skipped)",
+                    parsed.skipped.len()
+                ),
+            });
+            // No cursor: the next run tries again (and reports again).
+            self.report.skipped.append(&mut parsed.skipped);
+            self.report.notes.append(&mut parsed.notes);
+            return Ok(());
         }
         self.spawns
             .extend(parsed.spawns.iter().map(|(k, v)| (k.clone(), v.clone())));
@@ -218,8 +268,13 @@ impl Run<'_> {
             parsed.consumed
         };
         fc.lines = parsed.complete_lines;
-        let end = (parsed.consumed as usize).min(bytes.len());
-        fc.prefix_hash = cursor::prefix_hash(&bytes[..end]);
+        fc.prefix_hash = match streamed_hash {
+            Some(hash) => hash,
+            None => {
+                let end = (parsed.consumed as usize).min(bytes.len());
+                cursor::prefix_hash(&bytes[..end])
+            }
+        };
         cursors.files.insert(source.path.clone(), fc);
         Ok(())
     }
