@@ -1031,3 +1031,114 @@ fn a_damaged_opencode_database_is_reported_not_imported_as_empty_sessions() {
     let again = import::import(&m, &sources, &mut |_| {}).unwrap();
     assert_eq!(again.errors.len(), 1, "{again:?}");
 }
+
+/// Content items that are not JSON objects, as agents' files may hold them.
+fn items_that_are_not_objects() -> Vec<serde_json::Value> {
+    use serde_json::json;
+    vec![
+        json!(null),
+        json!(1),
+        json!(-2.5),
+        json!("x"),
+        json!(true),
+        json!([]),
+        json!([1]),
+        json!([[null]]),
+        json!(["x", {"type": "text", "text": "inner"}]),
+    ]
+}
+
+/// Every session of the store reads back whole: the chain verifies and no
+/// line is refused (what `sessions verify` and `doctor` check).
+fn assert_every_session_reads(m: &SessionManager, what: &str) {
+    let (listed, _) = m.store().list().unwrap();
+    assert!(!listed.is_empty(), "{what}: nothing imported");
+    for s in listed {
+        let raw = m.read_raw(&s.meta.id).unwrap();
+        assert!(raw.report.is_clean(), "{what}: {}: {:?}", s.meta.id, raw.report);
+        m.read_stored(&s.meta.id).unwrap();
+    }
+}
+
+/// Whether some message of `id` keeps `item` as a raw block.
+fn keeps_raw(m: &SessionManager, id: &str, item: &serde_json::Value) -> bool {
+    let raw = serde_json::json!({"type": import::RAW_BLOCK, "value": item});
+    read(m, id)
+        .messages
+        .iter()
+        .any(|msg| msg.content.iter().any(|b| *b == Block::Unknown(raw.clone())))
+}
+
+#[test]
+fn content_items_that_are_not_objects_import_as_readable_raw_blocks() {
+    use serde_json::json;
+    let tmp = tempfile::tempdir().unwrap();
+    for (n, item) in items_that_are_not_objects().into_iter().enumerate() {
+        let dir = tmp.path().join(format!("case{n}"));
+        fs::create_dir_all(&dir).unwrap();
+        let m = manager(&dir);
+        let env = |uuid: &str, parent: Option<&str>, kind: &str, content: serde_json::Value| {
+            json!({"type": kind, "uuid": uuid, "parentUuid": parent, "sessionId": "s",
+                   "timestamp": "2026-01-01T00:00:00Z",
+                   "message": {"role": kind, "content": content}})
+            .to_string()
+        };
+        let claude = dir.join("claude.jsonl");
+        fs::write(
+            &claude,
+            [
+                env("u1", None, "user", json!([item.clone()])),
+                env("u2", Some("u1"), "assistant", json!([{"type": "text", "text": "ok"}, item.clone()])),
+                env("u3", Some("u2"), "user", item.clone()),
+            ]
+            .join("\n")
+                + "\n",
+        )
+        .unwrap();
+        let codex = dir.join("rollout-2026-01-01T00-00-00-c.jsonl");
+        let tid = format!("{n:08}-0000-4000-8000-000000000000");
+        fs::write(
+            &codex,
+            [
+                json!({"timestamp": "2026-01-01T00:00:00Z", "type": "session_meta", "payload": {"id": tid, "cwd": "/w"}}),
+                json!({"timestamp": "2026-01-01T00:00:01Z", "type": "response_item", "payload": {"type": "message", "role": "user", "content": [item.clone()]}}),
+                json!({"timestamp": "2026-01-01T00:00:02Z", "type": "response_item", "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "ok"}, item.clone()]}}),
+            ]
+            .iter()
+            .map(|v| v.to_string() + "\n")
+            .collect::<String>(),
+        )
+        .unwrap();
+        let gemini = dir.join("session-g.jsonl");
+        fs::write(
+            &gemini,
+            [
+                json!({"sessionId": format!("g{n}"), "projectHash": "h", "startTime": "2026-01-01T00:00:00Z"}),
+                json!({"id": "m1", "type": "user", "timestamp": "2026-01-01T00:00:01Z", "content": [item.clone()]}),
+                json!({"id": "m2", "type": "gemini", "timestamp": "2026-01-01T00:00:02Z", "content": [item.clone()]}),
+            ]
+            .iter()
+            .map(|v| v.to_string() + "\n")
+            .collect::<String>(),
+        )
+        .unwrap();
+        let sources = [
+            (Agent::ClaudeCode, claude),
+            (Agent::Codex, codex),
+            (Agent::GeminiCli, gemini),
+        ];
+        for (agent, path) in &sources {
+            let r = run(&m, *agent, std::slice::from_ref(path));
+            assert!(r.errors.is_empty(), "{item} {agent:?}: {r:?}");
+            assert_eq!(r.sessions.new, 1, "{item} {agent:?}: {r:?}");
+        }
+        assert_every_session_reads(&m, &item.to_string());
+        assert!(keeps_raw(&m, "cc-claude", &item), "claude keeps {item}");
+        assert!(keeps_raw(&m, &format!("cx-{tid}"), &item), "codex keeps {item}");
+        // A re-run finds everything imported (the digests agree).
+        for (agent, path) in &sources {
+            let again = run(&m, *agent, std::slice::from_ref(path));
+            assert_eq!(again.records, 0, "{item} {agent:?}: {again:?}");
+        }
+    }
+}
