@@ -414,3 +414,140 @@ fn a_compressed_bomb_imports_in_bounded_memory_and_reports_long_lines() {
         assert!(text.contains(expect), "{name}: {text}");
     }
 }
+
+/// Sources that grow while imports are killed: Claude Code files (some
+/// responses split over two lines) and Codex rollouts, each line one text.
+struct Growing {
+    claude: Vec<(std::path::PathBuf, Vec<String>)>,
+    codex: Vec<(std::path::PathBuf, String, Vec<String>)>,
+}
+
+impl Growing {
+    fn new(home: &Path, files: usize) -> Growing {
+        let project = home.join("claude/projects/-w");
+        let rollouts = home.join("codex/sessions/2026/01/01");
+        std::fs::create_dir_all(&project).unwrap();
+        std::fs::create_dir_all(&rollouts).unwrap();
+        let claude = (0..files)
+            .map(|k| (project.join(format!("s{k}.jsonl")), Vec::new()))
+            .collect();
+        let codex = (0..files)
+            .map(|k| {
+                let tid = format!("{k:08}-0000-4000-8000-00000000c0de");
+                let path = rollouts.join(format!("rollout-2026-01-01T00-00-00-{tid}.jsonl"));
+                let meta = serde_json::json!({"timestamp": "2026-01-01T00:00:00Z", "type": "session_meta",
+                    "payload": {"id": tid, "cwd": "/w"}});
+                std::fs::write(&path, format!("{meta}\n")).unwrap();
+                (path, tid, Vec::new())
+            })
+            .collect();
+        Growing { claude, codex }
+    }
+
+    /// Append about `n` lines to every source.
+    fn grow(&mut self, n: usize) {
+        use std::io::Write;
+        for (k, (path, texts)) in self.claude.iter_mut().enumerate() {
+            let mut out = String::new();
+            for _ in 0..n {
+                let i = texts.len();
+                let uuid = format!("u{i}");
+                let parent = (i > 0).then(|| format!("u{}", i - 1));
+                let text = format!("claude {k} line {i}");
+                // Every third assistant response is split: its next line
+                // continues the same message id.
+                let line = if i % 2 == 0 {
+                    serde_json::json!({"type": "user", "uuid": uuid, "parentUuid": parent,
+                        "sessionId": format!("s{k}"), "timestamp": "2026-01-01T00:00:00Z",
+                        "message": {"role": "user", "content": text}})
+                } else {
+                    let id = if i % 6 == 3 { format!("msg{i}") } else { format!("msg{}", i - (i % 6 == 5) as usize * 2) };
+                    serde_json::json!({"type": "assistant", "uuid": uuid, "parentUuid": parent,
+                        "sessionId": format!("s{k}"), "timestamp": "2026-01-01T00:00:00Z",
+                        "message": {"id": id, "role": "assistant", "model": "m",
+                            "content": [{"type": "text", "text": text}], "stop_reason": "end_turn"}})
+                };
+                out.push_str(&format!("{line}\n"));
+                texts.push(text);
+            }
+            let mut f = std::fs::OpenOptions::new().append(true).create(true).open(path).unwrap();
+            f.write_all(out.as_bytes()).unwrap();
+        }
+        for (k, (path, _, texts)) in self.codex.iter_mut().enumerate() {
+            let mut out = String::new();
+            for _ in 0..n {
+                let i = texts.len();
+                let text = format!("codex {k} line {i}");
+                let (role, kind) = if i % 2 == 0 { ("user", "input_text") } else { ("assistant", "output_text") };
+                let line = serde_json::json!({"timestamp": "2026-01-01T00:00:01Z", "type": "response_item",
+                    "payload": {"type": "message", "role": role, "content": [{"type": kind, "text": text}]}});
+                out.push_str(&format!("{line}\n"));
+                texts.push(text);
+            }
+            let mut f = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+            f.write_all(out.as_bytes()).unwrap();
+        }
+    }
+}
+
+/// The texts of a session's messages, in order.
+fn texts_of(store: &Path, id: &str) -> Vec<String> {
+    let m = memoir::manager::SessionManager::open(store, Default::default()).unwrap();
+    let raw = m.read_raw(id).unwrap();
+    assert!(raw.report.is_clean(), "{id}: {:?}", raw.report);
+    m.read_stored(id)
+        .unwrap()
+        .messages
+        .iter()
+        .flat_map(|msg| msg.content.iter())
+        .filter_map(|b| match b {
+            memoir::message::Block::Text { text } => Some(text.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn an_import_killed_at_any_moment_never_duplicates_on_the_next_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    let store = home.join("store");
+    let dir = store.to_str().unwrap();
+    let mut sources = Growing::new(home, 6);
+    let import = || {
+        let mut c = memoir_cmd(home);
+        c.args(["import", "--all", "--json", "--dir", dir])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        c
+    };
+    // Kill delays spread over an import's whole run (which grows with the
+    // sources), some imports finishing on their own.
+    for round in 0..40u64 {
+        sources.grow(60 + (round as usize * 17) % 50);
+        let mut child = import().spawn().unwrap();
+        let delay = (round * 37) % 160;
+        std::thread::sleep(std::time::Duration::from_millis(delay));
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    let done = run_bounded(
+        memoir_cmd(home).args(["import", "--all", "--json", "--dir", dir]),
+        std::time::Duration::from_secs(300),
+    );
+    assert_eq!(done.code, Some(0), "{}{}", done.stdout, done.stderr);
+    let report: serde_json::Value = serde_json::from_str(&done.stdout).unwrap();
+    assert_eq!(report["sessions"]["forked"], 0, "{report}");
+    for (k, (_, texts)) in sources.claude.iter().enumerate() {
+        assert_eq!(&texts_of(&store, &format!("cc-s{k}")), texts, "claude {k}");
+    }
+    for (k, (_, tid, texts)) in sources.codex.iter().enumerate() {
+        assert_eq!(&texts_of(&store, &format!("cx-{tid}")), texts, "codex {k}");
+    }
+    let (listed, _) = memoir::manager::SessionManager::open(&store, Default::default())
+        .unwrap()
+        .store()
+        .list()
+        .unwrap();
+    assert_eq!(listed.len(), 12, "one session per source, no re-import forks");
+}
