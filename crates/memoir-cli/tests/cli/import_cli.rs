@@ -454,14 +454,14 @@ impl Growing {
                 let uuid = format!("u{i}");
                 let parent = (i > 0).then(|| format!("u{}", i - 1));
                 let text = format!("claude {k} line {i}");
-                // Every third assistant response is split: its next line
-                // continues the same message id.
-                let line = if i % 2 == 0 {
+                // Lines 3 and 4 of every six are one response split in
+                // two (the same message id): an import may end between them.
+                let line = if matches!(i % 6, 0 | 2 | 5) {
                     serde_json::json!({"type": "user", "uuid": uuid, "parentUuid": parent,
                         "sessionId": format!("s{k}"), "timestamp": "2026-01-01T00:00:00Z",
                         "message": {"role": "user", "content": text}})
                 } else {
-                    let id = if i % 6 == 3 { format!("msg{i}") } else { format!("msg{}", i - (i % 6 == 5) as usize * 2) };
+                    let id = format!("msg{}", if i % 6 == 4 { i - 1 } else { i });
                     serde_json::json!({"type": "assistant", "uuid": uuid, "parentUuid": parent,
                         "sessionId": format!("s{k}"), "timestamp": "2026-01-01T00:00:00Z",
                         "message": {"id": id, "role": "assistant", "model": "m",
@@ -507,13 +507,25 @@ fn texts_of(store: &Path, id: &str) -> Vec<String> {
         .collect()
 }
 
+/// Every source text exactly once, in order (a short message when not).
+fn assert_same_texts(got: &[String], want: &[String], what: &str) {
+    let first_diff = got.iter().zip(want).position(|(a, b)| a != b);
+    assert!(
+        got == want,
+        "{what}: {} texts imported for {} in the source; first difference at {first_diff:?}: {:?}",
+        got.len(),
+        want.len(),
+        first_diff.map(|i| (&got[i], &want[i]))
+    );
+}
+
 #[test]
 fn an_import_killed_at_any_moment_never_duplicates_on_the_next_run() {
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path();
     let store = home.join("store");
     let dir = store.to_str().unwrap();
-    let mut sources = Growing::new(home, 6);
+    let mut sources = Growing::new(home, 4);
     let import = || {
         let mut c = memoir_cmd(home);
         c.args(["import", "--all", "--json", "--dir", dir])
@@ -521,16 +533,28 @@ fn an_import_killed_at_any_moment_never_duplicates_on_the_next_run() {
             .stderr(std::process::Stdio::null());
         c
     };
-    // Kill delays spread over an import's whole run (which grows with the
-    // sources), some imports finishing on their own.
-    for round in 0..40u64 {
-        sources.grow(60 + (round as usize * 17) % 50);
+    // Kills spread over an import's whole run: every fourth import runs to
+    // its end and times the next ones, killed at 5%, 10%, ... 120% of it.
+    let mut span = std::time::Duration::from_millis(300);
+    let mut kills = 0;
+    for round in 0..48u32 {
+        sources.grow(40 + (round as usize * 17) % 50);
+        let started = std::time::Instant::now();
         let mut child = import().spawn().unwrap();
-        let delay = (round * 37) % 160;
-        std::thread::sleep(std::time::Duration::from_millis(delay));
+        if round % 4 == 0 {
+            assert!(child.wait().unwrap().success());
+            span = started.elapsed();
+            continue;
+        }
+        let fraction = f64::from((round * 7) % 24 + 1) / 20.0;
+        std::thread::sleep(span.mul_f64(fraction));
+        if child.try_wait().unwrap().is_none() {
+            kills += 1;
+        }
         let _ = child.kill();
         let _ = child.wait();
     }
+    assert!(kills >= 16, "only {kills} imports were killed while running");
     let done = run_bounded(
         memoir_cmd(home).args(["import", "--all", "--json", "--dir", dir]),
         std::time::Duration::from_secs(300),
@@ -539,15 +563,15 @@ fn an_import_killed_at_any_moment_never_duplicates_on_the_next_run() {
     let report: serde_json::Value = serde_json::from_str(&done.stdout).unwrap();
     assert_eq!(report["sessions"]["forked"], 0, "{report}");
     for (k, (_, texts)) in sources.claude.iter().enumerate() {
-        assert_eq!(&texts_of(&store, &format!("cc-s{k}")), texts, "claude {k}");
+        assert_same_texts(&texts_of(&store, &format!("cc-s{k}")), texts, "claude");
     }
-    for (k, (_, tid, texts)) in sources.codex.iter().enumerate() {
-        assert_eq!(&texts_of(&store, &format!("cx-{tid}")), texts, "codex {k}");
+    for (_, tid, texts) in &sources.codex {
+        assert_same_texts(&texts_of(&store, &format!("cx-{tid}")), texts, "codex");
     }
     let (listed, _) = memoir::manager::SessionManager::open(&store, Default::default())
         .unwrap()
         .store()
         .list()
         .unwrap();
-    assert_eq!(listed.len(), 12, "one session per source, no re-import forks");
+    assert_eq!(listed.len(), 8, "one session per source, no re-import forks");
 }
