@@ -240,7 +240,9 @@ fn run_bounded(cmd: &mut Command, limit: std::time::Duration) -> Finished {
     let stdout = out.join().unwrap();
     let stderr = err.join().unwrap();
     let Some(status) = status else {
-        panic!("{cmd:?} still running after {limit:?} (killed)\nstdout: {stdout}\nstderr: {stderr}");
+        panic!(
+            "{cmd:?} still running after {limit:?} (killed)\nstdout: {stdout}\nstderr: {stderr}"
+        );
     };
     Finished {
         code: status.code(),
@@ -470,7 +472,11 @@ impl Growing {
                 out.push_str(&format!("{line}\n"));
                 texts.push(text);
             }
-            let mut f = std::fs::OpenOptions::new().append(true).create(true).open(path).unwrap();
+            let mut f = std::fs::OpenOptions::new()
+                .append(true)
+                .create(true)
+                .open(path)
+                .unwrap();
             f.write_all(out.as_bytes()).unwrap();
         }
         for (k, (path, _, texts)) in self.codex.iter_mut().enumerate() {
@@ -478,7 +484,11 @@ impl Growing {
             for _ in 0..n {
                 let i = texts.len();
                 let text = format!("codex {k} line {i}");
-                let (role, kind) = if i % 2 == 0 { ("user", "input_text") } else { ("assistant", "output_text") };
+                let (role, kind) = if i % 2 == 0 {
+                    ("user", "input_text")
+                } else {
+                    ("assistant", "output_text")
+                };
                 let line = serde_json::json!({"timestamp": "2026-01-01T00:00:01Z", "type": "response_item",
                     "payload": {"type": "message", "role": role, "content": [{"type": kind, "text": text}]}});
                 out.push_str(&format!("{line}\n"));
@@ -554,7 +564,10 @@ fn an_import_killed_at_any_moment_never_duplicates_on_the_next_run() {
         let _ = child.kill();
         let _ = child.wait();
     }
-    assert!(kills >= 16, "only {kills} imports were killed while running");
+    assert!(
+        kills >= 16,
+        "only {kills} imports were killed while running"
+    );
     let done = run_bounded(
         memoir_cmd(home).args(["import", "--all", "--json", "--dir", dir]),
         std::time::Duration::from_secs(300),
@@ -573,5 +586,9 @@ fn an_import_killed_at_any_moment_never_duplicates_on_the_next_run() {
         .store()
         .list()
         .unwrap();
-    assert_eq!(listed.len(), 8, "one session per source, no re-import forks");
+    assert_eq!(
+        listed.len(),
+        8,
+        "one session per source, no re-import forks"
+    );
 }

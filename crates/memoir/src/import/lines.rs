@@ -120,7 +120,10 @@ pub fn read_all(path: &Path) -> Result<Vec<u8>, ImportError> {
     let mut bytes = Vec::new();
     if is_compressed(path) {
         let mut lines = BoundedLines::new(reader);
-        while let Some(line) = lines.next_line().map_err(|e| ImportError::io("read", path, e))? {
+        while let Some(line) = lines
+            .next_line()
+            .map_err(|e| ImportError::io("read", path, e))?
+        {
             if let Some(text) = line.text {
                 bytes.extend_from_slice(text);
             }

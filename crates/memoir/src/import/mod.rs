@@ -34,9 +34,9 @@ pub mod detect;
 mod documents;
 pub mod gemini;
 mod lines;
-mod readable;
 #[cfg(feature = "import-opencode")]
 pub mod opencode;
+mod readable;
 pub mod segments;
 mod sync;
 pub mod watch;

@@ -188,15 +188,14 @@ pub fn parse(db: &Path) -> Result<Parsed, ImportError> {
         .prepare("SELECT id, time_created, data FROM message WHERE session_id = ?1 ORDER BY time_created, id")
         .map_err(|e| sql_err(db, e))?;
     for s in sessions {
-        let rows: Vec<(String, Option<i64>, String)> = match stmt
-            .query_map([&s.id], |r| Ok((r.get(0)?, r.get(1).ok(), r.get(2)?)))
-        {
-            Ok(rows) => readable_rows(rows, &mut unread),
-            Err(e) => {
-                unread.note(e);
-                Vec::new()
-            }
-        };
+        let rows: Vec<(String, Option<i64>, String)> =
+            match stmt.query_map([&s.id], |r| Ok((r.get(0)?, r.get(1).ok(), r.get(2)?))) {
+                Ok(rows) => readable_rows(rows, &mut unread),
+                Err(e) => {
+                    unread.note(e);
+                    Vec::new()
+                }
+            };
         messages_read += rows.len();
         if let Some(e) = unread.take() {
             sessions_unread += 1;

@@ -86,9 +86,15 @@ mod tests {
         ] {
             let mut record = Record::Message(Message::new(
                 Role::User,
-                vec![Block::Unknown(item.clone()), Block::Text { text: "t".into() }],
+                vec![
+                    Block::Unknown(item.clone()),
+                    Block::Text { text: "t".into() },
+                ],
             ));
-            assert!(crate::store::line::check_readable(&record).is_err(), "{item}");
+            assert!(
+                crate::store::line::check_readable(&record).is_err(),
+                "{item}"
+            );
             wrap_record(&mut record);
             crate::store::line::check_readable(&record).unwrap();
             let Record::Message(m) = &record else {

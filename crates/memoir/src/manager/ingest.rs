@@ -104,7 +104,9 @@ mod tests {
             assert!(
                 matches!(
                     refused,
-                    Err(crate::manager::ManagerError::Store(crate::Error::Invalid(_)))
+                    Err(crate::manager::ManagerError::Store(crate::Error::Invalid(
+                        _
+                    )))
                 ),
                 "{item}: {refused:?}"
             );

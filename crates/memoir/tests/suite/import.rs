@@ -981,9 +981,7 @@ fn damage_table(db: &Path, table: &str) {
             )
             .unwrap();
         // Every page after the root up to the next b-tree root holds this table's rows.
-        let count: i64 = c
-            .query_row("PRAGMA page_count", [], |r| r.get(0))
-            .unwrap();
+        let count: i64 = c.query_row("PRAGMA page_count", [], |r| r.get(0)).unwrap();
         (page_size, ((root as u64 + 1)..=count as u64).collect())
     };
     let mut bytes = fs::read(db).unwrap();
@@ -1017,7 +1015,10 @@ fn a_damaged_opencode_database_is_reported_not_imported_as_empty_sessions() {
     // Nothing could be read: the source fails (the CLI exits non-zero) and
     // no empty session is created.
     assert_eq!(r.errors.len(), 1, "{r:?}");
-    assert!(r.notes.iter().any(|n| n.reason.contains("damaged")), "{r:?}");
+    assert!(
+        r.notes.iter().any(|n| n.reason.contains("damaged")),
+        "{r:?}"
+    );
     assert_eq!(r.sessions.new, 0, "{r:?}");
     assert!(
         r.skipped
@@ -1055,7 +1056,12 @@ fn assert_every_session_reads(m: &SessionManager, what: &str) {
     assert!(!listed.is_empty(), "{what}: nothing imported");
     for s in listed {
         let raw = m.read_raw(&s.meta.id).unwrap();
-        assert!(raw.report.is_clean(), "{what}: {}: {:?}", s.meta.id, raw.report);
+        assert!(
+            raw.report.is_clean(),
+            "{what}: {}: {:?}",
+            s.meta.id,
+            raw.report
+        );
         m.read_stored(&s.meta.id).unwrap();
     }
 }
@@ -1063,10 +1069,11 @@ fn assert_every_session_reads(m: &SessionManager, what: &str) {
 /// Whether some message of `id` keeps `item` as a raw block.
 fn keeps_raw(m: &SessionManager, id: &str, item: &serde_json::Value) -> bool {
     let raw = serde_json::json!({"type": import::RAW_BLOCK, "value": item});
-    read(m, id)
-        .messages
-        .iter()
-        .any(|msg| msg.content.iter().any(|b| *b == Block::Unknown(raw.clone())))
+    read(m, id).messages.iter().any(|msg| {
+        msg.content
+            .iter()
+            .any(|b| *b == Block::Unknown(raw.clone()))
+    })
 }
 
 #[test]
@@ -1088,7 +1095,12 @@ fn content_items_that_are_not_objects_import_as_readable_raw_blocks() {
             &claude,
             [
                 env("u1", None, "user", json!([item.clone()])),
-                env("u2", Some("u1"), "assistant", json!([{"type": "text", "text": "ok"}, item.clone()])),
+                env(
+                    "u2",
+                    Some("u1"),
+                    "assistant",
+                    json!([{"type": "text", "text": "ok"}, item.clone()]),
+                ),
                 env("u3", Some("u2"), "user", item.clone()),
             ]
             .join("\n")
@@ -1134,7 +1146,10 @@ fn content_items_that_are_not_objects_import_as_readable_raw_blocks() {
         }
         assert_every_session_reads(&m, &item.to_string());
         assert!(keeps_raw(&m, "cc-claude", &item), "claude keeps {item}");
-        assert!(keeps_raw(&m, &format!("cx-{tid}"), &item), "codex keeps {item}");
+        assert!(
+            keeps_raw(&m, &format!("cx-{tid}"), &item),
+            "codex keeps {item}"
+        );
         // A re-run finds everything imported (the digests agree).
         for (agent, path) in &sources {
             let again = run(&m, *agent, std::slice::from_ref(path));
