@@ -82,9 +82,19 @@ fn plan(args: &Args) -> anyhow::Result<Plan> {
         }
     }
     rest.extend(targets);
+    let mut special = 0;
     for t in rest {
         let path = PathBuf::from(t);
         let meta = std::fs::metadata(&path).with_context(|| format!("reading {t}"))?;
+        if !meta.is_dir() && !meta.is_file() {
+            // A FIFO, socket or device: never opened (a FIFO would block).
+            eprintln!(
+                "skipped {t}: a {}, not a regular file",
+                memoir::store::file::file_kind(&meta.file_type())
+            );
+            special += 1;
+            continue;
+        }
         if meta.is_dir() {
             let mut found = false;
             for agent in [Agent::ClaudeCode, Agent::Codex, Agent::GeminiCli] {
@@ -110,6 +120,11 @@ fn plan(args: &Args) -> anyhow::Result<Plan> {
                 }
             }
         }
+    }
+    if plan.roots.is_empty() && plan.files.is_empty() && special > 0 {
+        return Err(CliError::usage(
+            "nothing to import: every path named was skipped",
+        ));
     }
     if plan.roots.is_empty() && plan.files.is_empty() {
         return Err(CliError::usage(

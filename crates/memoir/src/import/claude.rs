@@ -40,7 +40,11 @@ const TRACE_KEYS: &[&str] = &["uuid", "parentUuid", "timestamp", "requestId", "m
 
 /// Parse one Claude Code JSONL file.
 pub fn parse(path: &Path, bytes: &[u8], ctx: &ParseContext) -> Parsed {
-    let file = lines::parse(path, bytes);
+    parse_lines(path, lines::parse(path, bytes), ctx)
+}
+
+/// Parse one Claude Code JSONL file, already split into lines.
+pub(crate) fn parse_lines(path: &Path, file: lines::JsonlFile, ctx: &ParseContext) -> Parsed {
     let mut parsed = Parsed {
         skipped: file.skipped,
         torn: file.torn,

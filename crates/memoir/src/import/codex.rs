@@ -665,7 +665,11 @@ impl Builder {
 /// Parse one Codex rollout. `ctx.codex_parent` names a rollout this one
 /// replays the first lines of (a fork written without a reference).
 pub fn parse(path: &Path, bytes: &[u8], ctx: &ParseContext) -> Parsed {
-    let file = lines::parse(path, bytes);
+    parse_lines(path, lines::parse(path, bytes), ctx)
+}
+
+/// Parse one Codex rollout, already split into lines.
+pub(crate) fn parse_lines(path: &Path, file: lines::JsonlFile, ctx: &ParseContext) -> Parsed {
     let own_tid = thread_id(&file.lines, path);
     // Predecessor segments of the same thread come first, numbered before
     // the rollout's own lines (see `segments`).

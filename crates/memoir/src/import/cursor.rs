@@ -334,7 +334,7 @@ pub fn prefix_hash_of_file(path: &Path, offset: u64) -> Result<String, ImportErr
     Ok(window_hash(offset, &head, &tail))
 }
 
-fn window_hash(len: u64, head: &[u8], tail: &[u8]) -> String {
+pub(crate) fn window_hash(len: u64, head: &[u8], tail: &[u8]) -> String {
     format!(
         "{}:{}:{}",
         len,

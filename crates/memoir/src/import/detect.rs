@@ -50,7 +50,9 @@ pub fn default_home(agent: Agent) -> Result<Option<PathBuf>, ImportError> {
 /// The session files of `agent` under `dir` (a file is returned as is).
 pub fn find_sources(agent: Agent, dir: &Path) -> Result<Vec<PathBuf>, ImportError> {
     let meta = fs::metadata(dir).map_err(|e| ImportError::io("stat", dir, e))?;
-    if meta.is_file() {
+    if !meta.is_dir() {
+        // A file is returned as is; a special file (FIFO, socket, device)
+        // too, and the import skips it with a note, never opening it.
         return Ok(vec![dir.to_path_buf()]);
     }
     if agent == Agent::OpenCode {
@@ -124,6 +126,8 @@ fn walk(dir: &Path, f: &mut dyn FnMut(&Path)) -> Result<(), ImportError> {
 }
 
 /// Which agent wrote `path`, from its first bytes (`None`: not recognised).
+/// A path that is not a regular file is refused before it is opened for
+/// reading ([`ImportError::Unsupported`]).
 pub fn detect_file(path: &Path) -> Result<Option<Agent>, ImportError> {
     let mut head = Vec::new();
     lines::open(path)?

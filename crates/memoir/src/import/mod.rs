@@ -36,6 +36,7 @@ pub mod gemini;
 mod lines;
 #[cfg(feature = "import-opencode")]
 pub mod opencode;
+mod readable;
 pub mod segments;
 mod sync;
 pub mod watch;
@@ -50,6 +51,8 @@ use crate::manager::{ManagerError, SessionManager};
 use crate::record::{Record, SessionMeta};
 
 pub use detect::{default_home, detect_file, find_sources};
+pub use lines::MAX_LINE;
+pub use readable::RAW_BLOCK;
 
 /// Kind of the [`Record::Unknown`] records that keep source lines memoir
 /// gives no meaning to: `{"record":"import","agent":…,"line":…,"entry":{…}}`.
@@ -367,8 +370,33 @@ pub fn parse_source(source: &Source, ctx: &ParseContext) -> Result<Parsed, Impor
     if source.agent == Agent::OpenCode {
         return parse_bytes(source, &[], ctx);
     }
+    if let Some(parsed) = parse_compressed(source, ctx)? {
+        return Ok(parsed.0);
+    }
     let bytes = lines::read_all(&source.path)?;
     parse_bytes(source, &bytes, ctx)
+}
+
+/// A compressed Claude Code or Codex source, parsed as it is decompressed
+/// line by line (memory bounded by [`lines::MAX_LINE`] plus what it
+/// holds), with the check hash of its decompressed prefix. `None` for
+/// other sources (read whole).
+pub(crate) fn parse_compressed(
+    source: &Source,
+    ctx: &ParseContext,
+) -> Result<Option<(Parsed, String)>, ImportError> {
+    if !lines::is_compressed(&source.path) {
+        return Ok(None);
+    }
+    let parse = match source.agent {
+        Agent::ClaudeCode => claude::parse_lines,
+        Agent::Codex => codex::parse_lines,
+        Agent::GeminiCli | Agent::OpenCode => return Ok(None),
+    };
+    let streamed = lines::read_compressed(&source.path)?;
+    let mut parsed = parse(&source.path, streamed.file, ctx);
+    readable::make_readable(&mut parsed, &source.path);
+    Ok(Some((parsed, streamed.prefix_hash)))
 }
 
 /// Parse only the part of a source after the imported prefix (`bytes`,
@@ -381,16 +409,29 @@ pub(crate) fn parse_tail(
     state: &cursor::TailState,
     ctx: &ParseContext,
 ) -> Option<Parsed> {
-    match source.agent {
+    let mut parsed = match source.agent {
         Agent::ClaudeCode => claude::parse_tail(&source.path, bytes, lines_before, state, ctx),
         Agent::Codex => codex::parse_tail(&source.path, bytes, lines_before, state, ctx),
         Agent::GeminiCli | Agent::OpenCode => None,
-    }
+    }?;
+    readable::make_readable(&mut parsed, &source.path);
+    Some(parsed)
 }
 
 /// Parse a source whose content was read as `bytes` (OpenCode databases
-/// are opened by path instead).
+/// are opened by path instead); every record is made readable
+/// ([`readable`]).
 pub(crate) fn parse_bytes(
+    source: &Source,
+    bytes: &[u8],
+    ctx: &ParseContext,
+) -> Result<Parsed, ImportError> {
+    let mut parsed = parse_bytes_as_is(source, bytes, ctx)?;
+    readable::make_readable(&mut parsed, &source.path);
+    Ok(parsed)
+}
+
+fn parse_bytes_as_is(
     source: &Source,
     bytes: &[u8],
     ctx: &ParseContext,

@@ -126,8 +126,11 @@ pub fn parse(db: &Path) -> Result<Parsed, ImportError> {
         project: Option<String>,
     }
     let mut stmt = conn.prepare(&sql).map_err(|e| sql_err(db, e))?;
-    let sessions: Vec<Row> = stmt
-        .query_map([], |r| {
+    // Rows a damaged database could not give are counted and reported,
+    // never dropped silently.
+    let mut unread = Unread::default();
+    let sessions: Vec<Row> = readable_rows(
+        stmt.query_map([], |r| {
             Ok(Row {
                 id: r.get(0)?,
                 title: r.get(1).ok(),
@@ -138,9 +141,16 @@ pub fn parse(db: &Path) -> Result<Parsed, ImportError> {
                 project: r.get(6).ok(),
             })
         })
-        .map_err(|e| sql_err(db, e))?
-        .flatten()
-        .collect();
+        .map_err(|e| sql_err(db, e))?,
+        &mut unread,
+    );
+    if let Some(e) = unread.take() {
+        parsed.skipped.push(Skipped {
+            file: db.to_path_buf(),
+            line: 0,
+            reason: format!("sessions could not be read: {e}"),
+        });
+    }
 
     // Parts by message, in order.
     let mut parts: HashMap<String, Vec<Value>> = HashMap::new();
@@ -152,7 +162,7 @@ pub fn parse(db: &Path) -> Result<Parsed, ImportError> {
         let rows = stmt
             .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
             .map_err(|e| sql_err(db, e))?;
-        for r in rows.flatten() {
+        for r in readable_rows(rows, &mut unread) {
             row += 1;
             match serde_json::from_str::<Value>(&r.1) {
                 Ok(v) => parts.entry(r.0).or_default().push(v),
@@ -164,15 +174,42 @@ pub fn parse(db: &Path) -> Result<Parsed, ImportError> {
             }
         }
     }
+    if let Some(e) = unread.take() {
+        parsed.skipped.push(Skipped {
+            file: db.to_path_buf(),
+            line: 0,
+            reason: format!("message parts could not be read: {e}"),
+        });
+    }
+    let mut messages_read = 0usize;
+    let mut sessions_unread = 0usize;
+    let mut first_error = None;
     let mut stmt = conn
         .prepare("SELECT id, time_created, data FROM message WHERE session_id = ?1 ORDER BY time_created, id")
         .map_err(|e| sql_err(db, e))?;
     for s in sessions {
-        let rows: Vec<(String, Option<i64>, String)> = stmt
-            .query_map([&s.id], |r| Ok((r.get(0)?, r.get(1).ok(), r.get(2)?)))
-            .map_err(|e| sql_err(db, e))?
-            .flatten()
-            .collect();
+        let rows: Vec<(String, Option<i64>, String)> =
+            match stmt.query_map([&s.id], |r| Ok((r.get(0)?, r.get(1).ok(), r.get(2)?))) {
+                Ok(rows) => readable_rows(rows, &mut unread),
+                Err(e) => {
+                    unread.note(e);
+                    Vec::new()
+                }
+            };
+        messages_read += rows.len();
+        if let Some(e) = unread.take() {
+            sessions_unread += 1;
+            parsed.skipped.push(Skipped {
+                file: db.to_path_buf(),
+                line: 0,
+                reason: format!(
+                    "session {}: messages could not be read ({} read): {e}",
+                    s.id,
+                    rows.len()
+                ),
+            });
+            first_error.get_or_insert(e);
+        }
         let mut records = Vec::new();
         let mut model = String::new();
         let mut provider = String::new();
@@ -233,7 +270,65 @@ pub fn parse(db: &Path) -> Result<Parsed, ImportError> {
             records,
         });
     }
+    if messages_read == 0 && first_error.is_some() {
+        // Nothing could be read: no empty sessions; what failed is in
+        // `skipped`, and the import reports the source as failed.
+        parsed.notes.push(Skipped {
+            file: db.to_path_buf(),
+            line: 0,
+            reason: format!(
+                "damaged database: no message of its {} sessions could be read ({sessions_unread} failed)",
+                parsed.sessions.len()
+            ),
+        });
+        parsed.sessions.clear();
+    }
     Ok(parsed)
+}
+
+/// Row read errors of one query: how many, and the first.
+#[derive(Default)]
+struct Unread {
+    count: usize,
+    first: Option<String>,
+}
+
+impl Unread {
+    fn note(&mut self, e: rusqlite::Error) {
+        self.count += 1;
+        self.first.get_or_insert_with(|| e.to_string());
+    }
+
+    /// A description of the errors noted since the last call, if any.
+    fn take(&mut self) -> Option<String> {
+        let first = self.first.take()?;
+        let count = std::mem::take(&mut self.count);
+        Some(if count > 1 {
+            format!("{count} errors, the first: {first}")
+        } else {
+            first
+        })
+    }
+}
+
+/// The rows a query gives, noting those that fail. A failed step (a damaged
+/// page) ends the query: SQLite cannot go past it.
+fn readable_rows<T>(
+    rows: impl Iterator<Item = rusqlite::Result<T>>,
+    unread: &mut Unread,
+) -> Vec<T> {
+    let mut out = Vec::new();
+    for r in rows {
+        match r {
+            Ok(v) => out.push(v),
+            Err(e @ rusqlite::Error::SqliteFailure(..)) => {
+                unread.note(e);
+                break;
+            }
+            Err(e) => unread.note(e),
+        }
+    }
+    out
 }
 
 fn convert(

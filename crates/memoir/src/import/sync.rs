@@ -25,6 +25,15 @@ use crate::message::SOURCE_KEY;
 use crate::record::{ForkPoint, Record};
 use crate::store::lock::OwnerLock;
 
+/// The file (in `<sessions dir>/import/`) that exists while a run has not
+/// finished: a run that finds it checks the sessions it appends to against
+/// what they already hold.
+const RUNNING: &str = "running";
+
+/// Recovering, the cuts tried past the last source line a session holds
+/// beyond its cursor (where the interrupted run ended its last record).
+const RECOVERY_CUTS: u64 = 32;
+
 /// Save the cursors at least this often (in sources) during a long run.
 const SAVE_EVERY: usize = 500;
 
@@ -37,6 +46,13 @@ pub(super) fn run(
     let import_dir = dir.join("import");
     crate::paths::create_private_dir(&import_dir)?;
     let _lock = OwnerLock::acquire(&import_dir.join("lock"), "import")?;
+    // Left by a run that did not finish: its sessions may hold records its
+    // cursors do not count (appended, then killed before the save).
+    let marker = import_dir.join(RUNNING);
+    let recovering = marker.exists();
+    if !recovering {
+        crate::paths::atomic_write(&marker, std::process::id().to_string().as_bytes())?;
+    }
     let mut cursors = Cursors::load(&dir)?;
     // Subagent links found in earlier runs (the spawning file may be unchanged now).
     let spawns = cursors
@@ -50,6 +66,8 @@ pub(super) fn run(
         touched: BTreeSet::new(),
         spawns,
         first_lines: HashMap::new(),
+        recovering,
+        held: HashMap::new(),
     };
     let mut order: Vec<&Source> = sources.iter().collect();
     order.sort_by_key(|s| (s.agent, is_child_file(s), s.path.clone()));
@@ -105,7 +123,21 @@ pub(super) fn run(
         }
     }
     run.finish(&mut cursors, &dir)?;
+    std::fs::remove_file(&marker).map_err(|e| ImportError::io("remove", &marker, e))?;
     Ok(run.report)
+}
+
+/// Parse a whole source: `bytes` (its content), or, for a compressed one,
+/// as it is decompressed (with the check hash of what was consumed).
+fn parse_whole(
+    source: &Source,
+    bytes: &[u8],
+    ctx: &ParseContext,
+) -> Result<(Parsed, Option<String>), ImportError> {
+    if let Some((parsed, hash)) = super::parse_compressed(source, ctx)? {
+        return Ok((parsed, Some(hash)));
+    }
+    Ok((parse_bytes(source, bytes, ctx)?, None))
 }
 
 /// Claude Code subagent files go after the sessions that spawned them.
@@ -124,6 +156,12 @@ struct Run<'a> {
     spawns: HashMap<String, String>,
     /// Codex: hash of a rollout's first line → the first rollout that had it.
     first_lines: HashMap<blake3::Hash, PathBuf>,
+    /// The previous run did not finish (see [`RUNNING`]).
+    recovering: bool,
+    /// The current source's planned sessions (by key) whose stored session
+    /// already holds records past the cursor: how many, verified equal to
+    /// the planned records that follow the cursor.
+    held: HashMap<String, usize>,
 }
 
 impl Run<'_> {
@@ -133,6 +171,23 @@ impl Run<'_> {
         source: &Source,
         deferred: &mut Vec<(PathBuf, Planned)>,
     ) -> Result<(), ImportError> {
+        let kind = std::fs::metadata(&source.path)
+            .map_err(|e| ImportError::io("stat", &source.path, e))?
+            .file_type();
+        if !kind.is_file() {
+            // A FIFO, socket or device is never opened: reading a FIFO
+            // would wait for a writer.
+            if let ImportError::Unsupported { reason, .. } =
+                super::lines::not_regular(&source.path, &kind)
+            {
+                self.report.skipped.push(super::Skipped {
+                    file: source.path.clone(),
+                    line: 0,
+                    reason,
+                });
+            }
+            return Ok(());
+        }
         let stat = FileStat::of_source(source)?;
         let existing = cursors.files.get(&source.path).cloned();
         if let Some(fc) = &existing {
@@ -150,7 +205,13 @@ impl Run<'_> {
             spawns: self.spawns.clone(),
             codex_parent: None,
         };
-        if self.resume(cursors, &mut fc, source, &stat, &ctx)? {
+        self.held.clear();
+        let beyond = if self.recovering {
+            self.beyond_cursor(&fc)?
+        } else {
+            HashMap::new()
+        };
+        if beyond.is_empty() && self.resume(cursors, &mut fc, source, &stat, &ctx)? {
             cursors.files.insert(source.path.clone(), fc);
             return Ok(());
         }
@@ -162,17 +223,21 @@ impl Run<'_> {
             }
             fc.first_line = hash;
         }
-        let bytes = if source.agent == Agent::OpenCode {
+        let compressed = super::lines::is_compressed(&source.path);
+        let bytes = if source.agent == Agent::OpenCode || compressed {
             Vec::new()
         } else {
             super::lines::read_all(&source.path)?
         };
         let change = if fc.sessions.is_empty() && fc.offset == 0 {
             Change::New
+        } else if compressed {
+            // Read whole each time it changes: never resumed.
+            Change::Rewritten
         } else {
             fc.change(&stat, &bytes)
         };
-        let mut parsed = parse_bytes(source, &bytes, &ctx)?;
+        let (mut parsed, streamed_hash) = parse_whole(source, &bytes, &ctx)?;
         self.report.files_read += 1;
         self.report.bytes_read += parsed.consumed;
         if change == Change::Grown && source.agent == Agent::ClaudeCode && fc.lines > 0 {
@@ -181,12 +246,31 @@ impl Run<'_> {
             let cut = fc.lines + 1;
             if !self.matches(&fc, &parsed) && !ctx.cuts.contains(&cut) {
                 ctx.cuts.insert(cut);
-                let retry = parse_bytes(source, &bytes, &ctx)?;
+                let (retry, _) = parse_whole(source, &bytes, &ctx)?;
                 if self.matches(&fc, &retry) {
                     fc.cuts.push(cut);
                     parsed = retry;
                 }
             }
+        }
+        if self.recovering {
+            parsed = self.recover(source, &bytes, &mut ctx, &mut fc, beyond, parsed)?;
+        }
+        let nothing_read = parsed.sessions.iter().all(|p| p.records.is_empty());
+        if nothing_read && !parsed.skipped.is_empty() {
+            // A source with content of which nothing could be read fails
+            // (what could not be read is reported line by line).
+            self.report.errors.push(FileError {
+                file: source.path.clone(),
+                error: format!(
+                    "nothing could be read ({} lines or rows skipped, see skipped)",
+                    parsed.skipped.len()
+                ),
+            });
+            // No cursor: the next run tries again (and reports again).
+            self.report.skipped.append(&mut parsed.skipped);
+            self.report.notes.append(&mut parsed.notes);
+            return Ok(());
         }
         self.spawns
             .extend(parsed.spawns.iter().map(|(k, v)| (k.clone(), v.clone())));
@@ -218,8 +302,13 @@ impl Run<'_> {
             parsed.consumed
         };
         fc.lines = parsed.complete_lines;
-        let end = (parsed.consumed as usize).min(bytes.len());
-        fc.prefix_hash = cursor::prefix_hash(&bytes[..end]);
+        fc.prefix_hash = match streamed_hash {
+            Some(hash) => hash,
+            None => {
+                let end = (parsed.consumed as usize).min(bytes.len());
+                cursor::prefix_hash(&bytes[..end])
+            }
+        };
         cursors.files.insert(source.path.clone(), fc);
         Ok(())
     }
@@ -319,6 +408,136 @@ impl Run<'_> {
         }
     }
 
+    /// The records each known session of `fc` holds past what its cursor
+    /// counts (left by an interrupted run), by planned key.
+    fn beyond_cursor(&self, fc: &FileCursor) -> Result<HashMap<String, Vec<Record>>, ImportError> {
+        let mut out = HashMap::new();
+        for (key, sc) in &fc.sessions {
+            if !exists(self.manager, &sc.id)? {
+                continue;
+            }
+            let own = own_records(self.manager, &sc.id)?;
+            let counted = sc.records.saturating_sub(sc.base);
+            if own.len() > counted {
+                out.insert(key.clone(), own[counted..].to_vec());
+            }
+        }
+        Ok(out)
+    }
+
+    /// After an interrupted run: find the parse whose records agree with
+    /// what the sessions already hold past their cursors (`beyond`), and
+    /// for new planned sessions already in the store, with all they hold.
+    /// The interrupted run ended its records at a line the cursor does not
+    /// know: the parse is retried with an import boundary (a cut) after the
+    /// cursor and after the last source line held, so that no record
+    /// merges across it. The agreeing records are then not appended again
+    /// ([`Run::held`]); when no parse agrees, the sessions are compared as
+    /// on any rewrite (a fork), never appended twice.
+    fn recover(
+        &mut self,
+        source: &Source,
+        bytes: &[u8],
+        ctx: &mut ParseContext,
+        fc: &mut FileCursor,
+        beyond: HashMap<String, Vec<Record>>,
+        parsed: Parsed,
+    ) -> Result<Parsed, ImportError> {
+        // Planned sessions without a cursor whose session exists.
+        let mut fresh: HashMap<String, Vec<Record>> = HashMap::new();
+        for p in &parsed.sessions {
+            if !fc.sessions.contains_key(&p.key) && exists(self.manager, &p.meta.id)? {
+                fresh.insert(p.key.clone(), own_records(self.manager, &p.meta.id)?);
+            }
+        }
+        if beyond.is_empty() && fresh.is_empty() {
+            return Ok(parsed);
+        }
+        let last_line = beyond
+            .values()
+            .chain(fresh.values())
+            .flatten()
+            .filter_map(source_line_max)
+            .max()
+            .unwrap_or(fc.lines);
+        let after_cursor = fc.lines + 1;
+        let mut tries: Vec<Vec<u64>> = vec![vec![], vec![after_cursor]];
+        for c in (last_line + 1)..=(last_line + RECOVERY_CUTS) {
+            tries.push(vec![after_cursor, c]);
+        }
+        let mut first = Some(parsed);
+        for cuts in tries {
+            let candidate = match first.take() {
+                Some(p) => p,
+                None => {
+                    let mut trial = ParseContext {
+                        cuts: ctx.cuts.clone(),
+                        spawns: ctx.spawns.clone(),
+                        codex_parent: ctx.codex_parent.clone(),
+                    };
+                    trial.cuts.extend(cuts.iter().copied());
+                    parse_whole(source, bytes, &trial)?.0
+                }
+            };
+            if let Some(held) = self.agrees(fc, &candidate, &beyond, &fresh)? {
+                for c in cuts {
+                    if ctx.cuts.insert(c) {
+                        fc.cuts.push(c);
+                    }
+                }
+                self.held = held;
+                return Ok(candidate);
+            }
+        }
+        // No parse agrees: compare as a rewrite (fork), never append twice.
+        for key in beyond.keys() {
+            if let Some(sc) = fc.sessions.get_mut(key) {
+                sc.digest = String::new();
+            }
+        }
+        Ok(parse_whole(source, bytes, ctx)?.0)
+    }
+
+    /// Whether `parsed` agrees with what the sessions hold: `Some(held)`
+    /// (planned key → records already stored past the cursor) when it does.
+    fn agrees(
+        &self,
+        fc: &FileCursor,
+        parsed: &Parsed,
+        beyond: &HashMap<String, Vec<Record>>,
+        fresh: &HashMap<String, Vec<Record>>,
+    ) -> Result<Option<HashMap<String, usize>>, ImportError> {
+        if !self.matches(fc, parsed) {
+            return Ok(None);
+        }
+        let mut held = HashMap::new();
+        for (key, stored) in beyond {
+            let (Some(p), Some(sc)) = (
+                parsed.sessions.iter().find(|p| &p.key == key),
+                fc.sessions.get(key),
+            ) else {
+                return Ok(None);
+            };
+            let Some(planned) = p.records.get(sc.records..sc.records + stored.len()) else {
+                return Ok(None);
+            };
+            if !same(stored, planned)? {
+                return Ok(None);
+            }
+            held.insert(key.clone(), stored.len());
+        }
+        for (key, stored) in fresh {
+            let Some(p) = parsed.sessions.iter().find(|p| &p.key == key) else {
+                return Ok(None);
+            };
+            match p.records.get(..stored.len()) {
+                Some(planned) if same(stored, planned)? => {}
+                _ => return Ok(None),
+            }
+        }
+        Ok(Some(held))
+    }
+
     /// Whether every session the cursor knows still matches its imported records.
     fn matches(&self, fc: &FileCursor, parsed: &Parsed) -> bool {
         fc.sessions.iter().all(|(key, sc)| {
@@ -348,11 +567,12 @@ impl Run<'_> {
             };
             if let Some(prefix) = prefix {
                 let id = sc.id.clone();
+                let held = self.held.get(&planned.key).copied().unwrap_or(0);
                 let added = self.append_tail_and_remember(
                     fc,
                     &planned,
                     &id,
-                    (sc.records, prefix),
+                    (sc.records, prefix, held),
                     sc.base,
                 )?;
                 self.count(added);
@@ -548,7 +768,8 @@ impl Run<'_> {
         self.report.messages += messages;
     }
 
-    /// Append `planned.records[known..]` to session `id`, the first `known`
+    /// Append `planned.records[known..]` to session `id` (but its first
+    /// `held`, which the session holds already), the first `known`
     /// having the (checked) chained digest `prefix`, then remember the
     /// session's cursor: the digest is extended with the new records only.
     fn append_tail_and_remember(
@@ -556,11 +777,12 @@ impl Run<'_> {
         fc: &mut FileCursor,
         planned: &Planned,
         id: &str,
-        (known, prefix): (usize, cursor::Digest),
+        (known, prefix, held): (usize, cursor::Digest, usize),
         base: usize,
     ) -> Result<(usize, usize), ImportError> {
         let tail = &planned.records[known..];
-        let added = self.append(id, tail)?;
+        // The first `held` are in the session already (an interrupted run).
+        let added = self.append(id, &tail[held.min(tail.len())..])?;
         let digest = prefix.extend(tail)?.to_stored();
         self.remember(fc, planned, id, digest, base);
         Ok(added)
@@ -659,6 +881,31 @@ fn own_records(manager: &SessionManager, id: &str) -> Result<Vec<Record>, Import
         .into_iter()
         .map(|r| r.record)
         .collect())
+}
+
+/// The highest source line a record was read from (its trace's `line`
+/// and the lines merged into it).
+fn source_line_max(record: &Record) -> Option<u64> {
+    match record {
+        Record::Message(m) => {
+            let trace = m.extra.get(SOURCE_KEY)?;
+            let merged = trace
+                .get("merged")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|t| t.get("line").and_then(Value::as_u64));
+            trace
+                .get("line")
+                .and_then(Value::as_u64)
+                .into_iter()
+                .chain(merged)
+                .max()
+        }
+        Record::Config(c) => c.extra.get(SOURCE_KEY)?.get("line")?.as_u64(),
+        Record::Unknown { raw, .. } => raw.get("line")?.as_u64(),
+        _ => None,
+    }
 }
 
 fn same(a: &[Record], b: &[Record]) -> Result<bool, ImportError> {

@@ -31,6 +31,10 @@ impl SessionManager {
     /// (another writer won; re-read and retry). Records of kinds this build
     /// does not know ([`Record::Unknown`], e.g. an adapter's own kinds) are
     /// stored verbatim and come back from [`SessionManager::read_raw`].
+    /// Every record is first checked with the reader's own rules: a batch
+    /// holding one the reader would refuse (a content block that is not a
+    /// JSON object, say) is refused whole with [`crate::Error::Invalid`],
+    /// before anything is written.
     pub fn append_records_expecting(
         &self,
         id: &str,
@@ -40,6 +44,14 @@ impl SessionManager {
         crate::id::validate(id)?;
         if records.is_empty() {
             return Ok(None);
+        }
+        for (i, record) in records.iter().enumerate() {
+            crate::store::line::check_readable(record).map_err(|why| {
+                crate::Error::Invalid(format!(
+                    "record {} of the batch for {id} would not read back: {why}",
+                    i + 1
+                ))
+            })?;
         }
         let session = Session::open_in(self.store(), id)?;
         Ok(Some(match expected_next {
@@ -77,6 +89,30 @@ mod tests {
     use super::*;
     use crate::manager::ManagerOptions;
     use crate::store::memory::MemStore;
+
+    #[test]
+    fn records_the_reader_would_refuse_are_never_appended() {
+        let m = SessionManager::with_store(Arc::new(MemStore::new()), ManagerOptions::default());
+        m.create_with_header(SessionMeta::new("s")).unwrap();
+        let good = Record::Message(crate::Message::user("kept"));
+        for item in [json!(null), json!(1), json!("x"), json!([{"type": "text"}])] {
+            let bad = Record::Message(crate::Message::new(
+                crate::message::Role::User,
+                vec![crate::message::Block::Unknown(item.clone())],
+            ));
+            let refused = m.append_records_to("s", &[good.clone(), bad]);
+            assert!(
+                matches!(
+                    refused,
+                    Err(crate::manager::ManagerError::Store(crate::Error::Invalid(
+                        _
+                    )))
+                ),
+                "{item}: {refused:?}"
+            );
+        }
+        assert!(m.read_raw("s").unwrap().records.is_empty());
+    }
 
     #[test]
     fn expecting_appends_refuse_a_lost_race_and_keep_application_kinds() {

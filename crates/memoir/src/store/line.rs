@@ -98,6 +98,15 @@ pub fn decode(line: &mut [u8]) -> Result<Decoded, LineError> {
     })
 }
 
+/// Whether `record`, written as a line, would be read back: it is encoded
+/// and decoded with the reader's own rules (the error says why not).
+pub fn check_readable(record: &Record) -> Result<(), String> {
+    let mut line = Vec::new();
+    encode_into(&mut line, 1, &frame::ZERO_HASH, record).map_err(|e| e.to_string())?;
+    line.pop();
+    decode(&mut line).map(|_| ()).map_err(|e| e.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

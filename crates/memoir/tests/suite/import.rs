@@ -916,3 +916,244 @@ fn opencode_database_is_read_without_being_written() {
     let again = run(&m, Agent::OpenCode, &[db]);
     assert_eq!(again.records, 0);
 }
+
+/// An OpenCode database of `sessions` sessions of `per` messages each.
+#[cfg(feature = "import-opencode")]
+fn opencode_db(path: &Path, sessions: usize, per: usize) {
+    let c = rusqlite::Connection::open(path).unwrap();
+    c.execute_batch(
+        r#"
+        CREATE TABLE session (id TEXT PRIMARY KEY, project_id TEXT, parent_id TEXT, directory TEXT, title TEXT, version TEXT, time_created INTEGER, time_updated INTEGER);
+        CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT, time_created INTEGER, time_updated INTEGER, data TEXT);
+        CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT, session_id TEXT, time_created INTEGER, time_updated INTEGER, data TEXT);
+        "#,
+    )
+    .unwrap();
+    c.execute_batch("BEGIN").unwrap();
+    let filler = "x".repeat(600);
+    for s in 0..sessions {
+        c.execute(
+            "INSERT INTO session VALUES (?1,'p',NULL,'/w','t','1',?2,0)",
+            rusqlite::params![format!("ses_{s:02}"), 1_706_459_830_000i64 + s as i64],
+        )
+        .unwrap();
+        for n in 0..per {
+            let mid = format!("msg_{s:02}_{n:02}");
+            c.execute(
+                "INSERT INTO message VALUES (?1,?2,?3,0,?4)",
+                rusqlite::params![
+                    mid,
+                    format!("ses_{s:02}"),
+                    n as i64,
+                    format!(r#"{{"role":"user","note":"{filler}"}}"#)
+                ],
+            )
+            .unwrap();
+            c.execute(
+                "INSERT INTO part VALUES (?1,?2,?3,0,0,?4)",
+                rusqlite::params![
+                    format!("prt_{s:02}_{n:02}"),
+                    mid,
+                    format!("ses_{s:02}"),
+                    format!(r#"{{"type":"text","text":"message {n}"}}"#)
+                ],
+            )
+            .unwrap();
+        }
+    }
+    c.execute_batch("COMMIT").unwrap();
+}
+
+/// Overwrite every page of `table`'s b-tree but its first (the table still
+/// opens; reading its rows fails), as a damaged disk or a torn copy does.
+#[cfg(feature = "import-opencode")]
+fn damage_table(db: &Path, table: &str) {
+    let (page_size, pages): (u64, Vec<u64>) = {
+        let c = rusqlite::Connection::open(db).unwrap();
+        let page_size: u64 = c
+            .query_row("PRAGMA page_size", [], |r| r.get::<_, i64>(0))
+            .unwrap() as u64;
+        let root: i64 = c
+            .query_row(
+                "SELECT rootpage FROM sqlite_master WHERE name = ?1",
+                [table],
+                |r| r.get(0),
+            )
+            .unwrap();
+        // Every page after the root up to the next b-tree root holds this table's rows.
+        let count: i64 = c.query_row("PRAGMA page_count", [], |r| r.get(0)).unwrap();
+        (page_size, ((root as u64 + 1)..=count as u64).collect())
+    };
+    let mut bytes = fs::read(db).unwrap();
+    for p in pages {
+        let at = ((p - 1) * page_size) as usize;
+        for b in &mut bytes[at..at + page_size as usize] {
+            *b = 0xA5;
+        }
+    }
+    fs::write(db, bytes).unwrap();
+}
+
+#[cfg(feature = "import-opencode")]
+#[test]
+fn a_damaged_opencode_database_is_reported_not_imported_as_empty_sessions() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("opencode.db");
+    opencode_db(&db, 20, 10);
+    // Intact, it imports whole.
+    let whole = tmp.path().join("whole");
+    fs::create_dir_all(&whole).unwrap();
+    let r = run(&manager(&whole), Agent::OpenCode, std::slice::from_ref(&db));
+    assert_eq!((r.sessions.new, r.messages), (20, 200), "{r:?}");
+    damage_table(&db, "message");
+    let m = manager(tmp.path());
+    let sources = [Source {
+        agent: Agent::OpenCode,
+        path: db.clone(),
+    }];
+    let r = import::import(&m, &sources, &mut |_| {}).unwrap();
+    // Nothing could be read: the source fails (the CLI exits non-zero) and
+    // no empty session is created.
+    assert_eq!(r.errors.len(), 1, "{r:?}");
+    assert!(
+        r.notes.iter().any(|n| n.reason.contains("damaged")),
+        "{r:?}"
+    );
+    assert_eq!(r.sessions.new, 0, "{r:?}");
+    assert!(
+        r.skipped
+            .iter()
+            .filter(|s| s.reason.contains("could not be read"))
+            .count()
+            >= 20,
+        "every session's loss is reported: {r:?}"
+    );
+    // Not remembered as imported: a re-run reports it again.
+    let again = import::import(&m, &sources, &mut |_| {}).unwrap();
+    assert_eq!(again.errors.len(), 1, "{again:?}");
+}
+
+/// Content items that are not JSON objects, as agents' files may hold them.
+fn items_that_are_not_objects() -> Vec<serde_json::Value> {
+    use serde_json::json;
+    vec![
+        json!(null),
+        json!(1),
+        json!(-2.5),
+        json!("x"),
+        json!(true),
+        json!([]),
+        json!([1]),
+        json!([[null]]),
+        json!(["x", {"type": "text", "text": "inner"}]),
+    ]
+}
+
+/// Every session of the store reads back whole: the chain verifies and no
+/// line is refused (what `sessions verify` and `doctor` check).
+fn assert_every_session_reads(m: &SessionManager, what: &str) {
+    let (listed, _) = m.store().list().unwrap();
+    assert!(!listed.is_empty(), "{what}: nothing imported");
+    for s in listed {
+        let raw = m.read_raw(&s.meta.id).unwrap();
+        assert!(
+            raw.report.is_clean(),
+            "{what}: {}: {:?}",
+            s.meta.id,
+            raw.report
+        );
+        m.read_stored(&s.meta.id).unwrap();
+    }
+}
+
+/// Whether some message of `id` keeps `item` as a raw block.
+fn keeps_raw(m: &SessionManager, id: &str, item: &serde_json::Value) -> bool {
+    let raw = serde_json::json!({"type": import::RAW_BLOCK, "value": item});
+    read(m, id).messages.iter().any(|msg| {
+        msg.content
+            .iter()
+            .any(|b| *b == Block::Unknown(raw.clone()))
+    })
+}
+
+#[test]
+fn content_items_that_are_not_objects_import_as_readable_raw_blocks() {
+    use serde_json::json;
+    let tmp = tempfile::tempdir().unwrap();
+    for (n, item) in items_that_are_not_objects().into_iter().enumerate() {
+        let dir = tmp.path().join(format!("case{n}"));
+        fs::create_dir_all(&dir).unwrap();
+        let m = manager(&dir);
+        let env = |uuid: &str, parent: Option<&str>, kind: &str, content: serde_json::Value| {
+            json!({"type": kind, "uuid": uuid, "parentUuid": parent, "sessionId": "s",
+                   "timestamp": "2026-01-01T00:00:00Z",
+                   "message": {"role": kind, "content": content}})
+            .to_string()
+        };
+        let claude = dir.join("claude.jsonl");
+        fs::write(
+            &claude,
+            [
+                env("u1", None, "user", json!([item.clone()])),
+                env(
+                    "u2",
+                    Some("u1"),
+                    "assistant",
+                    json!([{"type": "text", "text": "ok"}, item.clone()]),
+                ),
+                env("u3", Some("u2"), "user", item.clone()),
+            ]
+            .join("\n")
+                + "\n",
+        )
+        .unwrap();
+        let codex = dir.join("rollout-2026-01-01T00-00-00-c.jsonl");
+        let tid = format!("{n:08}-0000-4000-8000-000000000000");
+        fs::write(
+            &codex,
+            [
+                json!({"timestamp": "2026-01-01T00:00:00Z", "type": "session_meta", "payload": {"id": tid, "cwd": "/w"}}),
+                json!({"timestamp": "2026-01-01T00:00:01Z", "type": "response_item", "payload": {"type": "message", "role": "user", "content": [item.clone()]}}),
+                json!({"timestamp": "2026-01-01T00:00:02Z", "type": "response_item", "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "ok"}, item.clone()]}}),
+            ]
+            .iter()
+            .map(|v| v.to_string() + "\n")
+            .collect::<String>(),
+        )
+        .unwrap();
+        let gemini = dir.join("session-g.jsonl");
+        fs::write(
+            &gemini,
+            [
+                json!({"sessionId": format!("g{n}"), "projectHash": "h", "startTime": "2026-01-01T00:00:00Z"}),
+                json!({"id": "m1", "type": "user", "timestamp": "2026-01-01T00:00:01Z", "content": [item.clone()]}),
+                json!({"id": "m2", "type": "gemini", "timestamp": "2026-01-01T00:00:02Z", "content": [item.clone()]}),
+            ]
+            .iter()
+            .map(|v| v.to_string() + "\n")
+            .collect::<String>(),
+        )
+        .unwrap();
+        let sources = [
+            (Agent::ClaudeCode, claude),
+            (Agent::Codex, codex),
+            (Agent::GeminiCli, gemini),
+        ];
+        for (agent, path) in &sources {
+            let r = run(&m, *agent, std::slice::from_ref(path));
+            assert!(r.errors.is_empty(), "{item} {agent:?}: {r:?}");
+            assert_eq!(r.sessions.new, 1, "{item} {agent:?}: {r:?}");
+        }
+        assert_every_session_reads(&m, &item.to_string());
+        assert!(keeps_raw(&m, "cc-claude", &item), "claude keeps {item}");
+        assert!(
+            keeps_raw(&m, &format!("cx-{tid}"), &item),
+            "codex keeps {item}"
+        );
+        // A re-run finds everything imported (the digests agree).
+        for (agent, path) in &sources {
+            let again = run(&m, *agent, std::slice::from_ref(path));
+            assert_eq!(again.records, 0, "{item} {agent:?}: {again:?}");
+        }
+    }
+}
