@@ -46,6 +46,8 @@ mod import;
 mod import_documents;
 #[cfg(feature = "import")]
 mod import_paginated;
+#[cfg(feature = "import")]
+mod import_shapes;
 mod listing;
 mod manager;
 #[cfg(feature = "postgres")]

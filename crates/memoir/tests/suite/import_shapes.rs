@@ -1,0 +1,271 @@
+//! How the importers place and count what real agent transcripts hold, on
+//! minimal files written in each shape: Claude Code parallel tool calls
+//! (one response split over lines sharing `message.id`, each result naming
+//! its call line as parent), streamed responses with results interleaved,
+//! true forks (rewinds, edited prompts) against fake ones, branch ids of
+//! main, subagent and resumed sessions, source times, names and lookup,
+//! and Codex reasoning shown once.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use memoir::import::{self, Agent, ImportReport, Source};
+use memoir::manager::{ManagerOptions, SessionManager};
+use memoir::message::{Block, Role};
+use memoir::store::Durability;
+use memoir::transcript::Transcript;
+use memoir::Message;
+use serde_json::{json, Value};
+
+fn manager(dir: &Path) -> SessionManager {
+    SessionManager::open(
+        &dir.join("store"),
+        ManagerOptions {
+            durability: Durability::None,
+            repair_on_switch: false,
+            ..ManagerOptions::default()
+        },
+    )
+    .unwrap()
+}
+
+fn run(m: &SessionManager, agent: Agent, paths: &[PathBuf]) -> ImportReport {
+    let sources: Vec<Source> = paths
+        .iter()
+        .map(|p| Source {
+            agent,
+            path: p.clone(),
+        })
+        .collect();
+    import::import(m, &sources, &mut |_| {}).unwrap()
+}
+
+fn write_lines(path: &Path, lines: &[Value]) {
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let mut s = String::new();
+    for l in lines {
+        s.push_str(&l.to_string());
+        s.push('\n');
+    }
+    fs::write(path, s).unwrap();
+}
+
+const SID: &str = "7a1b2c3d-0000-4000-8000-000000000001";
+
+fn time(n: usize) -> String {
+    format!("2026-03-01T10:{:02}:{:02}.000Z", n / 60, n % 60)
+}
+
+/// A Claude Code envelope.
+fn entry(kind: &str, uuid: &str, parent: Option<&str>, n: usize, message: Value) -> Value {
+    json!({
+        "type": kind, "uuid": uuid, "parentUuid": parent, "isSidechain": false,
+        "userType": "external", "cwd": "/work/app", "sessionId": SID, "version": "2.1.39",
+        "timestamp": time(n), "message": message,
+    })
+}
+
+fn prompt(uuid: &str, parent: Option<&str>, n: usize, text: &str) -> Value {
+    entry(
+        "user",
+        uuid,
+        parent,
+        n,
+        json!({"role": "user", "content": text}),
+    )
+}
+
+fn assistant(uuid: &str, parent: &str, n: usize, msg: &str, block: Value) -> Value {
+    entry(
+        "assistant",
+        uuid,
+        Some(parent),
+        n,
+        json!({"id": msg, "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+               "stop_reason": null, "content": [block],
+               "usage": {"input_tokens": 10, "output_tokens": 5}}),
+    )
+}
+
+fn tool_use(id: &str) -> Value {
+    json!({"type": "tool_use", "id": id, "name": "Read", "input": {"file_path": format!("/work/app/{id}")}})
+}
+
+fn text(t: &str) -> Value {
+    json!({"type": "text", "text": t})
+}
+
+fn result(uuid: &str, parent: &str, n: usize, call: &str, source: Option<&str>) -> Value {
+    let mut v = entry(
+        "user",
+        uuid,
+        Some(parent),
+        n,
+        json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": call, "content": format!("contents of {call}")}
+        ]}),
+    );
+    v["toolUseResult"] = json!({"type": "text", "file": {"filePath": call}});
+    if let Some(s) = source {
+        v["sourceToolAssistantUUID"] = json!(s);
+    }
+    v
+}
+
+fn read(m: &SessionManager, id: &str) -> Transcript {
+    m.read_stored(id).unwrap()
+}
+
+/// Each tool call has its result later in `messages`, with no other
+/// assistant turn between them, and every id appears exactly once.
+fn assert_calls_answered(messages: &[Message]) {
+    let mut seen_uses = Vec::new();
+    let mut seen_results = Vec::new();
+    for (i, m) in messages.iter().enumerate() {
+        for id in m.tool_use_ids() {
+            seen_uses.push(id.to_string());
+            let answer = messages[i + 1..]
+                .iter()
+                .position(|r| r.tool_result_ids().any(|r| r == id))
+                .unwrap_or_else(|| panic!("call {id} has no result after it"));
+            let between = &messages[i + 1..i + 1 + answer];
+            assert!(
+                between
+                    .iter()
+                    .all(|b| b.role != Role::User || b.tool_result_ids().next().is_some()),
+                "a prompt separates call {id} from its result"
+            );
+        }
+        seen_results.extend(m.tool_result_ids().map(str::to_string));
+    }
+    let mut u = seen_uses.clone();
+    u.sort();
+    u.dedup();
+    assert_eq!(u.len(), seen_uses.len(), "a call is imported twice");
+    let mut r = seen_results.clone();
+    r.sort();
+    r.dedup();
+    assert_eq!(r.len(), seen_results.len(), "a result is imported twice");
+    assert_eq!(u, r, "calls and results do not pair");
+}
+
+/// One response of `calls` parallel tool calls written the Claude Code
+/// way: one line per `tool_use` sharing `message.id`, each result naming
+/// the line of its call as parent; then a final answer.
+fn parallel_file(calls: usize, with_source_uuid: bool) -> Vec<Value> {
+    let mut lines = vec![prompt("u1", None, 0, "read the files")];
+    let mut prev = "u1".to_string();
+    for k in 0..calls {
+        let uuid = format!("a{k}");
+        lines.push(assistant(&uuid, &prev, 1 + k, "msg_X", tool_use(&format!("T{k}"))));
+        prev = uuid;
+    }
+    for k in 0..calls {
+        let call_line = format!("a{k}");
+        lines.push(result(
+            &format!("r{k}"),
+            &call_line,
+            10 + k,
+            &format!("T{k}"),
+            with_source_uuid.then_some(call_line.as_str()),
+        ));
+    }
+    let last = format!("r{}", calls - 1);
+    lines.push(assistant("done", &last, 30, "msg_Y", text("done")));
+    lines
+}
+
+#[test]
+fn parallel_tool_calls_are_one_session_with_every_result_after_its_call() {
+    for calls in 2..=6 {
+        for with_source_uuid in [false, true] {
+            let tmp = tempfile::tempdir().unwrap();
+            let path = tmp.path().join(format!("{SID}.jsonl"));
+            write_lines(&path, &parallel_file(calls, with_source_uuid));
+            let m = manager(tmp.path());
+            let report = run(&m, Agent::ClaudeCode, &[path]);
+            assert_eq!(report.sessions.new, 1, "{calls} calls: {report:?}");
+            assert!(report.notes.is_empty(), "{report:?}");
+            let t = read(&m, &format!("cc-{SID}"));
+            assert_calls_answered(&t.messages);
+            // The response is one message holding every call.
+            let call_msgs: Vec<&Message> = t
+                .messages
+                .iter()
+                .filter(|m| m.tool_use_ids().next().is_some())
+                .collect();
+            assert_eq!(call_msgs.len(), 1);
+            assert_eq!(call_msgs[0].tool_use_ids().count(), calls);
+            assert_eq!(t.messages.last().unwrap().text_content(), "done");
+            assert_eq!(t.messages.len(), 1 + 1 + calls + 1);
+        }
+    }
+}
+
+#[test]
+fn streamed_response_with_results_interleaved_stays_on_one_line() {
+    // thinking, text, call T0, its result, call T1 (parent: the result or
+    // the previous block), its result, then the answer.
+    for second_parent in ["r0", "a2"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join(format!("{SID}.jsonl"));
+        write_lines(
+            &path,
+            &[
+                prompt("u1", None, 0, "look"),
+                assistant(
+                    "a0",
+                    "u1",
+                    1,
+                    "msg_S",
+                    json!({"type": "thinking", "thinking": "hm", "signature": "s"}),
+                ),
+                assistant("a1", "a0", 2, "msg_S", text("Reading both.")),
+                assistant("a2", "a1", 3, "msg_S", tool_use("T0")),
+                result("r0", "a2", 4, "T0", Some("a2")),
+                assistant("a3", second_parent, 5, "msg_S", tool_use("T1")),
+                result("r1", "a3", 6, "T1", Some("a3")),
+                assistant("a4", "r1", 7, "msg_Z", text("both read")),
+                prompt("u2", Some("a4"), 8, "thanks"),
+            ],
+        );
+        let m = manager(tmp.path());
+        let report = run(&m, Agent::ClaudeCode, &[path]);
+        assert_eq!(report.sessions.new, 1, "{second_parent}: {report:?}");
+        let t = read(&m, &format!("cc-{SID}"));
+        assert_calls_answered(&t.messages);
+        let texts: Vec<String> = t.messages.iter().map(|m| m.text_content()).collect();
+        assert_eq!(texts.first().map(String::as_str), Some("look"));
+        assert_eq!(texts.last().map(String::as_str), Some("thanks"));
+        assert!(texts.iter().any(|t| t == "both read"));
+    }
+}
+
+#[test]
+fn a_rewind_under_parallel_calls_is_still_a_branch_with_a_plain_id() {
+    // After the parallel calls and the answer, the user rewinds to the
+    // second prompt and sends another: two prompts share a parent.
+    let mut lines = parallel_file(3, false);
+    lines.push(prompt("p1", Some("done"), 40, "first follow-up"));
+    lines.push(assistant("p1a", "p1", 41, "msg_P1", text("answer one")));
+    lines.push(prompt("p2", Some("done"), 50, "second follow-up"));
+    lines.push(assistant("p2a", "p2", 51, "msg_P2", text("answer two")));
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join(format!("{SID}.jsonl"));
+    write_lines(&path, &lines);
+    let m = manager(tmp.path());
+    let report = run(&m, Agent::ClaudeCode, &[path]);
+    assert_eq!(report.sessions.new, 2, "{report:?}");
+    let main = read(&m, &format!("cc-{SID}"));
+    assert_eq!(main.messages.last().unwrap().text_content(), "answer two");
+    assert_calls_answered(&main.messages);
+    let branch_id = format!("cc-{SID}-b-p1");
+    let branch = read(&m, &branch_id);
+    assert_eq!(branch.messages.last().unwrap().text_content(), "answer one");
+    // The branch inherits everything up to the fork point, calls included.
+    assert_calls_answered(&branch.messages);
+    assert_eq!(branch.meta.source.as_ref().unwrap().extra["kind"], "branch");
+    for e in m.list_sessions().unwrap() {
+        assert!(!e.id.starts_with("cc-cc-"), "double prefix: {}", e.id);
+    }
+}
