@@ -269,3 +269,94 @@ fn a_rewind_under_parallel_calls_is_still_a_branch_with_a_plain_id() {
         assert!(!e.id.starts_with("cc-cc-"), "double prefix: {}", e.id);
     }
 }
+
+/// Every session's content blocks in order, by id (an import between two
+/// lines of one response cuts it into two messages: blocks are compared).
+fn all_blocks(m: &SessionManager) -> Vec<(String, Vec<String>)> {
+    let mut out: Vec<(String, Vec<String>)> = m
+        .list_sessions()
+        .unwrap()
+        .into_iter()
+        .map(|e| {
+            let t = read(m, &e.id);
+            let texts = t
+                .messages
+                .iter()
+                .flat_map(|m| m.content.iter())
+                .map(|b| serde_json::to_string(b).unwrap())
+                .collect();
+            (e.id, texts)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn importing_while_parallel_calls_are_written_matches_one_import_of_the_whole() {
+    let mut lines = parallel_file(4, false);
+    lines.push(prompt("p1", Some("done"), 40, "follow-up"));
+    lines.push(assistant("p1a", "p1", 41, "msg_P1", tool_use("T9")));
+    lines.push(assistant("p1b", "p1a", 42, "msg_P1", tool_use("T10")));
+    lines.push(result("p1r", "p1a", 43, "T9", Some("p1a")));
+    lines.push(result("p1s", "p1b", 44, "T10", Some("p1b")));
+    lines.push(assistant("p1c", "p1s", 45, "msg_P2", text("answer")));
+    let whole = tempfile::tempdir().unwrap();
+    let path = whole.path().join(format!("{SID}.jsonl"));
+    write_lines(&path, &lines);
+    let fresh = manager(whole.path());
+    run(&fresh, Agent::ClaudeCode, std::slice::from_ref(&path));
+
+    let grown = tempfile::tempdir().unwrap();
+    let path = grown.path().join(format!("{SID}.jsonl"));
+    let m = manager(grown.path());
+    for n in 1..=lines.len() {
+        write_lines(&path, &lines[..n]);
+        let report = run(&m, Agent::ClaudeCode, std::slice::from_ref(&path));
+        assert_eq!(report.sessions.forked, 0, "after {n} lines: {report:?}");
+    }
+    assert_eq!(all_blocks(&m), all_blocks(&fresh));
+    for (id, _) in all_blocks(&m) {
+        assert_calls_answered(&read(&m, &id).messages);
+    }
+}
+
+#[test]
+fn branches_of_subagent_files_carry_one_prefix() {
+    let tmp = tempfile::tempdir().unwrap();
+    let project = tmp.path().join("projects/-work-app");
+    let sub = project.join(SID).join("subagents/agent-abc123.jsonl");
+    let mut lines = vec![
+        prompt("s1", None, 0, "survey"),
+        assistant("s2", "s1", 1, "msg_1", text("first")),
+        prompt("s3", Some("s2"), 2, "again"),
+        assistant("s4", "s3", 3, "msg_2", text("second")),
+        prompt("s5", Some("s2"), 4, "instead"),
+        assistant("s6", "s5", 5, "msg_3", text("third")),
+    ];
+    for l in &mut lines {
+        l["isSidechain"] = json!(true);
+        l["agentId"] = json!("abc123");
+    }
+    write_lines(&sub, &lines);
+    write_lines(
+        &project.join(format!("{SID}.jsonl")),
+        &[
+            prompt("u1", None, 0, "go"),
+            assistant("a1", "u1", 1, "msg_A", text("ok")),
+        ],
+    );
+    let m = manager(tmp.path());
+    let sources = import::sources_of(Agent::ClaudeCode, Some(tmp.path())).unwrap();
+    let report = import::import(&m, &sources, &mut |_| {}).unwrap();
+    let mut ids = report.created.clone();
+    ids.sort();
+    assert_eq!(
+        ids,
+        [
+            format!("cc-{SID}"),
+            format!("cc-{SID}-agent-abc123"),
+            format!("cc-{SID}-agent-abc123-b-s3"),
+        ]
+    );
+}
