@@ -233,7 +233,7 @@ fn project_sessions(scope: &Scope) -> Result<Vec<IndexEntry>, ToolError> {
         .into_iter()
         .filter(|e| !notes::is_notes_session(&e.id) && scope.owns_workspace(&e.workspace))
         .collect();
-    all.sort_by(|a, b| b.last_activity.cmp(&a.last_activity).then(a.id.cmp(&b.id)));
+    memoir::manager::index::sort_newest_first(&mut all);
     Ok(all)
 }
 

@@ -360,3 +360,79 @@ fn branches_of_subagent_files_carry_one_prefix() {
         ]
     );
 }
+
+fn at(s: &str) -> chrono::DateTime<chrono::Utc> {
+    chrono::DateTime::parse_from_rfc3339(s).unwrap().into()
+}
+
+#[test]
+fn imported_sessions_are_timed_by_their_source_not_by_the_import() {
+    // Two sessions from long ago, the older written second; a subagent
+    // ending at the same time as its parent.
+    let tmp = tempfile::tempdir().unwrap();
+    let project = tmp.path().join("projects/-work-app");
+    let older = "11111111-0000-4000-8000-000000000001";
+    let newer = "22222222-0000-4000-8000-000000000002";
+    let session = |sid: &str, day: u32, extra: &[Value]| {
+        let mut lines = vec![
+            prompt("u1", None, 0, "start"),
+            assistant("a1", "u1", 1, "msg_1", text("ok")),
+            prompt("u2", Some("a1"), 125, "more"),
+        ];
+        lines.extend_from_slice(extra);
+        let s: Vec<Value> = lines
+            .into_iter()
+            .map(|mut l| {
+                l["sessionId"] = json!(sid);
+                let t = l["timestamp"].as_str().unwrap().replace("03-01", &format!("03-{day:02}"));
+                l["timestamp"] = json!(t);
+                l
+            })
+            .collect();
+        write_lines(&project.join(format!("{sid}.jsonl")), &s);
+    };
+    session(newer, 2, &[]);
+    session(older, 1, &[]);
+    // The newer session's subagent, whose last record is its parent's time.
+    let mut sub = vec![
+        prompt("s1", None, 100, "sub"),
+        assistant("s2", "s1", 125, "msg_s", text("sub done")),
+    ];
+    for l in &mut sub {
+        l["isSidechain"] = json!(true);
+        l["sessionId"] = json!(newer);
+        let t = l["timestamp"].as_str().unwrap().replace("03-01", "03-02");
+        l["timestamp"] = json!(t);
+    }
+    write_lines(&project.join(newer).join("subagents/agent-zz.jsonl"), &sub);
+
+    let m = manager(tmp.path());
+    let sources = import::sources_of(Agent::ClaudeCode, Some(tmp.path())).unwrap();
+    import::import(&m, &sources, &mut |_| {}).unwrap();
+    let listed = m.list_sessions().unwrap();
+    let ids: Vec<&str> = listed.iter().map(|e| e.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            format!("cc-{newer}"),
+            format!("cc-{newer}-agent-zz"),
+            format!("cc-{older}")
+        ],
+        "newest source activity first, the parent before its subagent"
+    );
+    let old = listed.iter().find(|e| e.id == format!("cc-{older}")).unwrap();
+    assert_eq!(old.created_at, at("2026-03-01T10:00:00Z"));
+    assert_eq!(old.last_activity, at("2026-03-01T10:02:05Z"));
+    // A later import of the grown source moves it to its new last record.
+    let mut grown = fs::read_to_string(project.join(format!("{older}.jsonl"))).unwrap();
+    let mut l = assistant("a2", "u2", 0, "msg_2", text("later"));
+    l["sessionId"] = json!(older);
+    l["timestamp"] = json!("2026-03-03T09:00:00.000Z");
+    grown.push_str(&format!("{l}\n"));
+    fs::write(project.join(format!("{older}.jsonl")), grown).unwrap();
+    import::import(&m, &sources, &mut |_| {}).unwrap();
+    let listed = m.list_sessions().unwrap();
+    assert_eq!(listed[0].id, format!("cc-{older}"));
+    assert_eq!(listed[0].last_activity, at("2026-03-03T09:00:00Z"));
+    assert_eq!(listed[0].created_at, at("2026-03-01T10:00:00Z"));
+}
