@@ -436,3 +436,34 @@ fn imported_sessions_are_timed_by_their_source_not_by_the_import() {
     assert_eq!(listed[0].last_activity, at("2026-03-03T09:00:00Z"));
     assert_eq!(listed[0].created_at, at("2026-03-01T10:00:00Z"));
 }
+
+#[test]
+fn a_source_session_id_resolves_to_its_top_level_session() {
+    let tmp = tempfile::tempdir().unwrap();
+    let project = tmp.path().join("projects/-work-app");
+    let mut lines = parallel_file(2, true);
+    lines.push(prompt("p1", Some("done"), 40, "first follow-up"));
+    lines.push(prompt("p2", Some("done"), 50, "second follow-up"));
+    write_lines(&project.join(format!("{SID}.jsonl")), &lines);
+    let mut sub = vec![
+        prompt("s1", None, 10, "sub"),
+        assistant("s2", "s1", 11, "msg_s", text("sub done")),
+    ];
+    for l in &mut sub {
+        l["isSidechain"] = json!(true);
+    }
+    write_lines(&project.join(SID).join("subagents/agent-q1.jsonl"), &sub);
+    let m = manager(tmp.path());
+    let sources = import::sources_of(Agent::ClaudeCode, Some(tmp.path())).unwrap();
+    let report = import::import(&m, &sources, &mut |_| {}).unwrap();
+    assert_eq!(report.sessions.new, 3, "{report:?}");
+    let main = format!("cc-{SID}");
+    assert_eq!(m.resolve(SID).unwrap(), main);
+    assert_eq!(m.resolve(&SID[..8]).unwrap(), main);
+    assert_eq!(m.resolve(&main).unwrap(), main);
+    assert_eq!(
+        m.resolve(&format!("{SID}-agent-q1")).unwrap(),
+        format!("cc-{SID}-agent-q1")
+    );
+    assert!(m.resolve("ffffffff").is_err());
+}
