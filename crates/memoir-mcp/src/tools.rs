@@ -412,7 +412,7 @@ struct IdArgs {
 
 fn resume(scope: &Scope, a: IdArgs) -> Result<Value, ToolError> {
     let (id, meta) = resolve(scope, &a.id)?;
-    let cmd = memoir::search::resume_command(&meta);
+    let cmd = memoir::search::resume_command_in(scope.store.as_ref(), &meta);
     Ok(json!({
         "session": id,
         "shell": cmd.shell_line(),
