@@ -498,3 +498,115 @@ fn synthetic_prompts_are_never_titles() {
     }
     assert!(!import::is_synthetic_prompt("fix the parser"));
 }
+
+const THREAD: &str = "0199dddd-0000-7000-8000-00000000000d";
+
+fn codex_line(n: usize, kind: &str, payload: Value) -> Value {
+    json!({"timestamp": time(n), "type": kind, "payload": payload})
+}
+
+fn codex_head() -> Vec<Value> {
+    vec![
+        codex_line(0, "session_meta", json!({"id": THREAD, "timestamp": time(0), "cwd": "/work/app", "originator": "codex_cli_rs", "cli_version": "0.50.0"})),
+        codex_line(1, "turn_context", json!({"cwd": "/work/app", "model": "gpt-5-codex"})),
+        codex_line(2, "event_msg", json!({"type": "user_message", "message": "why?"})),
+        codex_line(2, "response_item", json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "why?"}]})),
+    ]
+}
+
+fn import_codex(lines: &[Value]) -> (SessionManager, Transcript, tempfile::TempDir) {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp
+        .path()
+        .join(format!("sessions/2026/03/01/rollout-2026-03-01T10-00-00-{THREAD}.jsonl"));
+    write_lines(&path, lines);
+    let m = manager(tmp.path());
+    let report = run(&m, Agent::Codex, &[path]);
+    assert_eq!(report.sessions.new, 1, "{report:?}");
+    let t = read(&m, &format!("cx-{THREAD}"));
+    (m, t, tmp)
+}
+
+fn thinking_texts(t: &Transcript) -> Vec<String> {
+    t.messages
+        .iter()
+        .flat_map(|m| m.content.iter())
+        .filter_map(|b| match b {
+            Block::Thinking { text, .. } => Some(text.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn codex_reasoning_summaries_are_shown_once_whichever_stream_comes_first() {
+    let parts = ["**Looking** at the parser", "Then the lexer"];
+    let events: Vec<Value> = parts
+        .iter()
+        .map(|p| codex_line(3, "event_msg", json!({"type": "agent_reasoning", "text": p})))
+        .collect();
+    let item = codex_line(
+        4,
+        "response_item",
+        json!({"type": "reasoning", "summary": parts.iter().map(|p| json!({"type": "summary_text", "text": p})).collect::<Vec<_>>(),
+               "encrypted_content": "gAAAA-secret"}),
+    );
+    let answer = [
+        codex_line(5, "event_msg", json!({"type": "agent_message", "message": "because"})),
+        codex_line(5, "response_item", json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "because"}]})),
+    ];
+    for events_first in [true, false] {
+        let mut lines = codex_head();
+        if events_first {
+            lines.extend(events.iter().cloned());
+            lines.push(item.clone());
+        } else {
+            lines.push(item.clone());
+            lines.extend(events.iter().cloned());
+        }
+        lines.extend(answer.iter().cloned());
+        let (_m, t, _tmp) = import_codex(&lines);
+        let shown = thinking_texts(&t).join("\n");
+        for p in parts {
+            assert_eq!(shown.matches(p).count(), 1, "events first: {events_first}: {shown:?}");
+        }
+        assert!(!serde_json::to_string(&t.messages).unwrap().contains("\"text\":\"gAAAA"));
+    }
+}
+
+#[test]
+fn codex_token_counts_fold_into_their_turn_not_into_empty_messages() {
+    let count = |n: usize, total: u64| {
+        codex_line(n, "event_msg", json!({"type": "token_count", "info": {
+            "total_token_usage": {"input_tokens": total, "cached_input_tokens": 0, "output_tokens": 10, "reasoning_output_tokens": 0, "total_tokens": total + 10},
+            "last_token_usage": {"input_tokens": 50, "cached_input_tokens": 0, "output_tokens": 10, "reasoning_output_tokens": 0, "total_tokens": 60}}}))
+    };
+    let mut lines = codex_head();
+    lines.extend([
+        codex_line(3, "response_item", json!({"type": "function_call", "name": "shell", "arguments": "{\"cmd\":\"ls\"}", "call_id": "c1"})),
+        count(4, 100),
+        codex_line(5, "response_item", json!({"type": "function_call_output", "call_id": "c1", "output": "a b"})),
+        codex_line(6, "event_msg", json!({"type": "agent_message", "message": "two files"})),
+        codex_line(6, "response_item", json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "two files"}]})),
+        count(7, 200),
+        // A response that wrote no item of its own (the context compaction).
+        codex_line(8, "compacted", json!({"message": "summary of the turn"})),
+        count(9, 300),
+    ]);
+    let (_m, t, _tmp) = import_codex(&lines);
+    for m in &t.messages {
+        assert!(
+            !m.content.is_empty(),
+            "an empty {:?} message: {:?}",
+            m.role,
+            m.extra
+        );
+    }
+    let input: u64 = t
+        .messages
+        .iter()
+        .filter_map(|m| m.usage)
+        .map(|u| u.input_tokens + u.cache_read_input_tokens)
+        .sum();
+    assert_eq!(input, 300);
+}
