@@ -789,7 +789,9 @@ pub fn parse(path: &Path, bytes: &[u8], ctx: &ParseContext) -> Parsed {
                 .iter()
                 .filter(|r| matches!(r, Record::Message(_)))
                 .count();
+            // What comes next is the fork's own: never folded into the parent's.
             b.turns.clear();
+            b.floor = b.records.len();
         }
         if ctx.cuts.contains(&line.number) {
             b.boundary();
