@@ -370,7 +370,7 @@ fn get_session(scope: &Scope, a: GetArgs) -> Result<Value, ToolError> {
         .clone()
         .map(|i| {
             let m = &t.messages[i];
-            let text = m.text_content();
+            let text = m.readable_text();
             let cut = text.chars().count() > MAX_MESSAGE_CHARS;
             let text: String = text.chars().take(MAX_MESSAGE_CHARS).collect();
             let tools: Vec<String> = m

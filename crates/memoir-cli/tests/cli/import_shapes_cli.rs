@@ -87,3 +87,38 @@ fn imported_sessions_list_by_source_time_and_resolve_by_source_uuid() {
     assert_eq!(resume["command"]["cwd"], "/work/app", "{resume}");
     assert_eq!(resume["command"]["args"], json!(["--resume", new]));
 }
+
+#[test]
+fn an_openai_export_of_a_long_imported_session_warns_once_per_kind() {
+    let tmp = tempfile::tempdir().unwrap();
+    let project = tmp.path().join("claude/projects/-work-app");
+    std::fs::create_dir_all(&project).unwrap();
+    let sid = "0c000000-0000-4000-8000-000000000003";
+    let mut text = String::new();
+    let mut prev: Option<String> = None;
+    for turn in 0..60 {
+        let (u, a) = (format!("u{turn}"), format!("a{turn}"));
+        let at = format!("2026-02-03T08:{:02}:00Z", turn);
+        text += &line(sid, "user", &u, prev.as_deref(), "/work/app", &at, json!("next step"));
+        text += &line(sid, "assistant", &a, Some(&u), "/work/app", &at, json!([{"type": "text", "text": "ok"}]));
+        prev = Some(a);
+    }
+    std::fs::write(project.join(format!("{sid}.jsonl")), text).unwrap();
+    let dir = tmp.path().join("store");
+    let dir = dir.to_str().unwrap();
+    let (ok, report, _) = memoir(tmp.path(), &["import", "claude", "--json", "--dir", dir]);
+    assert!(ok, "{report}");
+    let out = Command::new(env!("CARGO_BIN_EXE_memoir"))
+        .args(["sessions", "export", sid, "--format", "openai", "--dir", dir])
+        .env("HOME", tmp.path())
+        .env("MEMOIR_HOME", tmp.path().join("memoir"))
+        .env_remove("MEMOIR_SESSION_DIR")
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines = stderr.lines().count();
+    assert!((2..=8).contains(&lines), "{lines} lines:\n{stderr}");
+    assert!(stderr.contains("metadata in 60 message(s)"), "{stderr}");
+}

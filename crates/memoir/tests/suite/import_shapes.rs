@@ -610,3 +610,44 @@ fn codex_token_counts_fold_into_their_turn_not_into_empty_messages() {
         .sum();
     assert_eq!(input, 300);
 }
+
+#[test]
+fn an_openai_export_reports_each_kind_of_loss_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join(format!("{SID}.jsonl"));
+    let mut lines = Vec::new();
+    let mut prev: Option<String> = None;
+    for turn in 0..40 {
+        let u = format!("u{turn}");
+        lines.push(prompt(&u, prev.as_deref(), turn * 3, "next"));
+        let a = format!("a{turn}");
+        lines.push(assistant(&a, &u, turn * 3 + 1, &format!("msg_{turn}"), text("ok")));
+        prev = Some(a);
+    }
+    write_lines(&path, &lines);
+    let m = manager(tmp.path());
+    run(&m, Agent::ClaudeCode, &[path]);
+    let e = m
+        .export(
+            &format!("cc-{SID}"),
+            memoir::manager::ExportOptions {
+                format: memoir::manager::ExportFormat::OpenAi,
+                redact: false,
+            },
+        )
+        .unwrap();
+    assert!(e.losses.len() >= 80, "{}", e.losses.len());
+    let kinds: Vec<&str> = e.loss_summary.iter().map(|s| s.kind).collect();
+    let mut unique = kinds.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), kinds.len(), "a kind is summarised twice");
+    assert!(kinds.len() <= 6, "{kinds:?}");
+    assert_eq!(
+        e.loss_summary.iter().map(|s| s.count).sum::<usize>(),
+        e.losses.len()
+    );
+    let metadata = e.loss_summary.iter().find(|s| s.kind == "metadata").unwrap();
+    assert_eq!(metadata.messages, 40);
+    assert!(metadata.details.contains(&"usage".to_string()));
+}
