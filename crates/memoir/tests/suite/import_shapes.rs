@@ -625,7 +625,7 @@ fn an_openai_export_reports_each_kind_of_loss_once() {
         prev = Some(a);
     }
     write_lines(&path, &lines);
-    let m = manager(tmp.path());
+    let mut m = manager(tmp.path());
     run(&m, Agent::ClaudeCode, &[path]);
     let e = m
         .export(
