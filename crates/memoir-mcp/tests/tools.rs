@@ -292,12 +292,19 @@ fn a_large_session_resource_is_read_in_bounded_pages() {
             rmcp::model::ResourceContents::TextResourceContents { text, .. } => text.clone(),
             other => panic!("{other:?}"),
         };
-        assert!(text.len() <= memoir_mcp::page::MAX_RESULT_BYTES, "{}", text.len());
+        assert!(
+            text.len() <= memoir_mcp::page::MAX_RESULT_BYTES,
+            "{}",
+            text.len()
+        );
         match text.rfind("\n\n[truncated: ") {
             Some(at) => {
                 joined.push_str(&text[..at]);
                 let next = text[at..].split("?cursor=").nth(1).unwrap();
-                let next: String = next.chars().take_while(|c| c.is_ascii_alphanumeric()).collect();
+                let next: String = next
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric())
+                    .collect();
                 uri = format!("{base}?cursor={next}");
             }
             None => {

@@ -24,7 +24,15 @@ fn memoir(home: &Path, args: &[&str]) -> (bool, Value, String) {
     (out.status.success(), json, text)
 }
 
-fn line(sid: &str, kind: &str, uuid: &str, parent: Option<&str>, cwd: &str, at: &str, content: Value) -> String {
+fn line(
+    sid: &str,
+    kind: &str,
+    uuid: &str,
+    parent: Option<&str>,
+    cwd: &str,
+    at: &str,
+    content: Value,
+) -> String {
     let message = if kind == "assistant" {
         json!({"id": format!("msg_{uuid}"), "role": "assistant", "model": "claude-sonnet-4-5",
                "stop_reason": "end_turn", "content": content,
@@ -46,16 +54,53 @@ fn imported_sessions_list_by_source_time_and_resolve_by_source_uuid() {
     let new = "0b000000-0000-4000-8000-000000000002";
     std::fs::create_dir_all(project.join(new).join("subagents")).unwrap();
     let session = |sid: &str, day: &str| {
-        line(sid, "user", "u0", None, "/work/app", &format!("2026-02-{day}T08:00:00Z"), json!("[Request interrupted by user]"))
-            + &line(sid, "user", "u1", Some("u0"), "/work/app", &format!("2026-02-{day}T08:00:01Z"), json!("tidy the build"))
-            + &line(sid, "assistant", "a1", Some("u1"), "/work/app", &format!("2026-02-{day}T08:30:00Z"), json!([{"type": "text", "text": "done"}]))
+        line(
+            sid,
+            "user",
+            "u0",
+            None,
+            "/work/app",
+            &format!("2026-02-{day}T08:00:00Z"),
+            json!("[Request interrupted by user]"),
+        ) + &line(
+            sid,
+            "user",
+            "u1",
+            Some("u0"),
+            "/work/app",
+            &format!("2026-02-{day}T08:00:01Z"),
+            json!("tidy the build"),
+        ) + &line(
+            sid,
+            "assistant",
+            "a1",
+            Some("u1"),
+            "/work/app",
+            &format!("2026-02-{day}T08:30:00Z"),
+            json!([{"type": "text", "text": "done"}]),
+        )
     };
     std::fs::write(project.join(format!("{new}.jsonl")), session(new, "02")).unwrap();
     std::fs::write(project.join(format!("{old}.jsonl")), session(old, "01")).unwrap();
     std::fs::write(
         project.join(new).join("subagents/agent-w1.jsonl"),
-        line(new, "user", "s1", None, "/work/app/sub", "2026-02-02T08:10:00Z", json!("look around"))
-            + &line(new, "assistant", "s2", Some("s1"), "/work/app/sub", "2026-02-02T08:11:00Z", json!([{"type": "text", "text": "seen"}])),
+        line(
+            new,
+            "user",
+            "s1",
+            None,
+            "/work/app/sub",
+            "2026-02-02T08:10:00Z",
+            json!("look around"),
+        ) + &line(
+            new,
+            "assistant",
+            "s2",
+            Some("s1"),
+            "/work/app/sub",
+            "2026-02-02T08:11:00Z",
+            json!([{"type": "text", "text": "seen"}]),
+        ),
     )
     .unwrap();
     let store = tmp.path().join("store");
@@ -71,17 +116,38 @@ fn imported_sessions_list_by_source_time_and_resolve_by_source_uuid() {
     assert_eq!(ids[0], format!("cc-{new}"));
     assert_eq!(ids[2], format!("cc-{old}"));
     let oldest = &sessions[2];
-    assert!(oldest["last_activity"].as_str().unwrap().starts_with("2026-02-01T08:30:00"), "{oldest}");
-    assert!(oldest["created_at"].as_str().unwrap().starts_with("2026-02-01T08:00:00"), "{oldest}");
+    assert!(
+        oldest["last_activity"]
+            .as_str()
+            .unwrap()
+            .starts_with("2026-02-01T08:30:00"),
+        "{oldest}"
+    );
+    assert!(
+        oldest["created_at"]
+            .as_str()
+            .unwrap()
+            .starts_with("2026-02-01T08:00:00"),
+        "{oldest}"
+    );
     assert_eq!(oldest["title"], "tidy the build");
 
-    let (ok, show, _) = memoir(tmp.path(), &["sessions", "show", old, "--json", "--dir", dir]);
+    let (ok, show, _) = memoir(
+        tmp.path(),
+        &["sessions", "show", old, "--json", "--dir", dir],
+    );
     assert!(ok, "show by source uuid failed");
     assert_eq!(show["meta"]["id"], format!("cc-{old}"));
 
     let (ok, resume, _) = memoir(
         tmp.path(),
-        &["resume", &format!("cc-{new}-agent-w1"), "--json", "--dir", dir],
+        &[
+            "resume",
+            &format!("cc-{new}-agent-w1"),
+            "--json",
+            "--dir",
+            dir,
+        ],
     );
     assert!(ok, "{resume}");
     assert_eq!(resume["command"]["cwd"], "/work/app", "{resume}");
@@ -99,8 +165,24 @@ fn an_openai_export_of_a_long_imported_session_warns_once_per_kind() {
     for turn in 0..60 {
         let (u, a) = (format!("u{turn}"), format!("a{turn}"));
         let at = format!("2026-02-03T08:{:02}:00Z", turn);
-        text += &line(sid, "user", &u, prev.as_deref(), "/work/app", &at, json!("next step"));
-        text += &line(sid, "assistant", &a, Some(&u), "/work/app", &at, json!([{"type": "text", "text": "ok"}]));
+        text += &line(
+            sid,
+            "user",
+            &u,
+            prev.as_deref(),
+            "/work/app",
+            &at,
+            json!("next step"),
+        );
+        text += &line(
+            sid,
+            "assistant",
+            &a,
+            Some(&u),
+            "/work/app",
+            &at,
+            json!([{"type": "text", "text": "ok"}]),
+        );
         prev = Some(a);
     }
     std::fs::write(project.join(format!("{sid}.jsonl")), text).unwrap();
@@ -109,7 +191,9 @@ fn an_openai_export_of_a_long_imported_session_warns_once_per_kind() {
     let (ok, report, _) = memoir(tmp.path(), &["import", "claude", "--json", "--dir", dir]);
     assert!(ok, "{report}");
     let out = Command::new(env!("CARGO_BIN_EXE_memoir"))
-        .args(["sessions", "export", sid, "--format", "openai", "--dir", dir])
+        .args([
+            "sessions", "export", sid, "--format", "openai", "--dir", dir,
+        ])
         .env("HOME", tmp.path())
         .env("MEMOIR_HOME", tmp.path().join("memoir"))
         .env_remove("MEMOIR_SESSION_DIR")

@@ -536,11 +536,7 @@ struct Units {
 }
 
 impl Units {
-    fn of(
-        entries: &[Line],
-        by_uuid: &HashMap<&str, usize>,
-        side: &dyn Fn(usize) -> bool,
-    ) -> Units {
+    fn of(entries: &[Line], by_uuid: &HashMap<&str, usize>, side: &dyn Fn(usize) -> bool) -> Units {
         let mut units = Units::default();
         let mut by_response: HashMap<&str, usize> = HashMap::new();
         let mut by_call: HashMap<&str, usize> = HashMap::new();
@@ -565,9 +561,10 @@ impl Units {
                     continue;
                 };
                 // Another line of the response: it follows one of its members.
-                let joined = by_response.get(id).copied().filter(|&u| {
-                    parent.is_some_and(|p| units.unit_of.get(&p) == Some(&u))
-                });
+                let joined = by_response
+                    .get(id)
+                    .copied()
+                    .filter(|&u| parent.is_some_and(|p| units.unit_of.get(&p) == Some(&u)));
                 let u = joined.unwrap_or_else(|| {
                     units.members.push(Vec::new());
                     units.members.len() - 1

@@ -603,9 +603,9 @@ impl Builder {
         // response whose items were all shown already, or had none) its
         // last assistant message, which then counts both responses.
         let turn = &mut self.records[turn_start..];
-        let unused = turn.iter().rposition(|r| {
-            matches!(r, Record::Message(m) if m.role == Role::Assistant && m.usage.is_none())
-        });
+        let unused = turn.iter().rposition(
+            |r| matches!(r, Record::Message(m) if m.role == Role::Assistant && m.usage.is_none()),
+        );
         let any = turn
             .iter()
             .rposition(|r| matches!(r, Record::Message(m) if m.role == Role::Assistant));
@@ -1060,7 +1060,10 @@ fn summary_parts(p: &Map<String, Value>) -> Vec<String> {
 /// A reasoning item's readable text (summary, then content) as thinking;
 /// encrypted content is never rendered.
 fn reasoning_block(p: &Map<String, Value>) -> Option<Block> {
-    thinking_of(text_of_content(p.get("summary")), &text_of_content(p.get("content")))
+    thinking_of(
+        text_of_content(p.get("summary")),
+        &text_of_content(p.get("content")),
+    )
 }
 
 /// Summary text then content text as one thinking block (none when both are empty).

@@ -341,7 +341,8 @@ fn by_source_id(listed: &[crate::store::Listed], id: &str) -> Vec<String> {
     let exact: Vec<String> = listed
         .iter()
         .filter(|l| {
-            top_level(&l.meta) && l.meta.source.as_ref().and_then(|s| s.session.as_deref()) == Some(id)
+            top_level(&l.meta)
+                && l.meta.source.as_ref().and_then(|s| s.session.as_deref()) == Some(id)
         })
         .map(|l| l.meta.id.clone())
         .collect();

@@ -157,7 +157,13 @@ fn parallel_file(calls: usize, with_source_uuid: bool) -> Vec<Value> {
     let mut prev = "u1".to_string();
     for k in 0..calls {
         let uuid = format!("a{k}");
-        lines.push(assistant(&uuid, &prev, 1 + k, "msg_X", tool_use(&format!("T{k}"))));
+        lines.push(assistant(
+            &uuid,
+            &prev,
+            1 + k,
+            "msg_X",
+            tool_use(&format!("T{k}")),
+        ));
         prev = uuid;
     }
     for k in 0..calls {
@@ -384,7 +390,10 @@ fn imported_sessions_are_timed_by_their_source_not_by_the_import() {
             .into_iter()
             .map(|mut l| {
                 l["sessionId"] = json!(sid);
-                let t = l["timestamp"].as_str().unwrap().replace("03-01", &format!("03-{day:02}"));
+                let t = l["timestamp"]
+                    .as_str()
+                    .unwrap()
+                    .replace("03-01", &format!("03-{day:02}"));
                 l["timestamp"] = json!(t);
                 l
             })
@@ -420,7 +429,10 @@ fn imported_sessions_are_timed_by_their_source_not_by_the_import() {
         ],
         "newest source activity first, the parent before its subagent"
     );
-    let old = listed.iter().find(|e| e.id == format!("cc-{older}")).unwrap();
+    let old = listed
+        .iter()
+        .find(|e| e.id == format!("cc-{older}"))
+        .unwrap();
     assert_eq!(old.created_at, at("2026-03-01T10:00:00Z"));
     assert_eq!(old.last_activity, at("2026-03-01T10:02:05Z"));
     // A later import of the grown source moves it to its new last record.
@@ -493,7 +505,11 @@ fn synthetic_prompts_are_never_titles() {
         let m = manager(tmp.path());
         run(&m, Agent::ClaudeCode, &[path]);
         let t = read(&m, &format!("cc-{SID}"));
-        assert_eq!(t.title.as_deref(), Some("fix the parser"), "first: {first:?}");
+        assert_eq!(
+            t.title.as_deref(),
+            Some("fix the parser"),
+            "first: {first:?}"
+        );
         assert!(import::is_synthetic_prompt(first));
     }
     assert!(!import::is_synthetic_prompt("fix the parser"));
@@ -507,18 +523,34 @@ fn codex_line(n: usize, kind: &str, payload: Value) -> Value {
 
 fn codex_head() -> Vec<Value> {
     vec![
-        codex_line(0, "session_meta", json!({"id": THREAD, "timestamp": time(0), "cwd": "/work/app", "originator": "codex_cli_rs", "cli_version": "0.50.0"})),
-        codex_line(1, "turn_context", json!({"cwd": "/work/app", "model": "gpt-5-codex"})),
-        codex_line(2, "event_msg", json!({"type": "user_message", "message": "why?"})),
-        codex_line(2, "response_item", json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "why?"}]})),
+        codex_line(
+            0,
+            "session_meta",
+            json!({"id": THREAD, "timestamp": time(0), "cwd": "/work/app", "originator": "codex_cli_rs", "cli_version": "0.50.0"}),
+        ),
+        codex_line(
+            1,
+            "turn_context",
+            json!({"cwd": "/work/app", "model": "gpt-5-codex"}),
+        ),
+        codex_line(
+            2,
+            "event_msg",
+            json!({"type": "user_message", "message": "why?"}),
+        ),
+        codex_line(
+            2,
+            "response_item",
+            json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "why?"}]}),
+        ),
     ]
 }
 
 fn import_codex(lines: &[Value]) -> (SessionManager, Transcript, tempfile::TempDir) {
     let tmp = tempfile::tempdir().unwrap();
-    let path = tmp
-        .path()
-        .join(format!("sessions/2026/03/01/rollout-2026-03-01T10-00-00-{THREAD}.jsonl"));
+    let path = tmp.path().join(format!(
+        "sessions/2026/03/01/rollout-2026-03-01T10-00-00-{THREAD}.jsonl"
+    ));
     write_lines(&path, lines);
     let m = manager(tmp.path());
     let report = run(&m, Agent::Codex, &[path]);
@@ -543,7 +575,13 @@ fn codex_reasoning_summaries_are_shown_once_whichever_stream_comes_first() {
     let parts = ["**Looking** at the parser", "Then the lexer"];
     let events: Vec<Value> = parts
         .iter()
-        .map(|p| codex_line(3, "event_msg", json!({"type": "agent_reasoning", "text": p})))
+        .map(|p| {
+            codex_line(
+                3,
+                "event_msg",
+                json!({"type": "agent_reasoning", "text": p}),
+            )
+        })
         .collect();
     let item = codex_line(
         4,
@@ -552,8 +590,16 @@ fn codex_reasoning_summaries_are_shown_once_whichever_stream_comes_first() {
                "encrypted_content": "gAAAA-secret"}),
     );
     let answer = [
-        codex_line(5, "event_msg", json!({"type": "agent_message", "message": "because"})),
-        codex_line(5, "response_item", json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "because"}]})),
+        codex_line(
+            5,
+            "event_msg",
+            json!({"type": "agent_message", "message": "because"}),
+        ),
+        codex_line(
+            5,
+            "response_item",
+            json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "because"}]}),
+        ),
     ];
     for events_first in [true, false] {
         let mut lines = codex_head();
@@ -568,18 +614,28 @@ fn codex_reasoning_summaries_are_shown_once_whichever_stream_comes_first() {
         let (_m, t, _tmp) = import_codex(&lines);
         let shown = thinking_texts(&t).join("\n");
         for p in parts {
-            assert_eq!(shown.matches(p).count(), 1, "events first: {events_first}: {shown:?}");
+            assert_eq!(
+                shown.matches(p).count(),
+                1,
+                "events first: {events_first}: {shown:?}"
+            );
         }
-        assert!(!serde_json::to_string(&t.messages).unwrap().contains("\"text\":\"gAAAA"));
+        assert!(!serde_json::to_string(&t.messages)
+            .unwrap()
+            .contains("\"text\":\"gAAAA"));
     }
 }
 
 #[test]
 fn codex_token_counts_fold_into_their_turn_not_into_empty_messages() {
     let count = |n: usize, total: u64| {
-        codex_line(n, "event_msg", json!({"type": "token_count", "info": {
+        codex_line(
+            n,
+            "event_msg",
+            json!({"type": "token_count", "info": {
             "total_token_usage": {"input_tokens": total, "cached_input_tokens": 0, "output_tokens": 10, "reasoning_output_tokens": 0, "total_tokens": total + 10},
-            "last_token_usage": {"input_tokens": 50, "cached_input_tokens": 0, "output_tokens": 10, "reasoning_output_tokens": 0, "total_tokens": 60}}}))
+            "last_token_usage": {"input_tokens": 50, "cached_input_tokens": 0, "output_tokens": 10, "reasoning_output_tokens": 0, "total_tokens": 60}}}),
+        )
     };
     let mut lines = codex_head();
     lines.extend([
@@ -621,7 +677,13 @@ fn an_openai_export_reports_each_kind_of_loss_once() {
         let u = format!("u{turn}");
         lines.push(prompt(&u, prev.as_deref(), turn * 3, "next"));
         let a = format!("a{turn}");
-        lines.push(assistant(&a, &u, turn * 3 + 1, &format!("msg_{turn}"), text("ok")));
+        lines.push(assistant(
+            &a,
+            &u,
+            turn * 3 + 1,
+            &format!("msg_{turn}"),
+            text("ok"),
+        ));
         prev = Some(a);
     }
     write_lines(&path, &lines);
@@ -647,7 +709,11 @@ fn an_openai_export_reports_each_kind_of_loss_once() {
         e.loss_summary.iter().map(|s| s.count).sum::<usize>(),
         e.losses.len()
     );
-    let metadata = e.loss_summary.iter().find(|s| s.kind == "metadata").unwrap();
+    let metadata = e
+        .loss_summary
+        .iter()
+        .find(|s| s.kind == "metadata")
+        .unwrap();
     assert_eq!(metadata.messages, 40);
     assert!(metadata.details.contains(&"usage".to_string()));
 }
