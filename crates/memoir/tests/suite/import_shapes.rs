@@ -717,3 +717,27 @@ fn an_openai_export_reports_each_kind_of_loss_once() {
     assert_eq!(metadata.messages, 40);
     assert!(metadata.details.contains(&"usage".to_string()));
 }
+
+#[test]
+fn an_index_entry_timing_an_import_by_its_file_is_rebuilt() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join(format!("{SID}.jsonl"));
+    write_lines(&path, &parallel_file(2, false));
+    let m = manager(tmp.path());
+    run(&m, Agent::ClaudeCode, &[path]);
+    let id = format!("cc-{SID}");
+    let source_time = m.list_sessions().unwrap()[0].last_activity;
+    assert_eq!(source_time, at("2026-03-01T10:00:30Z"));
+    drop(m);
+    // What an older build wrote: the transcript's mtime as last activity.
+    let index = tmp.path().join("store/index");
+    let entry_path = index.join(format!("{id}.json"));
+    let mut entry: Value = serde_json::from_slice(&fs::read(&entry_path).unwrap()).unwrap();
+    let mtime = entry["stamp"]["mtime_ns"].as_i64().unwrap();
+    entry["last_activity"] =
+        serde_json::to_value(chrono::DateTime::from_timestamp_nanos(mtime)).unwrap();
+    fs::write(&entry_path, serde_json::to_vec(&entry).unwrap()).unwrap();
+    let _ = fs::remove_file(index.join("listing"));
+    let m = manager(tmp.path());
+    assert_eq!(m.list_sessions().unwrap()[0].last_activity, source_time);
+}
