@@ -30,6 +30,16 @@ fn parse_cursor(cursor: &str) -> Result<usize, ToolError> {
         })
 }
 
+/// The offset a cursor names, unbounded (a byte offset into a resource).
+pub fn offset_of(cursor: &str) -> Result<usize, ToolError> {
+    cursor
+        .strip_prefix('o')
+        .and_then(|n| n.parse::<usize>().ok())
+        .ok_or_else(|| {
+            ToolError::invalid(format!("{cursor:?} is not a cursor from a previous result"))
+        })
+}
+
 /// The cursor of the page starting at `offset`.
 pub fn cursor_at(offset: usize) -> String {
     format!("o{offset}")

@@ -1,7 +1,9 @@
 //! The resources: `memoir://session/<id>` (a session's transcript as
 //! Markdown, the library's export) and `memoir://notes/<project>` (the
 //! project's live notes as Markdown). Listings name the project's notes and
-//! its most recent sessions; both are bounded in size.
+//! its most recent sessions; both are bounded in size. A resource longer
+//! than one result is read in pages: `?cursor=o<byte offset>` (named at the
+//! end of each page) continues it.
 
 use memoir::manager::{ExportFormat, ExportOptions};
 use memoir::notes::Notes;
@@ -16,8 +18,10 @@ pub const SESSION_PREFIX: &str = "memoir://session/";
 pub const NOTES_PREFIX: &str = "memoir://notes/";
 /// Sessions a resource listing names.
 pub const LISTED_SESSIONS: usize = 50;
-/// Largest resource text, in bytes (longer transcripts are cut with a note).
-pub const MAX_RESOURCE_BYTES: usize = 1 << 20;
+/// Largest resource text, in bytes: a longer transcript is read in pages,
+/// each ending with the URI of the next (`memoir://session/<id>?cursor=o<byte offset>`),
+/// the same bound as every tool result ([`crate::page::MAX_RESULT_BYTES`]).
+pub const MAX_RESOURCE_BYTES: usize = crate::page::MAX_RESULT_BYTES;
 
 /// `s` with every byte outside `[A-Za-z0-9-._~]` percent-encoded.
 pub fn encode(s: &str) -> String {
@@ -92,16 +96,48 @@ pub fn list(config: &McpConfig, tenant: Option<&str>) -> Result<Vec<Resource>, T
     Ok(out)
 }
 
-fn bounded(mut text: String) -> String {
-    if text.len() > MAX_RESOURCE_BYTES {
-        let mut cut = MAX_RESOURCE_BYTES;
-        while !text.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        text.truncate(cut);
-        text.push_str("\n\n[truncated: use the get_session tool to page through the rest]\n");
+/// The page of `text` starting at byte `offset`: at most
+/// [`MAX_RESOURCE_BYTES`], cut after a line where one ends in its second
+/// half (else at a character boundary), and, when more follows, a note
+/// naming the URI of the next page (`base?cursor=o<offset>`).
+fn page_of(text: &str, offset: usize, base: &str) -> Result<String, ToolError> {
+    if offset > text.len() || !text.is_char_boundary(offset) {
+        return Err(ToolError::invalid(format!(
+            "cursor o{offset} is not a cursor from a previous read of {base}"
+        )));
     }
-    text
+    let rest = &text[offset..];
+    const NOTE_ROOM: usize = 256;
+    if rest.len() <= MAX_RESOURCE_BYTES {
+        return Ok(rest.to_string());
+    }
+    let mut cut = MAX_RESOURCE_BYTES - NOTE_ROOM;
+    while !rest.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    if let Some(nl) = rest[..cut].rfind('\n').filter(|&nl| nl >= cut / 2) {
+        cut = nl + 1;
+    }
+    let next = crate::page::cursor_at(offset + cut);
+    let mut out = rest[..cut].to_string();
+    out.push_str(&format!(
+        "\n\n[truncated: bytes {offset}..{} of {}; read {base}?cursor={next} for the rest]\n",
+        offset + cut,
+        text.len()
+    ));
+    Ok(out)
+}
+
+/// A resource URI's path and its `cursor` query parameter (byte offset).
+fn split_cursor(uri: &str) -> Result<(&str, usize), ToolError> {
+    let Some((path, query)) = uri.split_once('?') else {
+        return Ok((uri, 0));
+    };
+    let cursor = query
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("cursor="))
+        .ok_or_else(|| ToolError::invalid(format!("unknown query in {uri:?} (only cursor=)")))?;
+    Ok((path, crate::page::offset_of(cursor)?))
 }
 
 /// Read resource `uri`.
@@ -111,7 +147,8 @@ pub fn read(
     uri: &str,
 ) -> Result<ReadResourceResult, ToolError> {
     let mut scope = config.backend.scope(tenant)?;
-    let text = if let Some(id) = uri.strip_prefix(SESSION_PREFIX) {
+    let (path, offset) = split_cursor(uri)?;
+    let text = if let Some(id) = path.strip_prefix(SESSION_PREFIX) {
         memoir::id::validate(id)?;
         let meta = scope
             .store
@@ -130,7 +167,7 @@ pub fn read(
             },
         )?;
         export.text
-    } else if let Some(p) = uri.strip_prefix(NOTES_PREFIX) {
+    } else if let Some(p) = path.strip_prefix(NOTES_PREFIX) {
         let project =
             decode(p).ok_or_else(|| ToolError::invalid(format!("malformed uri {uri:?}")))?;
         if project != scope.project {
@@ -164,7 +201,7 @@ pub fn read(
         )));
     };
     Ok(ReadResourceResult::new(vec![ResourceContents::text(
-        bounded(text),
+        page_of(&text, offset, path)?,
         uri,
     )
     .with_mime_type("text/markdown")]))

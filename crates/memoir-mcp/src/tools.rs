@@ -233,7 +233,7 @@ fn project_sessions(scope: &Scope) -> Result<Vec<IndexEntry>, ToolError> {
         .into_iter()
         .filter(|e| !notes::is_notes_session(&e.id) && scope.owns_workspace(&e.workspace))
         .collect();
-    all.sort_by(|a, b| b.last_activity.cmp(&a.last_activity).then(a.id.cmp(&b.id)));
+    memoir::manager::index::sort_newest_first(&mut all);
     Ok(all)
 }
 
@@ -370,7 +370,7 @@ fn get_session(scope: &Scope, a: GetArgs) -> Result<Value, ToolError> {
         .clone()
         .map(|i| {
             let m = &t.messages[i];
-            let text = m.text_content();
+            let text = m.readable_text();
             let cut = text.chars().count() > MAX_MESSAGE_CHARS;
             let text: String = text.chars().take(MAX_MESSAGE_CHARS).collect();
             let tools: Vec<String> = m
@@ -412,7 +412,7 @@ struct IdArgs {
 
 fn resume(scope: &Scope, a: IdArgs) -> Result<Value, ToolError> {
     let (id, meta) = resolve(scope, &a.id)?;
-    let cmd = memoir::search::resume_command(&meta);
+    let cmd = memoir::search::resume_command_in(scope.store.as_ref(), &meta);
     Ok(json!({
         "session": id,
         "shell": cmd.shell_line(),

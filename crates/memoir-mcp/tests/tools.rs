@@ -204,3 +204,116 @@ fn pages_hand_out_cursors_until_the_end() {
     unique.dedup();
     assert_eq!((seen.len(), unique.len()), (7, 7));
 }
+
+/// A session of `n` tool calls each answered by a `size`-byte result.
+fn tool_session(dir: &Path, workspace: &Path, n: usize, size: usize) -> String {
+    let options = ManagerOptions {
+        workspace: Some(workspace.to_path_buf()),
+        ..ManagerOptions::default()
+    };
+    let mut m = SessionManager::open(dir, options).unwrap();
+    let id = m.create_session("read the logs", None).unwrap();
+    for i in 0..n {
+        m.add_message(Message::new(
+            memoir::Role::Assistant,
+            vec![memoir::Block::ToolUse {
+                id: format!("t{i}"),
+                name: "Read".into(),
+                input: json!({"file": format!("log{i}")}),
+            }],
+        ))
+        .unwrap();
+        m.add_message(Message::new(
+            memoir::Role::Tool,
+            vec![memoir::Block::ToolResult {
+                tool_use_id: format!("t{i}"),
+                content: format!("result {i}: {}", "x".repeat(size)),
+                is_error: false,
+            }],
+        ))
+        .unwrap();
+    }
+    m.flush().unwrap();
+    id
+}
+
+#[test]
+fn get_session_shows_tool_results_bounded() {
+    let root = tempfile::tempdir().unwrap();
+    let (dir, a) = (root.path().join("s"), root.path().join("a"));
+    let id = tool_session(&dir, &a, 2, 10);
+    let big = tool_session(&dir, &a, 1, 50_000);
+    let s = server(&dir, &a, false);
+    let page = ok(&s, "get_session", json!({"id": id}));
+    let tools: Vec<&Value> = page["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .collect();
+    assert_eq!(tools.len(), 2);
+    assert_eq!(tools[1]["text"], format!("result 1: {}", "x".repeat(10)));
+    assert_eq!(tools[1]["truncated"], false);
+    let page = ok(&s, "get_session", json!({"id": big}));
+    let last = page["messages"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["role"], "tool");
+    assert_eq!(last["truncated"], true);
+    let text = last["text"].as_str().unwrap();
+    assert!(text.starts_with("result 0: xxx") && text.len() < 50_000);
+}
+
+#[test]
+fn a_large_session_resource_is_read_in_bounded_pages() {
+    let root = tempfile::tempdir().unwrap();
+    let (dir, a) = (root.path().join("s"), root.path().join("a"));
+    let id = tool_session(&dir, &a, 200, 2_000);
+    let s = server(&dir, &a, false);
+    let whole = SessionManager::open(&dir, ManagerOptions::default())
+        .unwrap()
+        .export(
+            &id,
+            memoir::manager::ExportOptions {
+                format: memoir::manager::ExportFormat::Markdown,
+                redact: false,
+            },
+        )
+        .unwrap()
+        .text;
+    assert!(whole.len() > 400_000);
+    let base = format!("memoir://session/{id}");
+    let mut uri = base.clone();
+    let mut joined = String::new();
+    let mut reads = 0;
+    loop {
+        reads += 1;
+        assert!(reads < 100, "paging does not end");
+        let r = memoir_mcp::resources::read(s.config(), None, &uri).unwrap();
+        let text = match &r.contents[0] {
+            rmcp::model::ResourceContents::TextResourceContents { text, .. } => text.clone(),
+            other => panic!("{other:?}"),
+        };
+        assert!(
+            text.len() <= memoir_mcp::page::MAX_RESULT_BYTES,
+            "{}",
+            text.len()
+        );
+        match text.rfind("\n\n[truncated: ") {
+            Some(at) => {
+                joined.push_str(&text[..at]);
+                let next = text[at..].split("?cursor=").nth(1).unwrap();
+                let next: String = next
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric())
+                    .collect();
+                uri = format!("{base}?cursor={next}");
+            }
+            None => {
+                joined.push_str(&text);
+                break;
+            }
+        }
+    }
+    assert!(reads > 10);
+    assert_eq!(joined, whole, "the pages put together are the transcript");
+    assert!(memoir_mcp::resources::read(s.config(), None, &format!("{base}?cursor=zz")).is_err());
+}

@@ -328,6 +328,25 @@ impl Message {
         out
     }
 
+    /// What a reader is shown of the message as text: its text blocks and
+    /// the content of its tool results, in order (no thinking, no tool call
+    /// inputs). A tool message's text is its results'.
+    pub fn readable_text(&self) -> String {
+        let mut out = String::new();
+        for block in &self.content {
+            let part = match block {
+                Block::Text { text } => text,
+                Block::ToolResult { content, .. } => content,
+                _ => continue,
+            };
+            if !out.is_empty() {
+                out.push('\n');
+            }
+            out.push_str(part);
+        }
+        out
+    }
+
     /// Ids of the tool calls this message makes, in order.
     pub fn tool_use_ids(&self) -> impl Iterator<Item = &str> {
         self.content.iter().filter_map(|b| match b {

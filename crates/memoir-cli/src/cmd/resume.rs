@@ -1,13 +1,13 @@
 //! `memoir resume <id-or-search>`: print (or with `--exec` run) the command
 //! that reopens a session in the agent that wrote it
-//! ([`memoir::search::resume_command`]). The argument is a session id or
+//! ([`memoir::search::resume_command_in`]). The argument is a session id or
 //! prefix; failing that, a search whose best hit names the session.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use memoir::search::{resume_command, SearchMode, SearchQuery};
+use memoir::search::{resume_command_in, SearchMode, SearchQuery};
 use memoir::store::file::FileStore;
 use memoir::store::{Durability, LogStore};
 
@@ -56,7 +56,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let meta = store
         .read_header(&id)?
         .with_context(|| format!("session {id} has no header"))?;
-    let cmd = resume_command(&meta);
+    let cmd = resume_command_in(&store, &meta);
     if args.exec {
         let mut c = std::process::Command::new(&cmd.program);
         c.args(&cmd.args);

@@ -616,8 +616,15 @@ fn export(
     let mut m = store.reader()?;
     let id = resolve_id(&m, id)?;
     let e = m.export(&id, ExportOptions { format, redact })?;
-    for loss in &e.losses {
-        eprintln!("warning: {} export: {loss}", format.as_str());
+    if !e.loss_summary.is_empty() {
+        eprintln!(
+            "warning: the {} shape cannot carry everything ({} loss(es)):",
+            format.as_str(),
+            e.losses.len()
+        );
+        for s in &e.loss_summary {
+            eprintln!("  {s}");
+        }
     }
     let redactions: HashMap<&str, usize> = e
         .redactions
@@ -636,6 +643,7 @@ fn export(
             "messages": e.messages,
             "redactions": redactions,
             "losses": e.losses,
+            "loss_summary": e.loss_summary,
         });
         match output {
             Some(path) => report["path"] = json!(path),

@@ -9,6 +9,7 @@ mod postgres_common;
 
 mod conventions;
 mod import_cli;
+mod import_shapes_cli;
 mod integrity;
 mod parity;
 mod processes;

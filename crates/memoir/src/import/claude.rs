@@ -126,7 +126,7 @@ pub(crate) fn parse_lines(path: &Path, file: lines::JsonlFile, ctx: &ParseContex
                         .collect();
                     queue.push(LineJob {
                         key: format!("branch:{uuid}"),
-                        id: make_id(AGENT, &[&job.id, "b", &short]),
+                        id: branch_id(&job.id, &short),
                         start: Some(c),
                         leaf: Some(leaf),
                         parent: Some((job.key.clone(), n)),
@@ -279,6 +279,21 @@ pub(crate) fn parse_lines(path: &Path, file: lines::JsonlFile, ctx: &ParseContex
     parsed.sessions = out;
     parsed.tail = main_leaf.and_then(|leaf| tail_state(&entries, &tree, leaf, custom_title));
     parsed
+}
+
+/// The id of a branch leaving the session `of` at the entry whose uuid
+/// starts with `short`: `<of>-b-<short>` (the agent prefix once), or a
+/// hashed id when that would not validate.
+fn branch_id(of: &str, short: &str) -> String {
+    let id = format!("{of}-b-{short}");
+    if crate::id::validate(&id).is_ok() {
+        return id;
+    }
+    let rest = of
+        .strip_prefix(AGENT.id_prefix())
+        .and_then(|r| r.strip_prefix('-'))
+        .unwrap_or(of);
+    make_id(AGENT, &[rest, "b", short])
 }
 
 /// Most entries a resumable main line may have below its last message.
@@ -504,6 +519,114 @@ struct LineJob {
     inherited: usize,
 }
 
+/// The lines of one API response and of the tool results answering it.
+///
+/// Claude Code writes a response as one line per content block, sharing
+/// `message.id`, each line's `parentUuid` the previous line; a tool
+/// result names the line of ITS call as parent (`sourceToolAssistantUUID`
+/// the same). Parallel calls therefore look like siblings under the
+/// response's lines, although the conversation is one line: the response,
+/// then every result. A unit chains its members in file order, and an
+/// entry hanging from any member (the next prompt or response) hangs from
+/// the unit's latest member before it, so only a true fork (two prompts or
+/// responses after the same turn: a rewind, an edited or re-sent prompt)
+/// makes siblings.
+#[derive(Default)]
+struct Units {
+    /// Per member line: its unit.
+    unit_of: HashMap<usize, usize>,
+    /// Per unit: its member lines, in file order.
+    members: Vec<Vec<usize>>,
+}
+
+impl Units {
+    fn of(entries: &[Line], by_uuid: &HashMap<&str, usize>, side: &dyn Fn(usize) -> bool) -> Units {
+        let mut units = Units::default();
+        let mut by_response: HashMap<&str, usize> = HashMap::new();
+        let mut by_call: HashMap<&str, usize> = HashMap::new();
+        for (i, e) in entries.iter().enumerate() {
+            if side(i) || str_of(&e.value, "uuid").is_none() || !is_message(e) {
+                continue;
+            }
+            let v = &e.value;
+            let blocks = v
+                .get("message")
+                .and_then(|m| m.get("content"))
+                .and_then(Value::as_array)
+                .map(Vec::as_slice)
+                .unwrap_or(&[]);
+            let parent = str_of(v, "parentUuid").and_then(|p| by_uuid.get(p).copied());
+            let unit = if str_of(v, "type") == Some("assistant") {
+                let Some(id) = v
+                    .get("message")
+                    .and_then(|m| m.get("id"))
+                    .and_then(Value::as_str)
+                else {
+                    continue;
+                };
+                // Another line of the response: it follows one of its members.
+                let joined = by_response
+                    .get(id)
+                    .copied()
+                    .filter(|&u| parent.is_some_and(|p| units.unit_of.get(&p) == Some(&u)));
+                let u = joined.unwrap_or_else(|| {
+                    units.members.push(Vec::new());
+                    units.members.len() - 1
+                });
+                by_response.insert(id, u);
+                for b in blocks {
+                    if b.get("type").and_then(Value::as_str) == Some("tool_use") {
+                        if let Some(call) = b.get("id").and_then(Value::as_str) {
+                            by_call.insert(call, u);
+                        }
+                    }
+                }
+                Some(u)
+            } else {
+                // A tool result: the unit of the call it answers.
+                str_of(v, "sourceToolAssistantUUID")
+                    .and_then(|s| by_uuid.get(s))
+                    .and_then(|s| units.unit_of.get(s).copied())
+                    .or_else(|| {
+                        blocks.iter().find_map(|b| {
+                            (b.get("type").and_then(Value::as_str) == Some("tool_result"))
+                                .then(|| b.get("tool_use_id").and_then(Value::as_str))
+                                .flatten()
+                                .and_then(|c| by_call.get(c).copied())
+                        })
+                    })
+            };
+            if let Some(u) = unit {
+                units.members[u].push(i);
+                units.unit_of.insert(i, u);
+            }
+        }
+        units
+    }
+
+    /// The parent of entry `i` whose named parent is `named`: a member
+    /// follows the previous member of its unit; an entry naming a member
+    /// of another unit follows that unit's latest member before it.
+    fn parent_of(&self, i: usize, named: Option<usize>) -> Option<usize> {
+        let latest_before = |u: usize| {
+            self.members[u]
+                .iter()
+                .copied()
+                .take_while(|&m| m < i)
+                .last()
+        };
+        if let Some(&u) = self.unit_of.get(&i) {
+            if self.members[u].first() != Some(&i) {
+                return latest_before(u);
+            }
+        }
+        match named.and_then(|p| self.unit_of.get(&p)) {
+            Some(&u) if self.unit_of.get(&i) != Some(&u) => latest_before(u).or(named),
+            _ => named,
+        }
+    }
+}
+
 /// The parent links of a file's entries (indices into the entries).
 struct Tree {
     parent: HashMap<usize, usize>,
@@ -534,6 +657,7 @@ impl Tree {
             sidechain: HashSet::new(),
             last_message: HashMap::new(),
         };
+        let units = Units::of(entries, &by_uuid, &side);
         let mut prev_main: Option<usize> = None;
         for (i, e) in entries.iter().enumerate() {
             if str_of(&e.value, "uuid").is_none() {
@@ -544,6 +668,11 @@ impl Tree {
             let found = named
                 .and_then(|p| by_uuid.get(p).copied())
                 .filter(|&p| p < i);
+            let found = if side(i) {
+                found
+            } else {
+                units.parent_of(i, found)
+            };
             if side(i) {
                 tree.sidechain.insert(i);
                 if let Some(p) = found.filter(|&p| side(p)) {

@@ -600,13 +600,20 @@ impl Builder {
             .copied()
             .unwrap_or(self.floor)
             .max(self.floor);
-        let last = self.records[turn_start..]
-            .iter_mut()
-            .rev()
-            .find_map(|r| match r {
-                Record::Message(m) if m.role == Role::Assistant && m.usage.is_none() => Some(m),
-                _ => None,
-            });
+        // The turn's last assistant message without usage, else (a
+        // response whose items were all shown already, or had none) its
+        // last assistant message, which then counts both responses.
+        let turn = &mut self.records[turn_start..];
+        let unused = turn.iter().rposition(
+            |r| matches!(r, Record::Message(m) if m.role == Role::Assistant && m.usage.is_none()),
+        );
+        let any = turn
+            .iter()
+            .rposition(|r| matches!(r, Record::Message(m) if m.role == Role::Assistant));
+        let last = unused.or(any).and_then(|k| match &mut turn[k] {
+            Record::Message(m) => Some(m),
+            _ => None,
+        });
         match last {
             Some(m) => set(m),
             None => {
@@ -787,7 +794,9 @@ pub(crate) fn parse_lines(path: &Path, file: lines::JsonlFile, ctx: &ParseContex
                 .iter()
                 .filter(|r| matches!(r, Record::Message(_)))
                 .count();
+            // What comes next is the fork's own: never folded into the parent's.
             b.turns.clear();
+            b.floor = b.records.len();
         }
         if ctx.cuts.contains(&line.number) {
             b.boundary();
@@ -949,12 +958,25 @@ fn response_item(b: &mut Builder, line: &Line, p: &Map<String, Value>, raw: &dyn
                 b.user(line, t, p, blocks, role);
             }
         },
-        "reasoning" if b.duplicate(Role::System, &text_of_content(p.get("summary")), false) => {
-            // Already shown from its `agent_reasoning` event: keep it whole
-            // (with its encrypted content) as a source record.
-            b.raw(raw());
+        "reasoning" => {
+            // Each summary part is also an `agent_reasoning` event: a part
+            // already shown from its event is not shown again (and a later
+            // event repeating a part shown here is a source record).
+            let parts = summary_parts(p);
+            let fresh: Vec<String> = parts
+                .iter()
+                .filter(|part| !b.duplicate(Role::System, part, false))
+                .cloned()
+                .collect();
+            let content = text_of_content(p.get("content"));
+            if !parts.is_empty() && fresh.is_empty() && content.is_empty() {
+                // Shown whole from its events: kept whole (with its
+                // encrypted content) as a source record.
+                b.raw(raw());
+            } else {
+                b.assistant_part(line, t, p, thinking_of(fresh.join("\n"), &content));
+            }
         }
-        "reasoning" => b.assistant_part(line, t, p, reasoning_block(p)),
         "function_call" => {
             let args = str_of(p, "arguments").unwrap_or("");
             let input = serde_json::from_str(args).unwrap_or_else(|_| Value::String(args.into()));
@@ -1026,16 +1048,37 @@ fn history_item(b: &mut Builder, line: &Line, p: &Map<String, Value>, raw: &dyn 
     }
 }
 
+/// The texts of a reasoning item's summary parts, non-empty ones.
+fn summary_parts(p: &Map<String, Value>) -> Vec<String> {
+    match p.get("summary") {
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|part| part.get("text").and_then(Value::as_str).or(part.as_str()))
+            .filter(|t| !t.trim().is_empty())
+            .map(str::to_string)
+            .collect(),
+        Some(Value::String(s)) if !s.trim().is_empty() => vec![s.clone()],
+        _ => Vec::new(),
+    }
+}
+
 /// A reasoning item's readable text (summary, then content) as thinking;
 /// encrypted content is never rendered.
 fn reasoning_block(p: &Map<String, Value>) -> Option<Block> {
-    let mut text = text_of_content(p.get("summary"));
-    let content = text_of_content(p.get("content"));
+    thinking_of(
+        text_of_content(p.get("summary")),
+        &text_of_content(p.get("content")),
+    )
+}
+
+/// Summary text then content text as one thinking block (none when both are empty).
+fn thinking_of(summary: String, content: &str) -> Option<Block> {
+    let mut text = summary;
     if !content.is_empty() {
         if !text.is_empty() {
             text.push('\n');
         }
-        text.push_str(&content);
+        text.push_str(content);
     }
     (!text.is_empty()).then_some(Block::Thinking {
         text,

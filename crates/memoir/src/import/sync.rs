@@ -684,7 +684,6 @@ impl Run<'_> {
         let mut meta = planned.meta.clone();
         meta.id = free_id(self.manager, &planned.meta.id)?;
         meta.parent = point;
-        meta.created_at = chrono::Utc::now();
         if let Some(src) = meta.source.as_mut() {
             src.extra
                 .insert("replaces".into(), Value::String(old.to_string()));

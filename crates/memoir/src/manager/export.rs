@@ -13,6 +13,7 @@ use std::str::FromStr;
 
 use serde_json::{json, Map, Value};
 
+use crate::message::convert::{summarize_losses, LossSummary};
 use crate::message::openai::to_openai_lossy;
 use crate::message::{Block, Message};
 use crate::transcript::Transcript;
@@ -81,6 +82,8 @@ pub struct Export {
     /// What the OpenAI shape could not carry, one description each (empty
     /// for the other formats).
     pub losses: Vec<String>,
+    /// The same losses counted once per kind: what a front reports.
+    pub loss_summary: Vec<LossSummary>,
 }
 
 /// How many secrets an export replaced, per redaction rule id
@@ -127,11 +130,13 @@ pub fn render(t: &Transcript, options: ExportOptions) -> crate::Result<Export> {
     let t = t.as_ref();
     let messages = &t.messages;
     let mut losses = Vec::new();
+    let mut loss_summary = Vec::new();
     let text = match options.format {
         ExportFormat::Jsonl => jsonl(t, messages)?,
         ExportFormat::OpenAi => {
             let lossy = to_openai_lossy(messages);
             losses = lossy.losses.iter().map(|l| l.to_string()).collect();
+            loss_summary = summarize_losses(&lossy.losses);
             let mut text = serde_json::to_string_pretty(&lossy.value)?;
             text.push('\n');
             text
@@ -143,6 +148,7 @@ pub fn render(t: &Transcript, options: ExportOptions) -> crate::Result<Export> {
         messages: messages.len(),
         redactions,
         losses,
+        loss_summary,
     })
 }
 

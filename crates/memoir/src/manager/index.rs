@@ -106,7 +106,9 @@ pub struct IndexEntry {
     pub title: Option<String>,
     /// Creation time (from the header).
     pub created_at: DateTime<Utc>,
-    /// Last activity: the transcript's modification time.
+    /// Last activity: the transcript's modification time; for an imported
+    /// session (one with a `source`), its newest message time (the source's
+    /// last record), never the time of the import.
     pub last_activity: DateTime<Utc>,
     /// Messages in the conversation, inherited ones included.
     pub messages: usize,
@@ -178,8 +180,39 @@ impl IndexEntry {
     /// (`last_activity` is the transcript's modification time).
     fn stamped(mut self, stamp: Stamp) -> IndexEntry {
         self.stamp = stamp;
-        self.last_activity = stamp.modified();
+        self.modified_at(stamp.modified());
         self
+    }
+
+    /// Whether a stored entry can be trusted by this build: its version,
+    /// and for an imported session an activity time from its messages (an
+    /// entry stamped with the transcript's modification time was written by
+    /// a build that timed imports by the import; it is rebuilt).
+    pub fn is_current(&self) -> bool {
+        self.v == ENTRY_VERSION
+            && (self.source.is_none() || self.last_activity != self.stamp.modified())
+    }
+
+    /// Whether the session stands on its own: not a fork, and not an
+    /// imported branch or subagent (`source.kind`).
+    pub fn is_top_level(&self) -> bool {
+        let kind = self
+            .source
+            .as_ref()
+            .and_then(|s| s.extra.get("kind"))
+            .and_then(|k| k.as_str());
+        self.parent.is_none()
+            && self.forked_from.is_none()
+            && !matches!(kind, Some("subagent" | "branch" | "rolled_back"))
+    }
+
+    /// The store last changed the session's transcript at `modified`: its
+    /// last activity, unless the session is imported (then its activity is
+    /// its messages' own times, see [`IndexEntry::last_activity`]).
+    pub fn modified_at(&mut self, modified: DateTime<Utc>) {
+        if self.source.is_none() {
+            self.last_activity = modified;
+        }
     }
 
     /// The entry of a transcript read in full (stamp left default; see [`Index::commit`]).
@@ -194,7 +227,11 @@ impl IndexEntry {
             id: t.meta.id.clone(),
             title: t.title.clone(),
             created_at: t.meta.created_at,
-            last_activity: t.meta.created_at,
+            last_activity: t
+                .messages
+                .iter()
+                .filter_map(|m| m.timestamp)
+                .fold(t.meta.created_at, DateTime::max),
             messages: t.messages.len(),
             inherited: t.inherited,
             estimated_tokens: t.messages.iter().map(estimate_tokens).sum(),
@@ -236,6 +273,9 @@ impl IndexEntry {
             match r {
                 Record::Message(m) => {
                     self.messages += 1;
+                    if let Some(at) = m.timestamp.filter(|_| self.source.is_some()) {
+                        self.last_activity = self.last_activity.max(at);
+                    }
                     self.estimated_tokens += estimate_tokens(m);
                     if let Some(u) = &m.usage {
                         self.message_usage.add(u);
@@ -303,7 +343,7 @@ impl Index {
         let bytes = fs::read(self.entry_path(id).ok()?).ok()?;
         serde_json::from_slice::<IndexEntry>(&bytes)
             .ok()
-            .filter(|e| e.v == ENTRY_VERSION && e.id == id)
+            .filter(|e| e.is_current() && e.id == id)
     }
 
     /// The stored entry of `id` if it matches its transcript on disk.
@@ -384,7 +424,7 @@ impl Index {
         }
         let mut entry = entry;
         if let Ok(meta) = fs::metadata(self.transcript_path(&t.meta.id)) {
-            entry.last_activity = Stamp::of(&meta).modified();
+            entry.modified_at(Stamp::of(&meta).modified());
         }
         Ok((entry, false))
     }
@@ -676,11 +716,14 @@ enum Refreshed {
 #[doc(hidden)]
 pub use crate::store::file::checkpoint::VERIFY_SAMPLE;
 
-/// Sort entries by last activity, newest first (ties: id, descending).
+/// Sort entries by last activity, newest first (ties: top-level sessions
+/// before forks, branches and subagents, then id, descending), so the first
+/// entry is the "most recent session" a front picks by default.
 pub fn sort_newest_first(entries: &mut [IndexEntry]) {
     entries.sort_by(|a, b| {
         b.last_activity
             .cmp(&a.last_activity)
+            .then_with(|| b.is_top_level().cmp(&a.is_top_level()))
             .then_with(|| b.id.cmp(&a.id))
     });
 }

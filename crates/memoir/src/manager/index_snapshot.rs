@@ -85,7 +85,11 @@ pub fn load(path: &Path) -> Option<Snapshot> {
 fn parse_entries(lines: &[&[u8]]) -> Option<Vec<IndexEntry>> {
     let parse = |part: &[&[u8]]| -> Option<Vec<IndexEntry>> {
         part.iter()
-            .map(|l| serde_json::from_slice::<IndexEntry>(l).ok())
+            .map(|l| {
+                serde_json::from_slice::<IndexEntry>(l)
+                    .ok()
+                    .filter(IndexEntry::is_current)
+            })
             .collect()
     };
     let threads = std::thread::available_parallelism()

@@ -885,10 +885,9 @@ impl SessionManager {
         }
         let t = read_in(self.reader.as_ref(), id)?;
         let mut e = IndexEntry::from_transcript(&t);
-        e.last_activity = self
-            .live
-            .last_activity(id)?
-            .map_or(e.created_at, |at| at.max(e.created_at));
+        if let Some(at) = self.live.last_activity(id)? {
+            e.modified_at(at.max(e.created_at));
+        }
         Ok(e)
     }
 

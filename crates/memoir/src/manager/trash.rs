@@ -144,11 +144,13 @@ fn trashed_entry(store: &dyn LogStore, d: &DeletedListed) -> Option<Trashed> {
     let mut entry = IndexEntry::from_transcript(&t);
     entry.status = Status::Deleted;
     let deleted_at = d.deleted_at.unwrap_or(entry.created_at);
-    entry.last_activity = store
-        .last_activity(&d.meta.id)
-        .ok()
-        .flatten()
-        .unwrap_or(deleted_at);
+    entry.modified_at(
+        store
+            .last_activity(&d.meta.id)
+            .ok()
+            .flatten()
+            .unwrap_or(deleted_at),
+    );
     Some(Trashed { entry, deleted_at })
 }
 

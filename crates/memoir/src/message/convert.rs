@@ -193,6 +193,129 @@ impl fmt::Display for LossKind {
     }
 }
 
+impl LossKind {
+    /// A stable short name of the kind, without its details
+    /// (`metadata`, `extra_field`, `foreign_vendor_data`, ...).
+    pub fn label(&self) -> &'static str {
+        match self {
+            LossKind::Metadata { .. } => "metadata",
+            LossKind::ExtraField { .. } => "extra_field",
+            LossKind::ForeignVendorData { .. } => "foreign_vendor_data",
+            LossKind::InvalidVendorData => "invalid_vendor_data",
+            LossKind::ThinkingSignature => "thinking_signature",
+            LossKind::MultipleThinking => "multiple_thinking",
+            LossKind::BlockOrder => "block_order",
+            LossKind::ToolResultError => "tool_result_error",
+            LossKind::ToolResultPlacement => "tool_result_placement",
+            LossKind::ToolMessageContent => "tool_message_content",
+            LossKind::AdjacentToolMessages => "adjacent_tool_messages",
+            LossKind::SystemPlacement => "system_placement",
+            LossKind::RoleChanged { .. } => "role_changed",
+            LossKind::NotReproduced => "not_reproduced",
+        }
+    }
+
+    /// The detail that varies within one kind (a field, a key, a vendor
+    /// data path with its indices as `N`, a role change), if any.
+    fn detail(&self) -> Option<String> {
+        match self {
+            LossKind::Metadata { field } => Some((*field).to_string()),
+            LossKind::ExtraField { key } => Some(key.clone()),
+            LossKind::ForeignVendorData { path } => Some(
+                path.split('.')
+                    .map(|p| {
+                        if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) {
+                            "N"
+                        } else {
+                            p
+                        }
+                    })
+                    .collect::<Vec<_>>()
+                    .join("."),
+            ),
+            LossKind::RoleChanged { from, to } => {
+                Some(format!("{} as {}", from.as_str(), to.as_str()))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The losses of one kind in a conversion, counted once (a long session
+/// loses the same things in many messages).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct LossSummary {
+    /// [`LossKind::label`].
+    pub kind: &'static str,
+    /// Losses of this kind.
+    pub count: usize,
+    /// Distinct messages they concern.
+    pub messages: usize,
+    /// Index of the first message concerned.
+    pub first_message: usize,
+    /// What varies within the kind (fields, keys, paths), distinct, sorted.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub details: Vec<String>,
+    /// A description of the kind (the first loss's, without its message).
+    pub description: String,
+}
+
+impl fmt::Display for LossSummary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} × {} in {} message(s)",
+            self.count, self.kind, self.messages
+        )?;
+        if !self.details.is_empty() {
+            const SHOWN: usize = 6;
+            let mut list = self.details[..self.details.len().min(SHOWN)].join(", ");
+            if self.details.len() > SHOWN {
+                list.push_str(&format!(", … {} more", self.details.len() - SHOWN));
+            }
+            write!(f, " ({list})")?;
+        } else {
+            write!(f, " ({})", self.description)?;
+        }
+        Ok(())
+    }
+}
+
+/// `losses` counted per kind, in the order each kind first occurs.
+pub fn summarize_losses(losses: &[Loss]) -> Vec<LossSummary> {
+    let mut out: Vec<LossSummary> = Vec::new();
+    let mut seen_messages: Vec<std::collections::BTreeSet<usize>> = Vec::new();
+    for loss in losses {
+        let label = loss.kind.label();
+        let k = match out.iter().position(|s| s.kind == label) {
+            Some(k) => k,
+            None => {
+                out.push(LossSummary {
+                    kind: label,
+                    count: 0,
+                    messages: 0,
+                    first_message: loss.message,
+                    details: Vec::new(),
+                    description: loss.kind.to_string(),
+                });
+                seen_messages.push(Default::default());
+                out.len() - 1
+            }
+        };
+        let s = &mut out[k];
+        s.count += 1;
+        s.first_message = s.first_message.min(loss.message);
+        if let Some(d) = loss.kind.detail() {
+            if let Err(at) = s.details.binary_search(&d) {
+                s.details.insert(at, d);
+            }
+        }
+        seen_messages[k].insert(loss.message);
+        s.messages = seen_messages[k].len();
+    }
+    out
+}
+
 /// The result of a lossy conversion: the converted value and what it lost.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Lossy<T> {

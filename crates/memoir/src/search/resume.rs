@@ -76,6 +76,27 @@ pub fn resume_command(meta: &SessionMeta) -> ResumeCommand {
     }
 }
 
+/// [`resume_command`], run where the agent looks the session up: Claude
+/// Code finds a session by the project folder of the directory it started
+/// in, so a subagent (or branch) is resumed from its parent session's
+/// workspace (`source.parent_session`, read from `store`), not from the
+/// directory the subagent worked in.
+pub fn resume_command_in(store: &dyn crate::store::LogStore, meta: &SessionMeta) -> ResumeCommand {
+    let mut cmd = resume_command(meta);
+    let parent = meta
+        .source
+        .as_ref()
+        .filter(|s| s.agent == "claude-code")
+        .and_then(|s| s.extra.get("parent_session"))
+        .and_then(|p| p.as_str());
+    if let Some(Ok(Some(parent))) = parent.map(|p| store.read_header(p)) {
+        if !parent.workspace.as_os_str().is_empty() {
+            cmd.cwd = Some(parent.workspace);
+        }
+    }
+    cmd
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -285,7 +285,9 @@ impl Session {
 /// An empty or whitespace prefix is refused ([`Error::InvalidId`]), never
 /// taken to match every session. A transcript stored under `id_prefix` whose
 /// header names another session is refused ([`Error::Corrupt`]): it is
-/// never acted on as that other session.
+/// never acted on as that other session. When no id starts with `id_prefix`,
+/// an imported session is found by its source's own id (a Claude Code
+/// session uuid, a Codex thread id, or a prefix of one), see `by_source_id`.
 pub fn find_in(store: &dyn LogStore, id_prefix: &str) -> Result<String> {
     crate::id::validate(id_prefix)?;
     if let Ok(Some(meta)) = store.read_header(id_prefix) {
@@ -303,10 +305,13 @@ pub fn find_in(store: &dyn LogStore, id_prefix: &str) -> Result<String> {
     }
     let (listed, _) = store.list()?;
     let mut candidates: Vec<String> = listed
-        .into_iter()
-        .map(|l| l.meta.id)
+        .iter()
+        .map(|l| l.meta.id.clone())
         .filter(|id| id.starts_with(id_prefix))
         .collect();
+    if candidates.is_empty() {
+        candidates = by_source_id(&listed, id_prefix);
+    }
     match candidates.len() {
         0 => Err(Error::NotFound(id_prefix.to_string())),
         1 => Ok(candidates.remove(0)),
@@ -318,6 +323,56 @@ pub fn find_in(store: &dyn LogStore, id_prefix: &str) -> Result<String> {
             })
         }
     }
+}
+
+/// The imported sessions `id` names by their source's own id (a Claude Code
+/// session uuid, a Codex thread/rollout id, ...): the top-level session
+/// whose `source.session` is `id` (its branches and subagents share that id);
+/// else the imported session whose id is an agent prefix and `id`, else
+/// those whose id, without the prefix, starts with `id` (`cc-<uuid
+/// prefix>`): what [`find_in`] tries when no id starts with `id`.
+fn by_source_id(listed: &[crate::store::Listed], id: &str) -> Vec<String> {
+    let top_level = |m: &SessionMeta| {
+        m.parent.is_none()
+            && m.source
+                .as_ref()
+                .is_some_and(|s| !s.extra.contains_key("kind"))
+    };
+    let exact: Vec<String> = listed
+        .iter()
+        .filter(|l| {
+            top_level(&l.meta)
+                && l.meta.source.as_ref().and_then(|s| s.session.as_deref()) == Some(id)
+        })
+        .map(|l| l.meta.id.clone())
+        .collect();
+    if !exact.is_empty() {
+        return exact;
+    }
+    // An imported session's id is `<agent prefix>-<source id>[-...]`.
+    let unprefixed = |m: &SessionMeta| -> Option<String> {
+        m.source.as_ref()?;
+        m.id.split_once('-').map(|(_, rest)| rest.to_string())
+    };
+    if let Some(hit) = listed
+        .iter()
+        .find(|l| unprefixed(&l.meta).as_deref() == Some(id))
+    {
+        return vec![hit.meta.id.clone()];
+    }
+    let found: Vec<&SessionMeta> = listed
+        .iter()
+        .map(|l| &l.meta)
+        .filter(|m| unprefixed(m).is_some_and(|r| r.starts_with(id)))
+        .collect();
+    // One session and its own branches and subagents (ids it prefixes): the session.
+    let tops: Vec<&&SessionMeta> = found.iter().filter(|m| top_level(m)).collect();
+    if let [top] = tops.as_slice() {
+        if found.iter().all(|m| m.id.starts_with(&top.id)) {
+            return vec![top.id.clone()];
+        }
+    }
+    found.into_iter().map(|m| m.id.clone()).collect()
 }
 
 /// Read a session live or, failing that, from the store's trash.

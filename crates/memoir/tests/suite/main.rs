@@ -48,6 +48,8 @@ mod import_corpus;
 mod import_documents;
 #[cfg(feature = "import")]
 mod import_paginated;
+#[cfg(feature = "import")]
+mod import_shapes;
 mod listing;
 mod manager;
 #[cfg(feature = "postgres")]
