@@ -10,6 +10,7 @@ mod postgres_common;
 mod conventions;
 mod import_cli;
 mod integrity;
+mod mcp_stdio;
 mod parity;
 mod processes;
 mod search_cli;

@@ -42,9 +42,16 @@ pub fn encode_in_batch(
     batch: Option<u64>,
     record: &Record,
 ) -> Result<Hash, serde_json::Error> {
-    check_writable(record).map_err(serde::ser::Error::custom)?;
-    let payload = record.to_json_string()?;
+    let payload = payload_of(record)?;
     Ok(frame::encode(out, seq, prev, batch, &payload))
+}
+
+/// The payload text of `record` as every writer frames it: refused (before
+/// anything is written) when the reader would not read it back
+/// ([`check_writable`]).
+pub(crate) fn payload_of(record: &Record) -> Result<String, serde_json::Error> {
+    check_writable(record).map_err(serde::ser::Error::custom)?;
+    record.to_json_string()
 }
 
 /// The reader's rule for a record kind ([`decode`] reads it in place,
@@ -166,6 +173,34 @@ mod tests {
         Record::Unknown {
             kind: kind.to_string(),
             raw,
+        }
+    }
+
+    #[test]
+    fn every_store_refuses_a_batch_its_reader_would_not_read_back() {
+        use crate::record::SessionMeta;
+        use crate::store::{file::FileStore, memory::MemStore, Durability, LogStore};
+        let dir = tempfile::tempdir().unwrap();
+        let stores: Vec<Box<dyn LogStore>> = vec![
+            Box::new(FileStore::new(dir.path(), Durability::Flush)),
+            Box::new(MemStore::new()),
+        ];
+        for store in stores {
+            store.create(&SessionMeta::new("s")).unwrap();
+            store
+                .append("s", &[Record::Message(Message::user("kept"))], None)
+                .unwrap();
+            let bad = unreadable_kinds()
+                .into_iter()
+                .chain(crate::record::KNOWN_KINDS.iter().map(|k| k.to_string()));
+            for kind in bad {
+                let batch = [Record::Message(Message::user("with it")), unknown(&kind)];
+                assert!(store.append("s", &batch, None).is_err(), "{kind:?}");
+                assert!(store.append("s", &batch[1..], None).is_err(), "{kind:?} alone");
+            }
+            let raw = store.read("s").unwrap();
+            assert!(raw.report.is_clean(), "{:?}", raw.report);
+            assert_eq!(raw.records.len(), 1, "{:?}", raw.records);
         }
     }
 

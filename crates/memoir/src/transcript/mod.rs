@@ -11,6 +11,7 @@
 
 pub mod blobs;
 pub mod codec;
+pub mod grants;
 mod fold;
 mod replay;
 mod taint;
@@ -287,8 +288,22 @@ impl Session {
 /// header names another session is refused ([`Error::Corrupt`]): it is
 /// never acted on as that other session.
 pub fn find_in(store: &dyn LogStore, id_prefix: &str) -> Result<String> {
+    find_in_where(store, id_prefix, |_| true)
+}
+
+/// [`find_in`] among the sessions whose header `keep` accepts (one
+/// project's sessions of a shared store): a session `keep` refuses is never
+/// matched and never named, not even in an [`Error::Ambiguous`] list.
+pub fn find_in_where(
+    store: &dyn LogStore,
+    id_prefix: &str,
+    keep: impl Fn(&SessionMeta) -> bool,
+) -> Result<String> {
     crate::id::validate(id_prefix)?;
-    if let Ok(Some(meta)) = store.read_header(id_prefix) {
+    if let Ok(Some(meta)) = store
+        .read_header(id_prefix)
+        .map(|m| m.filter(|m| keep(m)))
+    {
         if meta.id != id_prefix {
             return Err(Error::Corrupt {
                 path: store.location(id_prefix),
@@ -304,8 +319,8 @@ pub fn find_in(store: &dyn LogStore, id_prefix: &str) -> Result<String> {
     let (listed, _) = store.list()?;
     let mut candidates: Vec<String> = listed
         .into_iter()
+        .filter(|l| l.meta.id.starts_with(id_prefix) && keep(&l.meta))
         .map(|l| l.meta.id)
-        .filter(|id| id.starts_with(id_prefix))
         .collect();
     match candidates.len() {
         0 => Err(Error::NotFound(id_prefix.to_string())),
