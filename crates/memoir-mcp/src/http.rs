@@ -108,19 +108,12 @@ pub fn origin_allowed(origin: &str, listen: SocketAddr) -> bool {
     }
 }
 
-async fn check_origin(
-    State(listen): State<SocketAddr>,
-    request: Request,
-    next: Next,
-) -> Response {
+async fn check_origin(State(listen): State<SocketAddr>, request: Request, next: Next) -> Response {
     let origin = match request.headers().get(header::ORIGIN) {
         None => return next.run(request).await,
         Some(v) => v.to_str().ok().map(str::to_string),
     };
-    if origin
-        .as_deref()
-        .is_some_and(|o| origin_allowed(o, listen))
-    {
+    if origin.as_deref().is_some_and(|o| origin_allowed(o, listen)) {
         return next.run(request).await;
     }
     let message = format!(

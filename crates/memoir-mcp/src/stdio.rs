@@ -61,7 +61,10 @@ where
 }
 
 /// Copy the SDK's answers to `output`, a whole line under the lock at a time.
-async fn pass_answers<W>(from_sdk: tokio::io::DuplexStream, output: Output<W>) -> std::io::Result<()>
+async fn pass_answers<W>(
+    from_sdk: tokio::io::DuplexStream,
+    output: Output<W>,
+) -> std::io::Result<()>
 where
     W: AsyncWrite + Unpin + Send,
 {
@@ -269,18 +272,43 @@ mod tests {
     fn the_id_is_read_wherever_it_is_and_in_any_chunking() {
         let big = "x".repeat(5000);
         let cases = [
-            (format!(r#"{{"jsonrpc":"2.0","id":7,"method":"m","params":{{"t":"{big}"}}}}"#), serde_json::json!(7)),
-            (format!(r#"{{"jsonrpc":"2.0","method":"m","params":{{"id":1,"t":"{big}"}},"id":"abc"}}"#), serde_json::json!("abc")),
-            (format!(r#"{{ "params" : {{"a":["id",{{"id":3}}]}}, "id" : -12 }}"#), serde_json::json!(-12)),
-            (format!(r#"{{"method":"m","params":{{"t":"\"id\":5 {big}"}},"id":"q\"x"}}"#), serde_json::json!("q\"x")),
-            (format!(r#"{{"method":"m","params":{{"t":"{big}"#), Value::Null),
-            (format!(r#"{{"id":{{"nested":1}},"t":"{big}"}}"#), Value::Null),
+            (
+                format!(r#"{{"jsonrpc":"2.0","id":7,"method":"m","params":{{"t":"{big}"}}}}"#),
+                serde_json::json!(7),
+            ),
+            (
+                format!(
+                    r#"{{"jsonrpc":"2.0","method":"m","params":{{"id":1,"t":"{big}"}},"id":"abc"}}"#
+                ),
+                serde_json::json!("abc"),
+            ),
+            (
+                format!(r#"{{ "params" : {{"a":["id",{{"id":3}}],"t":"{big}"}}, "id" : -12 }}"#),
+                serde_json::json!(-12),
+            ),
+            (
+                format!(r#"{{"method":"m","params":{{"t":"\"id\":5 {big}"}},"id":"q\"x"}}"#),
+                serde_json::json!("q\"x"),
+            ),
+            (
+                format!(r#"{{"method":"m","params":{{"t":"{big}"#),
+                Value::Null,
+            ),
+            (
+                format!(r#"{{"id":{{"nested":1}},"t":"{big}"}}"#),
+                Value::Null,
+            ),
             (format!(r#"[{{"id":1,"t":"{big}"}}]"#), Value::Null),
             (big.clone(), Value::Null),
         ];
         for (line, want) in &cases {
             for chunk in [1, 3, 64, 1 << 20] {
-                assert_eq!(&id_of(line, chunk), want, "chunk {chunk}: {}", &line[..60.min(line.len())]);
+                assert_eq!(
+                    &id_of(line, chunk),
+                    want,
+                    "chunk {chunk}: {}",
+                    &line[..60.min(line.len())]
+                );
             }
         }
     }

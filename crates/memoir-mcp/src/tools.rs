@@ -461,7 +461,9 @@ struct RememberArgs {
 fn remember(scope: &mut Scope, a: RememberArgs) -> Result<Value, ToolError> {
     // A note is a message: one that names a blob reads back its bytes, so
     // it must be a blob this project already holds.
-    let as_written = [memoir::record::Record::Message(memoir::message::Message::user(&a.text))];
+    let as_written = [memoir::record::Record::Message(
+        memoir::message::Message::user(&a.text),
+    )];
     memoir::transcript::grants::check_written(scope.store.as_ref(), &as_written)?;
     let project = scope.project.clone();
     let mut notes = Notes::new(&mut scope.manager, &project);

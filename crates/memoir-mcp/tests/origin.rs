@@ -66,7 +66,9 @@ fn status(addr: SocketAddr, origin: Option<&str>, auth: bool) -> u16 {
     let mut head = [0u8; 12];
     s.read_exact(&mut head).unwrap();
     let line = String::from_utf8_lossy(&head).to_string();
-    line[9..12].parse().unwrap_or_else(|_| panic!("status line {line:?}"))
+    line[9..12]
+        .parse()
+        .unwrap_or_else(|_| panic!("status line {line:?}"))
 }
 
 #[test]

@@ -204,7 +204,10 @@ mod tests {
             .filter_map(|v| v.as_str())
             .collect();
         for kind in memoir::client::wire::WireIssue::KINDS {
-            assert!(listed.contains(kind), "openapi.json lacks issue kind {kind:?}");
+            assert!(
+                listed.contains(kind),
+                "openapi.json lacks issue kind {kind:?}"
+            );
         }
     }
 

@@ -86,7 +86,11 @@ fn referencing(hash: &str) -> Vec<Record> {
         ),
     ];
     let mut out: Vec<Record> = messages.iter().cloned().map(Record::Message).collect();
-    out.extend(messages.into_iter().map(|m| Record::Rewrite { messages: vec![m] }));
+    out.extend(
+        messages
+            .into_iter()
+            .map(|m| Record::Rewrite { messages: vec![m] }),
+    );
     out
 }
 
@@ -115,7 +119,9 @@ fn blob_references_stay_in_their_project(config: ServerConfig) {
     assert!(log.records.is_empty(), "{:?}", log.records);
     // A blob nobody holds is refused the same way.
     let unknown = hash_bytes(b"nobody uploaded this");
-    let err = b.append("b1", &referencing(&unknown)[..1], None).unwrap_err();
+    let err = b
+        .append("b1", &referencing(&unknown)[..1], None)
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Invalid, "{err}");
 
     // Beta's own upload, even of the same bytes, is beta's to reference.

@@ -113,9 +113,11 @@ fn assert_too_large(a: &Value, id: &Value) {
 fn an_oversized_request_is_answered_and_the_server_keeps_serving() {
     let home = tempfile::tempdir().unwrap();
     let mut mcp = Mcp::start(home.path());
-    mcp.send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    mcp.send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"}}}));
+        "clientInfo": {"name": "t", "version": "1"}}}),
+    );
     assert_eq!(mcp.answer()["id"], 1);
     mcp.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     mcp.ping(2);
@@ -124,10 +126,7 @@ fn an_oversized_request_is_answered_and_the_server_keeps_serving() {
     // id first, last, a string, or not there at all.
     let mut next = 10;
     for size in [LIMIT, LIMIT + 3 * 1024 * 1024] {
-        for (id, id_last) in [
-            (json!(next), false),
-            (json!(format!("late-{next}")), true),
-        ] {
+        for (id, id_last) in [(json!(next), false), (json!(format!("late-{next}")), true)] {
             mcp.send_line(&call_of_size(&id, id_last, size));
             assert_too_large(&mcp.answer(), &id);
             mcp.ping(next + 1);
@@ -159,7 +158,10 @@ fn an_oversized_request_is_answered_and_the_server_keeps_serving() {
             assert!(status.success(), "{status}");
             break;
         }
-        assert!(std::time::Instant::now() < deadline, "memoir mcp did not exit");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "memoir mcp did not exit"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }

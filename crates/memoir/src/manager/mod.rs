@@ -634,9 +634,7 @@ impl SessionManager {
             }
             .into());
         }
-        let id = find_in_where(self.live.as_ref(), id_prefix, |m| {
-            self.owns(m) && keep(m)
-        })?;
+        let id = find_in_where(self.live.as_ref(), id_prefix, |m| self.owns(m) && keep(m))?;
         if self.options.project.is_some() {
             self.open_live(&id)?;
         }

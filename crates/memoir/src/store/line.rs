@@ -196,7 +196,10 @@ mod tests {
             for kind in bad {
                 let batch = [Record::Message(Message::user("with it")), unknown(&kind)];
                 assert!(store.append("s", &batch, None).is_err(), "{kind:?}");
-                assert!(store.append("s", &batch[1..], None).is_err(), "{kind:?} alone");
+                assert!(
+                    store.append("s", &batch[1..], None).is_err(),
+                    "{kind:?} alone"
+                );
             }
             let raw = store.read("s").unwrap();
             assert!(raw.report.is_clean(), "{:?}", raw.report);
@@ -220,7 +223,13 @@ mod tests {
             );
         }
         // What the writer accepts, the reader reads back unchanged.
-        for kind in ["goal", "run outcome", "ünïcode-kind", "a/b:c~d", "x\u{2028}y"] {
+        for kind in [
+            "goal",
+            "run outcome",
+            "ünïcode-kind",
+            "a/b:c~d",
+            "x\u{2028}y",
+        ] {
             let record = unknown(kind);
             let mut out = Vec::new();
             encode_into(&mut out, 1, &ZERO_HASH, &record).unwrap();

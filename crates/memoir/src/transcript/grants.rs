@@ -76,10 +76,7 @@ impl BlobGrants {
             return Ok(pending);
         }
         let found = scope_refs(scope)?;
-        let missing = pending
-            .into_iter()
-            .filter(|h| !found.contains(h))
-            .collect();
+        let missing = pending.into_iter().filter(|h| !found.contains(h)).collect();
         self.grant(principal, found);
         Ok(missing)
     }
@@ -160,7 +157,9 @@ mod tests {
     /// in a message and in a rewrite.
     fn referencing(hash: &str) -> Vec<Record> {
         let obj = BlobRef::new(hash.to_string(), "x", "text/plain").to_value();
-        let unknown = |v: serde_json::Value| Message::new(crate::message::Role::User, vec![Block::Unknown(v)]);
+        let unknown = |v: serde_json::Value| {
+            Message::new(crate::message::Role::User, vec![Block::Unknown(v)])
+        };
         let legacy = blob_ref(hash);
         let messages = vec![
             unknown(serde_json::json!({"type": "text", "text": obj})),
@@ -204,10 +203,14 @@ mod tests {
             .check_written("p", store.as_ref(), &referencing(&hash))
             .unwrap();
         assert!(grants.may_read("p", store.as_ref(), &hash).unwrap());
-        assert!(grants.check_written("q", store.as_ref(), &referencing(&hash)).is_err());
+        assert!(grants
+            .check_written("q", store.as_ref(), &referencing(&hash))
+            .is_err());
         // Held by a session of the scope: another front may copy it.
         store.append("s", &referencing(&hash)[..1], None).unwrap();
         check_written(store.as_ref(), &referencing(&hash)).unwrap();
-        assert!(BlobGrants::new().may_read("q", store.as_ref(), &hash).unwrap());
+        assert!(BlobGrants::new()
+            .may_read("q", store.as_ref(), &hash)
+            .unwrap());
     }
 }

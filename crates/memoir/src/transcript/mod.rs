@@ -11,8 +11,8 @@
 
 pub mod blobs;
 pub mod codec;
-pub mod grants;
 mod fold;
+pub mod grants;
 mod replay;
 mod taint;
 
@@ -300,10 +300,7 @@ pub fn find_in_where(
     keep: impl Fn(&SessionMeta) -> bool,
 ) -> Result<String> {
     crate::id::validate(id_prefix)?;
-    if let Ok(Some(meta)) = store
-        .read_header(id_prefix)
-        .map(|m| m.filter(|m| keep(m)))
-    {
+    if let Ok(Some(meta)) = store.read_header(id_prefix).map(|m| m.filter(|m| keep(m))) {
         if meta.id != id_prefix {
             return Err(Error::Corrupt {
                 path: store.location(id_prefix),
