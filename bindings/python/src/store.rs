@@ -166,8 +166,13 @@ impl Store {
             ));
         }
         let m = self.manager();
+        let store = self.store.clone();
         let appended = py
-            .detach(|| m.append_records_expecting(session, &records, expected_seq))
+            .detach(|| {
+                // A reference must name a blob a session of this store holds.
+                memoir::transcript::grants::check_written(store.as_ref(), &records)?;
+                m.append_records_expecting(session, &records, expected_seq)
+            })
             .map_err(from_manager)?;
         Ok(range(appended))
     }

@@ -4,6 +4,13 @@
 //! token (401 `{error, message}` otherwise, as `memoir serve` answers); the
 //! token's project is handed to the tools as a [`Tenant`], so a caller only
 //! ever sees its own project's sessions and notes.
+//!
+//! Browsers: a request carrying an `Origin` header is served only when that
+//! origin is the server itself on a loopback name (`localhost`,
+//! `127.0.0.0/8`, `[::1]`) or the listening address, on the listening port;
+//! any other origin gets 403 before authentication, with or without
+//! `--no-auth` (the transport specification's defence against DNS
+//! rebinding). A request without `Origin` (not from a browser) is served.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -38,13 +45,7 @@ async fn authenticate(
             next.run(request).await
         }
         Err(e) => {
-            let body = serde_json::json!({ "error": e.code(), "message": e.to_string() });
-            let mut r = Response::new(Body::from(body.to_string()));
-            *r.status_mut() = StatusCode::UNAUTHORIZED;
-            r.headers_mut().insert(
-                header::CONTENT_TYPE,
-                header::HeaderValue::from_static("application/json"),
-            );
+            let mut r = json_error(StatusCode::UNAUTHORIZED, e.code(), &e.to_string());
             r.headers_mut().insert(
                 header::WWW_AUTHENTICATE,
                 header::HeaderValue::from_static("Bearer"),
@@ -52,6 +53,85 @@ async fn authenticate(
             r
         }
     }
+}
+
+/// Whether a browser page of origin `origin` may call a server listening
+/// on `listen`: an `http` or `https` origin whose host is a loopback name or
+/// address (or the listening address itself) and whose port is the
+/// listening port. Anything else (another host or port, `null`, a malformed
+/// value) is foreign.
+pub fn origin_allowed(origin: &str, listen: SocketAddr) -> bool {
+    let (authority, default_port) = match origin.split_once("://") {
+        Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") => (rest, 80),
+        Some((scheme, rest)) if scheme.eq_ignore_ascii_case("https") => (rest, 443),
+        _ => return false,
+    };
+    if authority.is_empty() || authority.contains(['/', '@', '?', '#', ' ']) {
+        return false;
+    }
+    let (host, port) = if let Some(rest) = authority.strip_prefix('[') {
+        let Some((host, after)) = rest.split_once(']') else {
+            return false;
+        };
+        match after {
+            "" => (host, None),
+            p => match p.strip_prefix(':') {
+                Some(p) => (host, Some(p)),
+                None => return false,
+            },
+        }
+    } else {
+        match authority.rsplit_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (authority, None),
+        }
+    };
+    let port = match port {
+        None => default_port,
+        Some(p) if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) => {
+            match p.parse::<u16>() {
+                Ok(p) => p,
+                Err(_) => return false,
+            }
+        }
+        Some(_) => return false,
+    };
+    if port != listen.port() {
+        return false;
+    }
+    if host.eq_ignore_ascii_case("localhost") {
+        return true;
+    }
+    match host.parse::<std::net::IpAddr>() {
+        Ok(ip) => ip.is_loopback() || (ip == listen.ip() && !ip.is_unspecified()),
+        Err(_) => false,
+    }
+}
+
+async fn check_origin(State(listen): State<SocketAddr>, request: Request, next: Next) -> Response {
+    let origin = match request.headers().get(header::ORIGIN) {
+        None => return next.run(request).await,
+        Some(v) => v.to_str().ok().map(str::to_string),
+    };
+    if origin.as_deref().is_some_and(|o| origin_allowed(o, listen)) {
+        return next.run(request).await;
+    }
+    let message = format!(
+        "origin {} may not call this server (only the server's own loopback origin may)",
+        origin.as_deref().unwrap_or("<not text>")
+    );
+    json_error(StatusCode::FORBIDDEN, "forbidden", &message)
+}
+
+fn json_error(status: StatusCode, code: &str, message: &str) -> Response {
+    let body = serde_json::json!({ "error": code, "message": message });
+    let mut r = Response::new(Body::from(body.to_string()));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("application/json"),
+    );
+    r
 }
 
 /// The router: `POST/GET/DELETE /mcp`, every request authenticated by
@@ -69,13 +149,15 @@ pub fn router(server: MemoirMcp, tokens: Option<TokenIndex>, listen: SocketAddr)
         config,
     );
     let router = axum::Router::new().nest_service(MCP_PATH, service);
-    match tokens {
+    let router = match tokens {
         Some(tokens) => router.layer(axum::middleware::from_fn_with_state(
             Arc::new(tokens),
             authenticate,
         )),
         None => router,
-    }
+    };
+    // Outermost: a foreign origin is refused before anything else runs.
+    router.layer(axum::middleware::from_fn_with_state(listen, check_origin))
 }
 
 /// Serve `router` on `listener` until `shutdown` resolves.

@@ -14,7 +14,8 @@
 //! bearer token's project on a shared store), [`tools`] and [`catalog`],
 //! [`page`] (size bounds and cursors), [`resources`], [`http`] (streamable
 //! HTTP with `memoir serve`'s tokens), [`register`] (Claude Code and Codex
-//! registration snippets), [`error`].
+//! registration snippets), [`stdio`] (stdin/stdout with a bounded message
+//! size), [`error`].
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 #![deny(missing_docs)]
@@ -26,6 +27,7 @@ pub mod page;
 pub mod register;
 pub mod resources;
 pub mod scope;
+pub mod stdio;
 pub mod tools;
 
 use std::borrow::Cow;
@@ -223,16 +225,8 @@ impl ServerHandler for MemoirMcp {
     }
 }
 
-/// Serve `server` over stdin/stdout until the client closes them.
+/// Serve `server` over stdin/stdout until the client closes them (see
+/// [`stdio`]: an oversized request is answered, not dropped).
 pub async fn serve_stdio(server: MemoirMcp) -> Result<(), std::io::Error> {
-    use rmcp::ServiceExt as _;
-    let running = server
-        .serve(rmcp::transport::stdio())
-        .await
-        .map_err(|e| std::io::Error::other(e.to_string()))?;
-    running
-        .waiting()
-        .await
-        .map_err(|e| std::io::Error::other(e.to_string()))?;
-    Ok(())
+    stdio::serve(server, tokio::io::stdin(), tokio::io::stdout()).await
 }

@@ -241,7 +241,11 @@ fn project_sessions(scope: &Scope) -> Result<Vec<IndexEntry>, ToolError> {
 /// project's session of a shared store).
 fn resolve(scope: &Scope, prefix: &str) -> Result<(String, SessionMeta), ToolError> {
     nonempty("id", prefix)?;
-    let id = scope.manager.resolve(prefix)?;
+    // Only the project's sessions are candidates: another project's id is
+    // never matched, nor named in an ambiguity.
+    let id = scope
+        .manager
+        .resolve_where(prefix, |m| scope.owns_workspace(&m.workspace))?;
     let meta = scope
         .store
         .read_header(&id)?
@@ -455,6 +459,12 @@ struct RememberArgs {
 }
 
 fn remember(scope: &mut Scope, a: RememberArgs) -> Result<Value, ToolError> {
+    // A note is a message: one that names a blob reads back its bytes, so
+    // it must be a blob this project already holds.
+    let as_written = [memoir::record::Record::Message(
+        memoir::message::Message::user(&a.text),
+    )];
+    memoir::transcript::grants::check_written(scope.store.as_ref(), &as_written)?;
     let project = scope.project.clone();
     let mut notes = Notes::new(&mut scope.manager, &project);
     let note = notes.remember(&a.text, &a.tags, a.session.as_deref())?;

@@ -104,3 +104,47 @@ fn tenants_search_the_postgres_stores_own_index_scoped_to_their_project() {
         .get(0);
     assert!(docs >= 33, "{docs} documents indexed in PostgreSQL");
 }
+
+/// A note is a message: one whose text is a reference to another
+/// project's blob is refused, so the blob's bytes never reach the tenant.
+#[test]
+fn a_note_cannot_name_another_projects_blob() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn LogStore> = Arc::new(FileStore::new(dir.path(), Durability::Flush));
+    let secret = "alpha's private payload: the launch codes";
+    let hash = store
+        .blobs()
+        .unwrap()
+        .store
+        .put_payload(secret.as_bytes(), "text/plain")
+        .unwrap();
+    let mut m = memoir_server::namespace::project_manager(store.clone(), "alpha");
+    m.create_session("alpha's session", None).unwrap();
+    m.add_message(Message::tool_result(
+        "c1",
+        memoir::blob::blob_ref(&hash).as_str(),
+        false,
+    ))
+    .unwrap();
+    m.flush().unwrap();
+    let s = server(store.clone(), &dir.path().join("ix"));
+    for text in [
+        memoir::blob::blob_ref(&hash),
+        memoir::blob::blob_ref(&memoir::blob::hash_bytes(b"nobody's")),
+    ] {
+        let args = json!({ "text": text }).as_object().unwrap().clone();
+        let r = s.call_blocking(Some("beta"), "remember", args);
+        assert_eq!(r.is_error, Some(true), "{:?}", r.content);
+        let args = json!({}).as_object().unwrap().clone();
+        let notes = s.call_blocking(Some("beta"), "list_notes", args);
+        let listed = format!("{:?}", notes.structured_content);
+        assert!(!listed.contains("launch codes"), "{listed}");
+    }
+    // Alpha may note what it holds.
+    let args = json!({ "text": memoir::blob::blob_ref(&hash) })
+        .as_object()
+        .unwrap()
+        .clone();
+    let r = s.call_blocking(Some("alpha"), "remember", args);
+    assert_ne!(r.is_error, Some(true), "{:?}", r.content);
+}

@@ -317,3 +317,81 @@ fn a_large_session_resource_is_read_in_bounded_pages() {
     assert_eq!(joined, whole, "the pages put together are the transcript");
     assert!(memoir_mcp::resources::read(s.config(), None, &format!("{base}?cursor=zz")).is_err());
 }
+
+/// A session with id `id` in `workspace` of the shared store `dir`.
+fn session_with_id(dir: &Path, workspace: &Path, id: &str) {
+    let store: Arc<dyn memoir::store::LogStore> = Arc::new(memoir::store::file::FileStore::new(
+        dir,
+        memoir::store::Durability::Flush,
+    ));
+    let mut meta = memoir::record::SessionMeta::new(id);
+    meta.workspace = workspace.to_path_buf();
+    let s = memoir::transcript::Session::create_in(store, meta).unwrap();
+    s.append_messages(&[Message::user(format!("session {id}"))])
+        .unwrap();
+}
+
+/// The whole answer of a failing call, as text.
+fn failure(s: &MemoirMcp, name: &str, a: Value) -> String {
+    let r = s.call_blocking(None, name, args(a));
+    assert_eq!(r.is_error, Some(true), "{name} should fail");
+    format!("{:?} {:?}", r.structured_content, r.content)
+}
+
+#[test]
+fn id_prefixes_resolve_among_the_projects_sessions_only() {
+    let root = tempfile::tempdir().unwrap();
+    let (dir, a, b) = (
+        root.path().join("s"),
+        root.path().join("a"),
+        root.path().join("b"),
+    );
+    let mine = "ab12-alpha";
+    let (mine2, mine3) = ("cd01-alpha", "cd02-alpha");
+    let theirs = ["ab12-beta", "ab34-beta", "a-beta", "cd03-beta", "ef56-beta"];
+    for id in [mine, mine2, mine3] {
+        session_with_id(&dir, &a, id);
+    }
+    for id in theirs {
+        session_with_id(&dir, &b, id);
+    }
+    let s = server(&dir, &a, false);
+    // Another project's id in an answer, beyond the caller's own words.
+    let leaks = |text: &str, asked: &str| {
+        theirs
+            .iter()
+            .find(|t| **t != asked && text.contains(*t))
+            .copied()
+    };
+    // Every prefix unique in the project resolves to the project's session,
+    // however many of another project's ids share it.
+    for end in 1..=mine.len() {
+        let prefix = &mine[..end];
+        if [mine2, mine3].iter().any(|m| m.starts_with(prefix)) {
+            continue;
+        }
+        let got = ok(&s, "get_session", json!({"id": prefix}));
+        assert_eq!(got["session"], mine, "prefix {prefix:?}");
+        let got = ok(&s, "resume_command", json!({"id": prefix}));
+        assert_eq!(got["session"], mine, "prefix {prefix:?}");
+    }
+    // A prefix matching only another project's sessions is not found, and
+    // no error names another project's id.
+    for id in theirs {
+        for end in 1..=id.len() {
+            let prefix = &id[..end];
+            if [mine, mine2, mine3].iter().any(|m| m.starts_with(prefix)) {
+                continue;
+            }
+            let text = failure(&s, "get_session", json!({"id": prefix}));
+            assert!(text.contains("not_found"), "{prefix:?}: {text}");
+            assert_eq!(leaks(&text, prefix), None, "{prefix:?}: {text}");
+        }
+    }
+    // Ambiguous within the project: only the project's ids are listed.
+    for prefix in ["c", "cd", "cd0"] {
+        let text = failure(&s, "get_session", json!({"id": prefix}));
+        assert!(text.contains(mine2) && text.contains(mine3), "{text}");
+        assert_eq!(leaks(&text, prefix), None, "{prefix:?}: {text}");
+    }
+}

@@ -191,6 +191,26 @@ mod tests {
         assert!(check_listen(&"0.0.0.0:8080".parse().unwrap(), true).is_ok());
     }
 
+    /// Every `kind` an issue in a response can carry is one the API
+    /// description's `Issue` schema lists (a client validating responses
+    /// against it accepts them all).
+    #[test]
+    fn openapi_lists_every_issue_kind_the_server_sends() {
+        let doc: serde_json::Value = serde_json::from_str(OPENAPI_JSON).unwrap();
+        let listed: Vec<&str> = doc["components"]["schemas"]["Issue"]["properties"]["kind"]["enum"]
+            .as_array()
+            .expect("the Issue schema lists its kinds")
+            .iter()
+            .filter_map(|v| v.as_str())
+            .collect();
+        for kind in memoir::client::wire::WireIssue::KINDS {
+            assert!(
+                listed.contains(kind),
+                "openapi.json lacks issue kind {kind:?}"
+            );
+        }
+    }
+
     #[test]
     fn openapi_document_is_valid_json_naming_every_route() {
         let doc: serde_json::Value = serde_json::from_str(OPENAPI_JSON).unwrap();

@@ -155,6 +155,19 @@ pub mod wire {
     }
 
     impl WireIssue {
+        /// Every `kind` a [`WireIssue`] can carry (what an API description
+        /// must list).
+        pub const KINDS: &'static [&'static str] = &[
+            "blank",
+            "corrupt",
+            "out_of_order",
+            "torn_tail",
+            "gap",
+            "chain_break",
+            "extra_header",
+            "partial_batch",
+        ];
+
         /// Back to an [`Issue`] (an unknown kind becomes a corrupt-line report).
         pub fn to_issue(&self) -> Issue {
             let v = self.value.unwrap_or_default();
@@ -1055,5 +1068,67 @@ impl crate::blob::BlobBackend for RemoteBlobs {
 
     fn collected_elsewhere(&self) -> bool {
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wire::WireIssue;
+    use crate::store::{Issue, IssueKind};
+
+    /// One issue of every kind; the match makes a new kind a compile error
+    /// here until it is listed.
+    fn every_kind() -> Vec<IssueKind> {
+        let all = vec![
+            IssueKind::SkippedBlank,
+            IssueKind::SkippedCorrupt("bad line".into()),
+            IssueKind::SkippedOutOfOrder { expected: 3 },
+            IssueKind::TornTail { bytes: 7 },
+            IssueKind::Gap { missing_from: 4 },
+            IssueKind::ChainBreak,
+            IssueKind::ExtraHeader,
+            IssueKind::PartialBatch {
+                last_seq: 9,
+                held: 2,
+            },
+        ];
+        for kind in &all {
+            match kind {
+                IssueKind::SkippedBlank
+                | IssueKind::SkippedCorrupt(_)
+                | IssueKind::SkippedOutOfOrder { .. }
+                | IssueKind::TornTail { .. }
+                | IssueKind::Gap { .. }
+                | IssueKind::ChainBreak
+                | IssueKind::ExtraHeader
+                | IssueKind::PartialBatch { .. } => {}
+            }
+        }
+        all
+    }
+
+    #[test]
+    fn every_issue_kind_has_a_listed_wire_name_and_round_trips() {
+        let mut named = Vec::new();
+        for kind in every_kind() {
+            let issue = Issue {
+                line: 2,
+                offset: 40,
+                seq: 2,
+                kind,
+            };
+            let wire = WireIssue::from(&issue);
+            assert!(
+                WireIssue::KINDS.contains(&wire.kind.as_str()),
+                "{} is not in WireIssue::KINDS",
+                wire.kind
+            );
+            assert_eq!(wire.to_issue(), issue);
+            named.push(wire.kind);
+        }
+        named.sort();
+        let mut listed = WireIssue::KINDS.to_vec();
+        listed.sort();
+        assert_eq!(named, listed, "KINDS lists exactly the kinds sent");
     }
 }

@@ -115,6 +115,15 @@ pub enum Error {
         /// Its file.
         path: PathBuf,
     },
+    /// A record references a payload blob its writer neither uploaded nor
+    /// holds in its own sessions
+    /// ([`crate::transcript::grants`]); said the same way whether or not
+    /// the blob exists.
+    #[error("a record references blob {hash}, which this writer has not uploaded and none of its sessions references")]
+    UnownedBlob {
+        /// The blob's hash, as the record names it.
+        hash: String,
+    },
     /// A storage backend's own failure (unreachable, unsupported operation,
     /// a fork parent that is not the session the fork was cut from...).
     #[error(transparent)]
@@ -200,7 +209,7 @@ impl Error {
             Error::InvalidId { .. } | Error::Ambiguous { .. } | Error::Config(_) => {
                 ErrorKind::Invalid
             }
-            Error::Invalid(_) => ErrorKind::Invalid,
+            Error::Invalid(_) | Error::UnownedBlob { .. } => ErrorKind::Invalid,
             Error::SessionExists(_) => ErrorKind::Exists,
             Error::NotFound(_) => ErrorKind::NotFound,
             Error::NoHeader(_) | Error::Corrupt { .. } => ErrorKind::Corrupt,

@@ -11,6 +11,7 @@ mod conventions;
 mod import_cli;
 mod import_shapes_cli;
 mod integrity;
+mod mcp_stdio;
 mod parity;
 mod processes;
 mod search_cli;

@@ -8,10 +8,9 @@
 //! Project scope: blobs are content-addressed and shared by the whole store,
 //! but a token reads only the blobs its project uploaded (during this
 //! server's life) or its sessions (live or trashed) reference; any other
-//! hash is "not found", whether or not another project holds it.
-
-use std::collections::{HashMap, HashSet};
-use std::sync::Mutex;
+//! hash is "not found", whether or not another project holds it. The rule,
+//! and the one that keeps a record from naming another project's blob, is
+//! the library's ([`memoir::transcript::grants`]).
 
 use axum::body::Bytes;
 use axum::extract::rejection::PathRejection;
@@ -27,29 +26,6 @@ use memoir::Error;
 use super::Shared;
 use crate::auth::Auth;
 use crate::error::{blocking, ApiError, ApiResult};
-
-/// Blob hashes each project may read (uploaded, or found referenced).
-#[derive(Default)]
-pub(crate) struct BlobGrants {
-    by_project: Mutex<HashMap<String, HashSet<String>>>,
-}
-
-impl BlobGrants {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, HashSet<String>>> {
-        self.by_project.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn allows(&self, project: &str, hash: &str) -> bool {
-        self.lock().get(project).is_some_and(|s| s.contains(hash))
-    }
-
-    fn grant(&self, project: &str, hashes: impl IntoIterator<Item = String>) {
-        self.lock()
-            .entry(project.to_string())
-            .or_default()
-            .extend(hashes);
-    }
-}
 
 fn blob_hash(path: Result<Path<String>, PathRejection>) -> ApiResult<String> {
     let Path(hash) = path?;
@@ -138,13 +114,8 @@ pub(crate) async fn get_blob(
     let key = hash.clone();
     let bytes = blocking(move || {
         let blobs = ps.blobs().ok_or_else(no_blob_store)?;
-        if !state.blob_grants.allows(&project, &key) {
-            // Not seen yet: what do the project's sessions reference?
-            let referenced = memoir::transcript::blobs::referenced_blobs(&[&ps])?;
-            state.blob_grants.grant(&project, referenced);
-            if !state.blob_grants.allows(&project, &key) {
-                return Err(not_found());
-            }
+        if !state.blob_grants.may_read(&project, &ps, &key)? {
+            return Err(not_found());
         }
         match blobs.store.load(&key) {
             Ok(bytes) => Ok(bytes),

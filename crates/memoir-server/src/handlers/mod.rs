@@ -41,7 +41,7 @@ pub(crate) struct AppState {
     /// Owner leases held for clients.
     pub leases: lease::LeaseTable,
     /// Which blobs each project may read.
-    pub blob_grants: blobs::BlobGrants,
+    pub blob_grants: memoir::transcript::grants::BlobGrants,
 }
 
 impl AppState {

@@ -107,6 +107,8 @@ pub(crate) async fn append_records(
     let expected = req.expected_seq;
     let ps = st.project(&auth);
     let a = blocking(move || {
+        // A reference must name a blob this project uploaded or holds.
+        st.blob_grants.check_written(&auth.project, &ps, &records)?;
         // Large payloads go to the server store's blob store.
         let records = memoir::transcript::blobs::externalize_records(&ps, &records)?;
         ps.append(&id, &records, expected)

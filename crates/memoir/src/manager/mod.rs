@@ -60,7 +60,7 @@ use crate::message::{Message, Role};
 use crate::record::{ForkPoint, Record, SessionMeta};
 use crate::store::file::FileStore;
 use crate::store::{header_project, Appended, Durability, Lease, LogStore, PROJECT_KEY};
-use crate::transcript::{find_in, read_in, Session, Transcript};
+use crate::transcript::{find_in_where, read_in, Session, Transcript};
 use fork::Repair;
 use index::Index;
 use trash::TrashAware;
@@ -615,6 +615,18 @@ impl SessionManager {
 
     /// Resolve a full id or unique prefix among the live sessions.
     pub fn resolve(&self, id_prefix: &str) -> Result<String> {
+        self.resolve_where(id_prefix, |_| true)
+    }
+
+    /// [`SessionManager::resolve`] among the live sessions of this
+    /// manager's project that `keep` also accepts (e.g. a workspace and its
+    /// subdirectories on a shared store): any other session is neither
+    /// matched nor named in an error.
+    pub fn resolve_where(
+        &self,
+        id_prefix: &str,
+        keep: impl Fn(&SessionMeta) -> bool,
+    ) -> Result<String> {
         if id_prefix.trim().is_empty() {
             return Err(crate::Error::InvalidId {
                 id: id_prefix.to_string(),
@@ -622,14 +634,11 @@ impl SessionManager {
             }
             .into());
         }
-        match &self.options.project {
-            None => Ok(find_in(self.live.as_ref(), id_prefix)?),
-            Some(_) => {
-                let id = find_in(self.live.as_ref(), id_prefix)?;
-                self.open_live(&id)?;
-                Ok(id)
-            }
+        let id = find_in_where(self.live.as_ref(), id_prefix, |m| self.owns(m) && keep(m))?;
+        if self.options.project.is_some() {
+            self.open_live(&id)?;
         }
+        Ok(id)
     }
 
     /// True when a header belongs to this manager's project (always, without one).

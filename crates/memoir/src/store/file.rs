@@ -462,7 +462,7 @@ impl LogStore for FileStore {
         if !records.is_empty() && !records.iter().any(|r| matches!(r, Record::Meta(_))) {
             let payloads = records
                 .iter()
-                .map(Record::to_json_string)
+                .map(line::payload_of)
                 .collect::<std::result::Result<Vec<_>, _>>()?;
             if let Some(result) = self.append_grouped(id, payloads, expected_next) {
                 return result;

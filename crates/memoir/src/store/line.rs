@@ -42,8 +42,47 @@ pub fn encode_in_batch(
     batch: Option<u64>,
     record: &Record,
 ) -> Result<Hash, serde_json::Error> {
-    let payload = record.to_json_string()?;
+    let payload = payload_of(record)?;
     Ok(frame::encode(out, seq, prev, batch, &payload))
+}
+
+/// The payload text of `record` as every writer frames it: refused (before
+/// anything is written) when the reader would not read it back
+/// ([`check_writable`]).
+pub(crate) fn payload_of(record: &Record) -> Result<String, serde_json::Error> {
+    check_writable(record).map_err(serde::ser::Error::custom)?;
+    record.to_json_string()
+}
+
+/// The reader's rule for a record kind ([`decode`] reads it in place,
+/// unescaped): not empty, and nothing JSON would escape or a reader would
+/// take for one (a control character, a quote or a backslash).
+fn check_kind(kind: &str) -> Result<(), String> {
+    if kind.is_empty()
+        || kind
+            .chars()
+            .any(|c| c.is_control() || c == '"' || c == '\\')
+    {
+        return Err(format!("invalid record kind {kind:?}"));
+    }
+    Ok(())
+}
+
+/// Refuse, before anything is written, a record [`decode`] would not read
+/// back as itself: a kind the reader refuses, or a record of unknown shape
+/// ([`Record::Unknown`]) under a kind the reader parses as a known record.
+/// (Reserved fields are refused by [`Record::to_json_string`].) So every
+/// acknowledged append stays readable, whichever store or front wrote it.
+fn check_writable(record: &Record) -> Result<(), String> {
+    check_kind(record.kind())?;
+    if let Record::Unknown { kind, .. } = record {
+        if crate::record::KNOWN_KINDS.contains(&kind.as_str()) {
+            return Err(format!(
+                "record kind {kind:?} is a known kind: write it as that record, not as raw fields"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Encode `records` as one batch whose first record gets `seq` `first_seq`
@@ -72,13 +111,7 @@ pub fn decode(line: &mut [u8]) -> Result<Decoded, LineError> {
         // The kind is read in place, unescaped: one that JSON would have to
         // escape (a control character, a quote or a backslash) could not be
         // written back as the same line, so it is no valid kind.
-        if kind.is_empty()
-            || kind
-                .chars()
-                .any(|c| c.is_control() || c == '"' || c == '\\')
-        {
-            return Err(format!("invalid record kind {kind:?}"));
-        }
+        check_kind(kind)?;
         let record = Record::from_json_str(kind, text).map_err(|e| e.to_string())?;
         // A reserved key among the fields (a second `"record"` tag, say)
         // could not be written back as the same record: no writer of this
@@ -126,6 +159,93 @@ mod tests {
     }
     use crate::message::Message;
     use crate::record::Taint;
+
+    /// Kinds the reader refuses: empty, or holding a character it cannot
+    /// read in place (every control character, a quote, a backslash).
+    fn unreadable_kinds() -> Vec<String> {
+        let mut kinds = vec![String::new()];
+        let specials = (0u32..0x20)
+            .chain(0x7f..0xa0)
+            .filter_map(char::from_u32)
+            .chain(['"', '\\']);
+        for c in specials {
+            kinds.push(c.to_string());
+            kinds.push(format!("goal{c}"));
+            kinds.push(format!("go{c}al"));
+        }
+        kinds
+    }
+
+    fn unknown(kind: &str) -> Record {
+        let mut raw = serde_json::Map::new();
+        raw.insert("x".into(), serde_json::json!([1, "two"]));
+        Record::Unknown {
+            kind: kind.to_string(),
+            raw,
+        }
+    }
+
+    #[test]
+    fn every_store_refuses_a_batch_its_reader_would_not_read_back() {
+        use crate::record::SessionMeta;
+        use crate::store::{file::FileStore, memory::MemStore, Durability, LogStore};
+        let dir = tempfile::tempdir().unwrap();
+        let stores: Vec<Box<dyn LogStore>> = vec![
+            Box::new(FileStore::new(dir.path(), Durability::Flush)),
+            Box::new(MemStore::new()),
+        ];
+        for store in stores {
+            store.create(&SessionMeta::new("s")).unwrap();
+            store
+                .append("s", &[Record::Message(Message::user("kept"))], None)
+                .unwrap();
+            let bad = unreadable_kinds()
+                .into_iter()
+                .chain(crate::record::KNOWN_KINDS.iter().map(|k| k.to_string()));
+            for kind in bad {
+                let batch = [Record::Message(Message::user("with it")), unknown(&kind)];
+                assert!(store.append("s", &batch, None).is_err(), "{kind:?}");
+                assert!(
+                    store.append("s", &batch[1..], None).is_err(),
+                    "{kind:?} alone"
+                );
+            }
+            let raw = store.read("s").unwrap();
+            assert!(raw.report.is_clean(), "{:?}", raw.report);
+            assert_eq!(raw.records.len(), 1, "{:?}", raw.records);
+        }
+    }
+
+    #[test]
+    fn every_record_the_writer_encodes_decodes_as_itself() {
+        for kind in unreadable_kinds() {
+            let err = encode_into(&mut Vec::new(), 1, &ZERO_HASH, &unknown(&kind))
+                .expect_err(&format!("kind {kind:?} must be refused on write"));
+            assert!(err.to_string().contains("record kind"), "{err}");
+        }
+        // An unknown-shape record under a kind the reader parses as a known
+        // record would not read back (or not as itself).
+        for kind in crate::record::KNOWN_KINDS {
+            assert!(
+                encode_into(&mut Vec::new(), 1, &ZERO_HASH, &unknown(kind)).is_err(),
+                "raw {kind:?} must be refused"
+            );
+        }
+        // What the writer accepts, the reader reads back unchanged.
+        for kind in [
+            "goal",
+            "run outcome",
+            "ünïcode-kind",
+            "a/b:c~d",
+            "x\u{2028}y",
+        ] {
+            let record = unknown(kind);
+            let mut out = Vec::new();
+            encode_into(&mut out, 1, &ZERO_HASH, &record).unwrap();
+            out.pop();
+            assert_eq!(decode(&mut out).unwrap().record, record, "{kind:?}");
+        }
+    }
 
     #[test]
     fn a_reserved_key_among_the_fields_is_refused() {

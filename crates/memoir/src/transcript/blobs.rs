@@ -308,11 +308,22 @@ fn message_refs(m: &Message, out: &mut HashSet<String>) {
 /// The blob hashes the records of one raw log reference (loads no blob).
 pub fn raw_refs(raw: &RawLog, out: &mut HashSet<String>) {
     for rec in &raw.records {
-        match &rec.record {
-            Record::Message(m) => message_refs(m, out),
-            Record::Rewrite { messages } => messages.iter().for_each(|m| message_refs(m, out)),
-            _ => {}
-        }
+        record_refs(&rec.record, out);
+    }
+}
+
+/// The blob hashes `records` reference (loads no blob).
+pub fn records_refs(records: &[Record], out: &mut HashSet<String>) {
+    for r in records {
+        record_refs(r, out);
+    }
+}
+
+fn record_refs(record: &Record, out: &mut HashSet<String>) {
+    match record {
+        Record::Message(m) => message_refs(m, out),
+        Record::Rewrite { messages } => messages.iter().for_each(|m| message_refs(m, out)),
+        _ => {}
     }
 }
 

@@ -12,6 +12,7 @@
 pub mod blobs;
 pub mod codec;
 mod fold;
+pub mod grants;
 mod replay;
 mod taint;
 
@@ -289,8 +290,19 @@ impl Session {
 /// an imported session is found by its source's own id (a Claude Code
 /// session uuid, a Codex thread id, or a prefix of one), see `by_source_id`.
 pub fn find_in(store: &dyn LogStore, id_prefix: &str) -> Result<String> {
+    find_in_where(store, id_prefix, |_| true)
+}
+
+/// [`find_in`] among the sessions whose header `keep` accepts (one
+/// project's sessions of a shared store): a session `keep` refuses is never
+/// matched and never named, not even in an [`Error::Ambiguous`] list.
+pub fn find_in_where(
+    store: &dyn LogStore,
+    id_prefix: &str,
+    keep: impl Fn(&SessionMeta) -> bool,
+) -> Result<String> {
     crate::id::validate(id_prefix)?;
-    if let Ok(Some(meta)) = store.read_header(id_prefix) {
+    if let Ok(Some(meta)) = store.read_header(id_prefix).map(|m| m.filter(|m| keep(m))) {
         if meta.id != id_prefix {
             return Err(Error::Corrupt {
                 path: store.location(id_prefix),
@@ -304,6 +316,7 @@ pub fn find_in(store: &dyn LogStore, id_prefix: &str) -> Result<String> {
         return Ok(meta.id);
     }
     let (listed, _) = store.list()?;
+    let listed: Vec<_> = listed.into_iter().filter(|l| keep(&l.meta)).collect();
     let mut candidates: Vec<String> = listed
         .iter()
         .map(|l| l.meta.id.clone())
