@@ -35,7 +35,7 @@
 //! rebuilt.
 
 /// Version of the index layout written by this build.
-pub const SCHEMA_VERSION: &str = "5";
+pub const SCHEMA_VERSION: &str = "6";
 
 /// The schema name the terms file is attached under for searches.
 pub const TERMS_SCHEMA: &str = "t";
@@ -44,6 +44,11 @@ pub const TERMS_SCHEMA: &str = "t";
 /// batches committed; the terms file commits first, so a crash between
 /// the two commits leaves it one ahead (the index is then rebuilt).
 pub const BATCH_KEY: &str = "batch";
+
+/// `meta` key of the generation id, in both files: it must be the id of
+/// the generation directory they are in (`super::generation`), so a file
+/// moved in from another index or generation is never trusted.
+pub const GENERATION_KEY: &str = "generation";
 
 /// Key of the catch-up checkpoint in the index file's `meta` table
 /// (`super::catchup`).

@@ -20,6 +20,13 @@ use memoir::store::file::FileStore;
 use memoir::store::{Durability, LogStore};
 use support::corpus::{self, KnownAnswer, Spec};
 
+/// The file `name` of the live generation of the index directory
+/// `search_dir` (the one its pointer `current` names).
+pub fn live_file(search_dir: &Path, name: &str) -> std::path::PathBuf {
+    let generation = std::fs::read_to_string(search_dir.join("current")).unwrap();
+    search_dir.join(generation.trim()).join(name)
+}
+
 fn store(dir: &Path) -> Arc<dyn LogStore> {
     Arc::new(FileStore::new(dir, Durability::None))
 }
@@ -76,7 +83,7 @@ impl Bed {
     fn stamp_as_another_memoir(&self) {
         match &self.keep {
             Keep::Dir(tmp) => {
-                let db = memoir::search::index_path(tmp.path());
+                let db = memoir::search::index_path(tmp.path()).unwrap();
                 let conn = rusqlite::Connection::open(db).unwrap();
                 conn.execute("UPDATE meta SET value = '0' WHERE key = 'schema'", [])
                     .unwrap();
@@ -630,10 +637,11 @@ fn a_corrupt_index_file_is_rebuilt_never_trusted() {
         assert_eq!(texts(&ix, "wombat").len(), 1);
     }
     // Garbage where the database was.
+    let file = live_file(&dir, memoir::search::INDEX_FILE);
     for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(dir.join(format!("index.sqlite{suffix}")));
+        let _ = std::fs::remove_file(format!("{}{suffix}", file.display()));
     }
-    std::fs::write(dir.join("index.sqlite"), b"not a database at all, really").unwrap();
+    std::fs::write(&file, b"not a database at all, really").unwrap();
     let mut ix = SearchIndex::open_store(st.clone(), &dir).unwrap();
     assert!(ix.rebuilt_on_open());
     assert!(ix.update().unwrap().rebuilt);
@@ -649,7 +657,7 @@ const EVERY_MODE: [SearchMode; 3] = [
 /// How many documents of the index in `dir` keep their text inline, and
 /// how many by span.
 fn inline_and_spanned(dir: &Path) -> (i64, i64) {
-    rusqlite::Connection::open(dir.join(memoir::search::INDEX_FILE))
+    rusqlite::Connection::open(live_file(dir, memoir::search::INDEX_FILE))
         .unwrap()
         .query_row("SELECT count(text), count(span_at) FROM docs", [], |r| {
             Ok((r.get(0)?, r.get(1)?))
@@ -761,11 +769,10 @@ fn the_index_vocabulary_is_the_tokenizers_terms_in_every_script() {
     );
     let mut ix = SearchIndex::open(tmp.path()).unwrap();
     ix.update().unwrap();
-    let terms = rusqlite::Connection::open(
-        tmp.path()
-            .join(memoir::search::INDEX_DIR)
-            .join(memoir::search::TERMS_FILE),
-    )
+    let terms = rusqlite::Connection::open(live_file(
+        &tmp.path().join(memoir::search::INDEX_DIR),
+        memoir::search::TERMS_FILE,
+    ))
     .unwrap();
     let mut vocab: Vec<String> = terms
         .prepare("SELECT term FROM terms_vocab")
@@ -840,9 +847,9 @@ fn a_terms_file_a_batch_ahead_is_emptied_and_filled_again() {
             vec![Record::Message(Message::user(format!("a {word} basks")))],
         );
     }
-    let terms_file = tmp.path().join("search").join(memoir::search::TERMS_FILE);
+    let terms_file = || live_file(&tmp.path().join("search"), memoir::search::TERMS_FILE);
     let run_ahead = || {
-        let c = rusqlite::Connection::open(&terms_file).unwrap();
+        let c = rusqlite::Connection::open(terms_file()).unwrap();
         memoir::search::fts5_tokenizer::register(&c).unwrap();
         c.execute_batch(
             "BEGIN; INSERT INTO terms(rowid, body) VALUES (999999, 'stray'); \
@@ -851,7 +858,7 @@ fn a_terms_file_a_batch_ahead_is_emptied_and_filled_again() {
         .unwrap();
     };
     let stray_docs = || -> i64 {
-        let c = rusqlite::Connection::open(&terms_file).unwrap();
+        let c = rusqlite::Connection::open(terms_file()).unwrap();
         c.query_row(
             "SELECT count(*) FROM terms_vocab WHERE term = 'stray'",
             [],
@@ -920,7 +927,14 @@ fn the_index_survives_sigkill_mid_update_and_catches_up() {
         .spawn()
         .unwrap();
     // Wait for the first committed batch, then SIGKILL.
-    let db = memoir::search::index_path(tmp.path());
+    let start = std::time::Instant::now();
+    let db = loop {
+        if let Some(db) = memoir::search::index_path(tmp.path()) {
+            break db;
+        }
+        assert!(start.elapsed().as_secs() < 120, "no index was created");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
     let committed = |db: &Path| -> i64 {
         rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
             .and_then(|c| c.query_row("SELECT count(*) FROM sessions", [], |r| r.get(0)))
