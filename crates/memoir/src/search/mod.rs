@@ -492,6 +492,7 @@ impl SearchIndex {
             Engine::Sqlite(db) => self.on_live(&mut lock(db), |db| {
                 let source = query::Sqlite {
                     db,
+                    tk,
                     store: self.store.as_ref(),
                 };
                 query::run(&source, tk, embedder, &self.hybrid, query)

@@ -194,6 +194,7 @@ macro_rules! beds {
 }
 
 beds!(
+    scores_within_a_session_prefix_never_move_when_another_prefix_grows,
     every_filter_finds_the_known_message_in_a_1000_session_store,
     a_compaction_indexes_the_summary_and_compacted_turns_stay_findable,
     a_rewritten_log_is_reindexed_from_scratch,
@@ -1167,4 +1168,72 @@ mod concurrent {
             super::two_indexers_at_once_index_every_message_exactly_once(&bed);
         }
     }
+}
+
+/// Write `sessions` sessions `{prefix}{n}` of `per` messages: every message
+/// says "pipeline" (a common word), every seventh "flamingo" too, in texts
+/// of varied lengths.
+fn write_project(st: &dyn LogStore, prefix: &str, sessions: usize, per: usize, extra: &str) {
+    for n in 0..sessions {
+        let id = format!("{prefix}{n}");
+        st.create(&SessionMeta::new(&id)).unwrap();
+        let records: Vec<Record> = (0..per)
+            .map(|i| {
+                let pad = "word ".repeat((i * 3 + n) % 11);
+                let bird = if i % 7 == 0 { "pink flamingo " } else { "" };
+                Record::Message(Message::user(format!(
+                    "{bird}the pipeline {pad}runs {extra} step {i}"
+                )))
+            })
+            .collect();
+        st.append(&id, &records, None).unwrap();
+    }
+}
+
+/// BM25's statistics are those of the session prefix a search is
+/// restricted to (a server's project, ids `P~...`): one project's scores,
+/// in every mode and on every lexical path (rare words, common words past
+/// the rare-term path, phrases), are identical before and after another
+/// project adds thousands of documents holding the query's words; the
+/// unrestricted scores do move (the other project's documents count there).
+fn scores_within_a_session_prefix_never_move_when_another_prefix_grows(bed: &Bed) {
+    let st = bed.store.clone();
+    write_project(st.as_ref(), "beta~s", 21, 100, "");
+    let mut ix = bed.index();
+    ix.update().unwrap();
+    let queries = [
+        "flamingo",
+        "pipeline",
+        "flamingo pipeline",
+        "\"pink flamingo\" pipeline",
+    ];
+    let scores = |ix: &SearchIndex, session: Option<&str>| -> Vec<(String, String, u64, u32)> {
+        let mut out = Vec::new();
+        for q in queries {
+            for mode in [SearchMode::Lexical, SearchMode::Hybrid] {
+                let filter = SearchFilter {
+                    session: session.map(str::to_string),
+                    ..SearchFilter::default()
+                };
+                let mut query = query(q, mode, filter);
+                query.k = 20;
+                let hits = ix.search(&query).unwrap();
+                assert!(!hits.is_empty(), "{q} {mode:?}");
+                out.extend(
+                    hits.into_iter()
+                        .map(|h| (q.to_string(), h.session, h.seq, h.score.to_bits())),
+                );
+            }
+        }
+        out
+    };
+    let before = scores(&ix, Some("beta~"));
+    let whole_before = scores(&ix, None);
+    write_project(st.as_ref(), "alpha~s", 40, 100, "flamingo pipeline pink");
+    ix.update().unwrap();
+    assert_eq!(scores(&ix, Some("beta~")), before);
+    assert_ne!(scores(&ix, None), whole_before, "the other project counts unrestricted");
+    // An index opened afresh scores the same.
+    let fresh = bed.index();
+    assert_eq!(scores(&fresh, Some("beta~")), before);
 }
