@@ -304,13 +304,24 @@ fn post(addr: &str, path: &str, body: &serde_json::Value) -> (u16, serde_json::V
 
 /// A running `memoir serve` keeps its index open; `memoir index --rebuild`
 /// in another process swaps a new index in (while the server searches, and
-/// again after): every search answers 200 with every hit.
+/// again after, when the server writes what was added since into the new
+/// index): every search answers 200 with every hit.
 #[test]
 fn a_running_server_answers_every_search_during_and_after_a_cli_rebuild() {
     let home = tempfile::tempdir().unwrap();
     let store = home.path().join("server-store");
+    // Enough of the project's sessions that a rebuild takes a while.
+    let st = FileStore::new(&store, Durability::None);
+    for n in 0..60 {
+        let id = format!("alpha~bulk{n}");
+        st.create(&SessionMeta::new(&id)).unwrap();
+        let records: Vec<Record> = (0..300)
+            .map(|i| Record::Message(Message::user(format!("bulk line {i} of {n} about caches"))))
+            .collect();
+        st.append(&id, &records, None).unwrap();
+    }
     let (mut server, addr) = serve_store(home.path(), &store);
-    for n in 0..4 {
+    let add_session = |n: usize| {
         let (code, created) = post(&addr, "/v1/sessions", &serde_json::json!({"title": "t"}));
         assert!(code < 300, "{code} {created}");
         let id = created["id"].as_str().unwrap().to_string();
@@ -324,6 +335,9 @@ fn a_running_server_answers_every_search_during_and_after_a_cli_rebuild() {
             &serde_json::json!({ "messages": messages }),
         );
         assert!(code < 300, "{code} {out}");
+    };
+    for n in 0..4 {
+        add_session(n);
     }
     let search = || {
         post(
@@ -336,6 +350,7 @@ fn a_running_server_answers_every_search_during_and_after_a_cli_rebuild() {
     let (code, out) = search();
     assert_eq!((code, hits(&out)), (200, 4), "{out}");
     let d = store.to_str().unwrap().to_string();
+    let mut total_during = 0;
     for round in 0..3 {
         let mut rebuild = memoir(home.path())
             .args(["index", "--rebuild", "--dir", &d])
@@ -345,15 +360,27 @@ fn a_running_server_answers_every_search_during_and_after_a_cli_rebuild() {
         let mut during = 0;
         while rebuild.try_wait().unwrap().is_none() {
             let (code, out) = search();
-            assert_eq!((code, hits(&out)), (200, 4), "round {round}, during: {out}");
+            assert_eq!(
+                (code, hits(&out)),
+                (200, 4 + round),
+                "round {round}, during: {out}"
+            );
             during += 1;
         }
+        total_during += during;
         assert!(rebuild.wait().unwrap().success());
+        // The server catches up with what was written since, into the new index.
+        add_session(4 + round);
         for _ in 0..3 {
             let (code, out) = search();
-            assert_eq!((code, hits(&out)), (200, 4), "round {round}, after ({during} during): {out}");
+            assert_eq!(
+                (code, hits(&out)),
+                (200, 5 + round),
+                "round {round}, after ({during} during): {out}"
+            );
         }
     }
+    assert!(total_during > 0, "no search ran during a rebuild");
     server.kill().unwrap();
     let _ = server.wait();
 }
