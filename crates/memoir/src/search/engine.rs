@@ -691,4 +691,60 @@ mod tests {
         assert_eq!(db.journal_modes(), both("wal"));
         assert!(!generation::gen_dir(dir.path(), &old).exists(), "old generation deleted");
     }
+
+    /// A file damaged past its stamp (its second half overwritten)
+    /// opens, but the failure it causes is named after that file, the
+    /// index file or the terms file, not always the index file.
+    #[test]
+    fn a_damaged_file_is_named_by_its_own_path() {
+        for terms_damaged in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let (mut db, _) = Db::open(dir.path()).unwrap();
+            {
+                let terms = db.terms();
+                terms.execute_batch("BEGIN").unwrap();
+                for rowid in 1..3000 {
+                    terms
+                        .execute(
+                            "INSERT INTO terms(rowid, body) VALUES (?1, ?2)",
+                            params![rowid, format!("gecko w{rowid} basking rock")],
+                        )
+                        .unwrap();
+                }
+                terms.execute_batch("COMMIT").unwrap();
+            }
+            db.conn.execute_batch("BEGIN").unwrap();
+            for rowid in 1..3000 {
+                db.conn
+                    .execute(
+                        "INSERT INTO docs(rowid, sid, seq, role, ts_ms, tools, chash, text) \
+                         VALUES (?1, 1, ?1, 'user', 0, '', x'00', 'some text to fill pages')",
+                        [rowid],
+                    )
+                    .unwrap();
+            }
+            db.conn.execute_batch("COMMIT").unwrap();
+            db.finish_build().unwrap();
+            let target = if terms_damaged {
+                db.terms_path().to_path_buf()
+            } else {
+                db.path().to_path_buf()
+            };
+            drop(db);
+            let mut bytes = std::fs::read(&target).unwrap();
+            assert!(bytes.len() > 3 * 4096);
+            let from = bytes.len() / 2 / 4096 * 4096;
+            for (i, b) in bytes.iter_mut().enumerate().skip(from) {
+                *b = (i * 31 + 7) as u8;
+            }
+            std::fs::write(&target, bytes).unwrap();
+            let (db, created) = Db::open(dir.path()).unwrap();
+            assert!(!created, "the stamps still read");
+            let e = SearchError::Invalid("a query failed".into());
+            match db.diagnose(e) {
+                SearchError::Damaged { path, .. } => assert_eq!(path, target),
+                other => panic!("{other}"),
+            }
+        }
+    }
 }
