@@ -275,7 +275,12 @@ fn serve_store(home: &Path, store: &Path) -> (std::process::Child, String) {
     std::io::BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)
         .unwrap();
-    let url = line.trim().rsplit(' ').next().unwrap().trim_end_matches('/');
+    let url = line
+        .trim()
+        .rsplit(' ')
+        .next()
+        .unwrap()
+        .trim_end_matches('/');
     let addr = url.strip_prefix("http://").unwrap().to_string();
     (child, addr)
 }

@@ -34,7 +34,11 @@ fn not_directories(root: &Path) -> Vec<(&'static str, std::path::PathBuf)> {
     let file = root.join("a-file");
     std::fs::write(&file, b"not a store\n").unwrap();
     let fifo = root.join("a-fifo");
-    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
     let link = root.join("a-link");
     std::os::unix::fs::symlink(&file, &link).unwrap();
     let dangling = root.join("a-dangling-link");

@@ -61,7 +61,7 @@ pub(super) struct Db {
     path: PathBuf,
     terms_path: PathBuf,
     /// `(device, inode)` of the two files when opened ([`Db::moved`]).
-    identity: (Option<(u64, u64)>, Option<(u64, u64)>),
+    identity: (Option<FileId>, Option<FileId>),
     /// The index carried the `building` mark when opened (see the module doc).
     building: bool,
     /// Documents per committed batch (`super::indexer::Batch`).
@@ -71,6 +71,9 @@ pub(super) struct Db {
     /// connection).
     pub(super) doc_freqs: DocFreqs,
 }
+
+/// `(device, inode)` of a file.
+type FileId = (u64, u64);
 
 /// `meta` key and value marking an index whose first fill is under way.
 const JOURNAL_KEY: &str = "journal";
@@ -210,7 +213,8 @@ fn open_generation(root: &Path, id: &str) -> Result<Option<Db>> {
     if !path.is_file() || !terms_path.is_file() {
         return Ok(None);
     }
-    if generation::header_damage(&path).is_some() || generation::header_damage(&terms_path).is_some()
+    if generation::header_damage(&path).is_some()
+        || generation::header_damage(&terms_path).is_some()
     {
         return Ok(None);
     }
@@ -689,7 +693,10 @@ mod tests {
         assert_ne!(db.id, old);
         assert!(!db.building);
         assert_eq!(db.journal_modes(), both("wal"));
-        assert!(!generation::gen_dir(dir.path(), &old).exists(), "old generation deleted");
+        assert!(
+            !generation::gen_dir(dir.path(), &old).exists(),
+            "old generation deleted"
+        );
     }
 
     /// A file damaged past its stamp (its second half overwritten)

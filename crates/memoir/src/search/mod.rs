@@ -41,9 +41,9 @@ mod doc_freq;
 mod doc_text;
 mod engine;
 mod error;
-mod generation;
 #[allow(unsafe_code)] // the terms table's FTS5 tokenizer: C callbacks, each argued
 pub mod fts5_tokenizer;
+mod generation;
 mod indexer;
 #[cfg(feature = "postgres")]
 mod pg;

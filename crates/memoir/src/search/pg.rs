@@ -572,9 +572,7 @@ impl Postings for PgSource<'_> {
                     "SELECT count(*) FROM {FROM} \
                      WHERE d.terms @@ $1::text::tsquery AND left(s.id, length($2)) = $2"
                 );
-                let rows = self
-                    .pg
-                    .search_query(&sql, &[&lexeme(term), &prefix])?;
+                let rows = self.pg.search_query(&sql, &[&lexeme(term), &prefix])?;
                 Ok(rows.first().map_or(0, |r| r.get(0)))
             }
         }

@@ -29,10 +29,12 @@
 //! million messages about 1.18× as fast, with the same query latency
 //! (docs/BENCHMARKS.md).
 //!
-//! The stamp is [`SCHEMA_VERSION`] plus [`TOKENIZER`], in both files; any
-//! other stamp (an older or newer memoir, a different tokenizer), a file
-//! missing, or batch counters that differ mean the index is deleted and
-//! rebuilt.
+//! The stamp is [`SCHEMA_VERSION`] plus [`TOKENIZER`], in both files, with
+//! the generation id ([`GENERATION_KEY`], `super::generation`); any other
+//! stamp (an older or newer memoir, a different tokenizer), another
+//! generation's id, a file missing, or batch counters that differ mean the
+//! index is replaced and rebuilt. Schema 6: the files live in a generation
+//! directory named by the pointer `search/current`.
 
 /// Version of the index layout written by this build.
 pub const SCHEMA_VERSION: &str = "6";

@@ -1232,7 +1232,11 @@ fn scores_within_a_session_prefix_never_move_when_another_prefix_grows(bed: &Bed
     write_project(st.as_ref(), "alpha~s", 40, 100, "flamingo pipeline pink");
     ix.update().unwrap();
     assert_eq!(scores(&ix, Some("beta~")), before);
-    assert_ne!(scores(&ix, None), whole_before, "the other project counts unrestricted");
+    assert_ne!(
+        scores(&ix, None),
+        whole_before,
+        "the other project counts unrestricted"
+    );
     // An index opened afresh scores the same.
     let fresh = bed.index();
     assert_eq!(scores(&fresh, Some("beta~")), before);
