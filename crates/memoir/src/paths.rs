@@ -101,7 +101,68 @@ pub struct ResolvedStore {
 
 /// Resolve the session store for `request` from the current directory
 /// `cwd` (see the module docs for the order). Never creates anything.
+///
+/// A store that does not exist yet is fine (a command that writes creates
+/// it); a path that exists and is not a directory (a regular file, a FIFO,
+/// a device, a symbolic link to one of those, a dangling symbolic link) is
+/// [`Error::Invalid`], whichever rule chose it: no command reads or writes
+/// "a store" there.
 pub fn resolve_store(request: &StoreRequest, cwd: &Path) -> Result<ResolvedStore> {
+    let resolved = resolve_store_path(request, cwd)?;
+    check_store_dir(&resolved.dir)?;
+    Ok(resolved)
+}
+
+/// `Ok` when `dir` is a directory (through symbolic links) or does not
+/// exist at all; [`Error::Invalid`] naming what it is otherwise.
+pub fn check_store_dir(dir: &Path) -> Result<()> {
+    let link = match fs::symlink_metadata(dir) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e).ctx("inspect session store", dir),
+    };
+    let what = match fs::metadata(dir) {
+        Ok(m) if m.is_dir() => return Ok(()),
+        Ok(m) => file_kind(&m.file_type()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && link.file_type().is_symlink() => {
+            "a dangling symbolic link"
+        }
+        Err(e) => return Err(e).ctx("inspect session store", dir),
+    };
+    let via = if link.file_type().is_symlink() && what != "a dangling symbolic link" {
+        " (through a symbolic link)"
+    } else {
+        ""
+    };
+    Err(Error::Invalid(format!(
+        "{} is {what}{via}, not a session store directory",
+        dir.display()
+    )))
+}
+
+/// A few words for a file that is not a directory.
+fn file_kind(t: &fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if t.is_fifo() {
+            return "a FIFO";
+        }
+        if t.is_socket() {
+            return "a socket";
+        }
+        if t.is_block_device() || t.is_char_device() {
+            return "a device";
+        }
+    }
+    if t.is_file() {
+        "a regular file"
+    } else {
+        "not a directory"
+    }
+}
+
+fn resolve_store_path(request: &StoreRequest, cwd: &Path) -> Result<ResolvedStore> {
     if let Some(dir) = &request.dir {
         return Ok(ResolvedStore {
             dir: dir.clone(),

@@ -83,7 +83,7 @@ fn open(resolved: &ResolvedStore, durability: Durability) -> anyhow::Result<Sess
         .with_context(|| format!("opening sessions in {}", resolved.dir.display()))?;
     // A store with a search index keeps it current on every write (an index
     // that does not open is caught up by the next `memoir search`/`index`).
-    if memoir::search::index_path(&resolved.dir).is_file() {
+    if memoir::search::index_path(&resolved.dir).is_some() {
         if let Ok(ix) = memoir::search::SearchIndex::open(&resolved.dir) {
             return Ok(manager.with_search_index(std::sync::Arc::new(std::sync::Mutex::new(ix))));
         }

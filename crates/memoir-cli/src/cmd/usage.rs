@@ -265,6 +265,7 @@ pub fn run_prices(command: PricesCommand) -> anyhow::Result<ExitCode> {
 /// The store to read and the project filter, from `--dir` and `--project`.
 fn store_and_project(args: &Args) -> anyhow::Result<(PathBuf, Option<ProjectFilter>)> {
     if let Some(dir) = &args.dir {
+        memoir::paths::check_store_dir(dir)?;
         let filter = args.project.as_ref().map(|p| workspace_filter(p));
         return Ok((dir.clone(), filter));
     }

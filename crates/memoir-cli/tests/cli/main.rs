@@ -16,4 +16,5 @@ mod parity;
 mod processes;
 mod search_cli;
 mod sessions_cli;
+mod store_paths;
 mod usage_cli;

@@ -257,3 +257,135 @@ fn index_and_search_work_on_a_postgres_store() {
     let (code, _) = run(memoir(home.path()).args(["search", "zebra", "--store", &spec]));
     assert_eq!(code, 1);
 }
+
+/// `memoir serve` on an ephemeral port over the store `store`, with one
+/// project token (`alpha`); returns the child and its `host:port`.
+fn serve_store(home: &Path, store: &Path) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let mut child = memoir(home)
+        .args(["serve", "--listen", "127.0.0.1:0", "--durability", "none"])
+        .arg("--store")
+        .arg(store)
+        .args(["--token", "alpha=alpha-token-0123456789"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .trim()
+        .rsplit(' ')
+        .next()
+        .unwrap()
+        .trim_end_matches('/');
+    let addr = url.strip_prefix("http://").unwrap().to_string();
+    (child, addr)
+}
+
+/// `POST path` with a JSON body and the project's token: (status, body).
+fn post(addr: &str, path: &str, body: &serde_json::Value) -> (u16, serde_json::Value) {
+    use std::io::{Read, Write};
+    let body = body.to_string();
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer alpha-token-0123456789\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    let status = out[9..12].parse().unwrap();
+    let json = out
+        .split_once("\r\n\r\n")
+        .and_then(|(_, b)| serde_json::from_str(b).ok())
+        .unwrap_or(serde_json::Value::Null);
+    (status, json)
+}
+
+/// A running `memoir serve` keeps its index open; `memoir index --rebuild`
+/// in another process swaps a new index in (while the server searches, and
+/// again after, when the server writes what was added since into the new
+/// index): every search answers 200 with every hit.
+#[test]
+fn a_running_server_answers_every_search_during_and_after_a_cli_rebuild() {
+    let home = tempfile::tempdir().unwrap();
+    let store = home.path().join("server-store");
+    // Enough of the project's sessions that a rebuild takes a while.
+    let st = FileStore::new(&store, Durability::None);
+    for n in 0..60 {
+        let id = format!("alpha~bulk{n}");
+        st.create(&SessionMeta::new(&id)).unwrap();
+        let records: Vec<Record> = (0..300)
+            .map(|i| Record::Message(Message::user(format!("bulk line {i} of {n} about caches"))))
+            .collect();
+        st.append(&id, &records, None).unwrap();
+    }
+    let (mut server, addr) = serve_store(home.path(), &store);
+    let add_session = |n: usize| {
+        let (code, created) = post(&addr, "/v1/sessions", &serde_json::json!({"title": "t"}));
+        assert!(code < 300, "{code} {created}");
+        let id = created["id"].as_str().unwrap().to_string();
+        let mut messages = vec![Message::user(format!("the flamingo number {n}"))];
+        for i in 0..50 {
+            messages.push(Message::assistant(format!("filler line {i} of {n}")));
+        }
+        let (code, out) = post(
+            &addr,
+            &format!("/v1/sessions/{id}/records"),
+            &serde_json::json!({ "messages": messages }),
+        );
+        assert!(code < 300, "{code} {out}");
+    };
+    for n in 0..4 {
+        add_session(n);
+    }
+    let search = || {
+        post(
+            &addr,
+            "/v1/search",
+            &serde_json::json!({"query": "flamingo", "mode": "lexical", "k": 50}),
+        )
+    };
+    let hits = |v: &serde_json::Value| v["hits"].as_array().map_or(0, |h| h.len());
+    let (code, out) = search();
+    assert_eq!((code, hits(&out)), (200, 4), "{out}");
+    let d = store.to_str().unwrap().to_string();
+    let mut total_during = 0;
+    for round in 0..3 {
+        let mut rebuild = memoir(home.path())
+            .args(["index", "--rebuild", "--dir", &d])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut during = 0;
+        while rebuild.try_wait().unwrap().is_none() {
+            let (code, out) = search();
+            assert_eq!(
+                (code, hits(&out)),
+                (200, 4 + round),
+                "round {round}, during: {out}"
+            );
+            during += 1;
+        }
+        total_during += during;
+        assert!(rebuild.wait().unwrap().success());
+        // The server catches up with what was written since, into the new index.
+        add_session(4 + round);
+        for _ in 0..3 {
+            let (code, out) = search();
+            assert_eq!(
+                (code, hits(&out)),
+                (200, 5 + round),
+                "round {round}, after ({during} during): {out}"
+            );
+        }
+    }
+    assert!(total_during > 0, "no search ran during a rebuild");
+    server.kill().unwrap();
+    let _ = server.wait();
+}

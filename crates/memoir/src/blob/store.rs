@@ -198,13 +198,14 @@ impl ArtifactStore {
         let guard = lock_mutex(mutex);
         create_private_dir(dir)?;
         let path = dir.join(".lock");
-        let file = fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .read(true)
-            .write(true)
-            .open(&path)
-            .ctx("open lock file", &path)?;
+        let mut opts = fs::OpenOptions::new();
+        opts.create(true).truncate(false).read(true).write(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            opts.mode(0o600);
+        }
+        let file = opts.open(&path).ctx("open lock file", &path)?;
         file.lock().ctx("lock", &path)?;
         Ok(WriteGuard {
             _mutex: guard,

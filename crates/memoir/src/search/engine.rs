@@ -30,13 +30,16 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension};
 
 use super::doc_freq::DocFreqs;
 use super::doc_text;
 use super::fts5_tokenizer;
-use super::schema::{BATCH_KEY, CREATE, CREATE_TERMS, SCHEMA_VERSION, TERMS_SCHEMA, TOKENIZER};
-use super::{IndexStats, Result, SearchError, TERMS_FILE};
+use super::generation;
+use super::schema::{
+    BATCH_KEY, CREATE, CREATE_TERMS, GENERATION_KEY, SCHEMA_VERSION, TERMS_SCHEMA, TOKENIZER,
+};
+use super::{IndexStats, Result, SearchError, INDEX_FILE, TERMS_FILE};
 use crate::embed::EmbeddingProvider;
 use crate::store::LogStore;
 
@@ -50,8 +53,15 @@ pub(super) struct Db {
     terms: Mutex<Connection>,
     /// Both files, the terms file attached: what searches read.
     pub(super) search: Connection,
+    /// The index directory (`search/`: the pointer and the generations).
+    root: PathBuf,
+    /// This generation's id.
+    id: String,
+    /// The index file and the terms file (in the generation's directory).
     path: PathBuf,
     terms_path: PathBuf,
+    /// `(device, inode)` of the two files when opened ([`Db::moved`]).
+    identity: (Option<FileId>, Option<FileId>),
     /// The index carried the `building` mark when opened (see the module doc).
     building: bool,
     /// Documents per committed batch (`super::indexer::Batch`).
@@ -61,6 +71,9 @@ pub(super) struct Db {
     /// connection).
     pub(super) doc_freqs: DocFreqs,
 }
+
+/// `(device, inode)` of a file.
+type FileId = (u64, u64);
 
 /// `meta` key and value marking an index whose first fill is under way.
 const JOURNAL_KEY: &str = "journal";
@@ -99,10 +112,14 @@ pub(super) fn batch_counter(conn: &Connection) -> Option<u64> {
     meta_value(conn, BATCH_KEY)?.parse().ok()
 }
 
-/// The file at `path`, with the busy timeout every index connection uses
-/// and the terms table's tokenizer registered.
+/// The existing file at `path` (never created: a file that went missing is
+/// an error, not a new empty database), with the busy timeout every index
+/// connection uses and the terms table's tokenizer registered.
 fn open_file(path: &Path) -> rusqlite::Result<Connection> {
-    let conn = Connection::open(path)?;
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        | OpenFlags::SQLITE_OPEN_URI;
+    let conn = Connection::open_with_flags(path, flags)?;
     conn.busy_timeout(std::time::Duration::from_secs(10))?;
     fts5_tokenizer::register(&conn)?;
     Ok(conn)
@@ -120,12 +137,27 @@ fn set_modes(conn: &Connection, building: bool) -> rusqlite::Result<()> {
     }
 }
 
+/// `path` as an SQLite URI that opens the existing file read-write only
+/// (`mode=rw`: an `ATTACH` never creates a missing file).
+fn existing_file_uri(path: &Path) -> String {
+    let mut uri = String::from("file:");
+    for b in path.to_string_lossy().bytes() {
+        if b.is_ascii_alphanumeric() || b"/-_.~".contains(&b) {
+            uri.push(b as char);
+        } else {
+            uri.push_str(&format!("%{b:02X}"));
+        }
+    }
+    uri.push_str("?mode=rw");
+    uri
+}
+
 /// The index file for searches: the terms file attached as [`TERMS_SCHEMA`].
 fn connect_search(path: &Path, terms_path: &Path) -> rusqlite::Result<Connection> {
     let conn = open_file(path)?;
     conn.execute(
         &format!("ATTACH DATABASE ?1 AS {TERMS_SCHEMA}"),
-        [terms_path.to_string_lossy()],
+        [existing_file_uri(terms_path)],
     )?;
     Ok(conn)
 }
@@ -135,77 +167,227 @@ fn stamp(conn: &Connection) -> Option<(String, String)> {
     Some((meta_value(conn, "schema")?, meta_value(conn, "tokenizer")?))
 }
 
-fn remove_files(path: &Path) {
-    for suffix in ["", "-wal", "-shm", "-journal"] {
-        let mut p = path.as_os_str().to_owned();
-        p.push(suffix);
-        let _ = std::fs::remove_file(PathBuf::from(p));
-    }
-}
-
-/// A new, empty file at `path` made by `create` (plus the stamp, batch
-/// counter 0 and `extra` `meta` rows), in rollback-journal mode.
-fn create_file(path: &Path, create: &str, extra: &str) -> Result<Connection> {
+/// A new, empty file at `path` (owner-only) made by `create` (plus the
+/// stamp, generation `id`, batch counter 0 and `extra` `meta` rows), in
+/// rollback-journal mode.
+fn create_file(path: &Path, id: &str, create: &str, extra: &str) -> Result<Connection> {
+    generation::create_private_file(path)?;
     let conn = open_file(path).at(path)?;
     conn.pragma_update(None, "journal_mode", "DELETE")
         .at(path)?;
     conn.pragma_update(None, "synchronous", "FULL").at(path)?;
     conn.execute_batch(&format!(
         "BEGIN; {create} INSERT INTO meta VALUES ('schema', '{SCHEMA_VERSION}'), \
-         ('tokenizer', '{TOKENIZER}'), ('{BATCH_KEY}', '0'){extra}; COMMIT;"
+         ('tokenizer', '{TOKENIZER}'), ('{GENERATION_KEY}', '{id}'), \
+         ('{BATCH_KEY}', '0'){extra}; COMMIT;"
     ))
     .at(path)?;
     Ok(conn)
 }
 
-/// The open connections of an existing index whose stamps match and
-/// whose batch counters agree (`None`: anything else).
-fn open_existing(path: &Path, terms_path: &Path) -> Option<(Connection, Connection, bool)> {
-    if !path.exists() || !terms_path.exists() {
-        return None;
+/// Whether an SQLite error says the database is busy or locked (try
+/// later), not that the file is unusable.
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(e, rusqlite::Error::SqliteFailure(f, _)
+        if matches!(f.code, ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked))
+}
+
+/// `Ok(None)` for an error that makes the file unusable, the error itself
+/// when it is only busy.
+fn usable<T>(r: rusqlite::Result<T>, path: &Path) -> Result<Option<T>> {
+    match r {
+        Ok(v) => Ok(Some(v)),
+        Err(e) if is_busy(&e) => Err(e).at(path),
+        Err(_) => Ok(None),
     }
+}
+
+/// The open generation `id` of the index directory `root`, when both its
+/// files exist, look whole, carry this build's stamp and the generation's
+/// id, and have the same batch counter (`None`: anything else, to be
+/// replaced; an error only when a file is busy).
+fn open_generation(root: &Path, id: &str) -> Result<Option<Db>> {
+    let dir = generation::gen_dir(root, id);
+    let path = dir.join(INDEX_FILE);
+    let terms_path = dir.join(TERMS_FILE);
+    if !path.is_file() || !terms_path.is_file() {
+        return Ok(None);
+    }
+    if generation::header_damage(&path).is_some()
+        || generation::header_damage(&terms_path).is_some()
+    {
+        return Ok(None);
+    }
+    let Some(conn) = usable(open_file(&path), &path)? else {
+        return Ok(None);
+    };
     // The index file's mark governs both files' modes.
-    let conn = open_file(path).ok()?;
     let building = is_building(&conn);
-    let terms = open_file(terms_path).ok()?;
-    set_modes(&conn, building).ok()?;
-    set_modes(&terms, building).ok()?;
+    let Some(terms) = usable(open_file(&terms_path), &terms_path)? else {
+        return Ok(None);
+    };
+    if usable(set_modes(&conn, building), &path)?.is_none()
+        || usable(set_modes(&terms, building), &terms_path)?.is_none()
+    {
+        return Ok(None);
+    }
     let expected = (SCHEMA_VERSION.to_string(), TOKENIZER.to_string());
     let stamped =
         stamp(&conn).as_ref() == Some(&expected) && stamp(&terms).as_ref() == Some(&expected);
+    let ours = meta_value(&conn, GENERATION_KEY).as_deref() == Some(id)
+        && meta_value(&terms, GENERATION_KEY).as_deref() == Some(id);
     let agree = batch_counter(&conn).is_some() && batch_counter(&conn) == batch_counter(&terms);
-    (stamped && agree).then_some((conn, terms, building))
+    if !(stamped && ours && agree) {
+        return Ok(None);
+    }
+    let Some(search) = usable(connect_search(&path, &terms_path), &path)? else {
+        return Ok(None);
+    };
+    Ok(Some(Db::assemble(
+        root, id, path, terms_path, conn, terms, search, building,
+    )))
 }
 
 impl Db {
-    /// Open the index whose index file is `path` (the terms file beside
-    /// it); a missing, stale, unreadable or half-written one is replaced
-    /// by an empty index (the flag says so).
-    pub(super) fn open(path: &Path) -> Result<(Db, bool)> {
-        let terms_path = path.with_file_name(TERMS_FILE);
-        let (conn, terms, building, created) = match open_existing(path, &terms_path) {
-            Some((conn, terms, building)) => (conn, terms, building, false),
-            None => {
-                remove_files(path);
-                remove_files(&terms_path);
-                let (conn, terms) = create(path, &terms_path)?;
-                (conn, terms, true, true)
-            }
-        };
-        let search = connect_search(path, &terms_path).at(path)?;
-        Ok((
-            Db {
-                conn,
-                terms: Mutex::new(terms),
-                search,
-                path: path.to_path_buf(),
-                terms_path,
-                building,
-                batch_docs: super::indexer::BATCH_DOCS,
-                doc_freqs: DocFreqs::default(),
-            },
-            created,
+    #[allow(clippy::too_many_arguments)]
+    fn assemble(
+        root: &Path,
+        id: &str,
+        path: PathBuf,
+        terms_path: PathBuf,
+        conn: Connection,
+        terms: Connection,
+        search: Connection,
+        building: bool,
+    ) -> Db {
+        Db {
+            identity: (
+                generation::identity(&path),
+                generation::identity(&terms_path),
+            ),
+            conn,
+            terms: Mutex::new(terms),
+            search,
+            root: root.to_path_buf(),
+            id: id.to_string(),
+            path,
+            terms_path,
+            building,
+            batch_docs: super::indexer::BATCH_DOCS,
+            doc_freqs: DocFreqs::default(),
+        }
+    }
+
+    /// A new, empty index (both files, with the `building` mark) of
+    /// generation `id` in `dir` (a directory of the index directory `root`).
+    fn create_in(root: &Path, dir: &Path, id: &str) -> Result<Db> {
+        let path = dir.join(INDEX_FILE);
+        let terms_path = dir.join(TERMS_FILE);
+        let terms = create_file(&terms_path, id, CREATE_TERMS, "")?;
+        let conn = create_file(
+            &path,
+            id,
+            CREATE,
+            &format!(", ('{JOURNAL_KEY}', '{BUILDING}')"),
+        )?;
+        let search = connect_search(&path, &terms_path).at(&path)?;
+        Ok(Db::assemble(
+            root, id, path, terms_path, conn, terms, search, true,
         ))
+    }
+
+    /// Open the live index of the index directory `root`; a missing,
+    /// stale, damaged or half-written one is replaced by a new, empty
+    /// generation (the flag says so).
+    pub(super) fn open(root: &Path) -> Result<(Db, bool)> {
+        crate::paths::create_private_dir(root)?;
+        for _ in 0..8 {
+            let live = generation::live_id(root);
+            if let Some(id) = &live {
+                if let Some(db) = open_generation(root, id)? {
+                    return Ok((db, false));
+                }
+                if generation::live_id(root) != live {
+                    continue; // swapped meanwhile: open the new one
+                }
+            }
+            let _lock = generation::lock_root(root)?;
+            if generation::live_id(root) != live {
+                continue; // replaced by another process meanwhile
+            }
+            let id = generation::new_id();
+            let dir = generation::gen_dir(root, &id);
+            crate::paths::create_private_dir(&dir)?;
+            let db = Db::create_in(root, &dir, &id)?;
+            generation::publish(root, &id)?;
+            return Ok((db, true));
+        }
+        Err(generation::damaged(
+            &root.join(generation::CURRENT_FILE),
+            "the live generation changed at every attempt to open it",
+        ))
+    }
+
+    /// Whether another connection or process made another generation live
+    /// (or replaced one of this one's files) since this one was opened.
+    pub(super) fn moved(&self) -> bool {
+        generation::live_id(&self.root).as_deref() != Some(self.id.as_str())
+            || generation::identity(&self.path) != self.identity.0
+            || generation::identity(&self.terms_path) != self.identity.1
+    }
+
+    /// Follow a swap ([`Db::moved`]): reopen the live generation. `Some`
+    /// when it reopened, `Some(true)` when what it found had to be replaced
+    /// by a new, empty one.
+    pub(super) fn follow(&mut self) -> Result<Option<bool>> {
+        if !self.moved() {
+            return Ok(None);
+        }
+        let (db, created) = Db::open(&self.root)?;
+        let batch_docs = self.batch_docs;
+        *self = db;
+        self.batch_docs = batch_docs;
+        Ok(Some(created))
+    }
+
+    /// Build a new generation beside the live one with `fill`, then make it
+    /// live in one step and reopen it: readers see the old index until the
+    /// swap, the new one after it.
+    pub(super) fn rebuild_beside<T>(
+        &mut self,
+        fill: impl FnOnce(&mut Db) -> Result<T>,
+    ) -> Result<T> {
+        let build = generation::begin_build(&self.root)?;
+        let mut fresh = Db::create_in(&self.root, &build.dir, &build.id)?;
+        fresh.batch_docs = self.batch_docs;
+        let out = fill(&mut fresh)?;
+        fresh.finish_build()?;
+        drop(fresh);
+        generation::publish_build(&self.root, build)?;
+        let (db, _) = Db::open(&self.root)?;
+        let batch_docs = self.batch_docs;
+        *self = db;
+        self.batch_docs = batch_docs;
+        Ok(out)
+    }
+
+    /// The error for a damaged index: which of its files is damaged (its
+    /// header, then SQLite's quick check of each), or `e` itself when
+    /// neither says so.
+    pub(super) fn diagnose(&self, e: SearchError) -> SearchError {
+        for (path, conn) in [(&self.path, &self.conn), (&self.terms_path, &*self.terms())] {
+            if let Some(detail) = generation::header_damage(path) {
+                return generation::damaged(path, detail);
+            }
+            let check: rusqlite::Result<String> =
+                conn.query_row("PRAGMA quick_check(1)", [], |r| r.get(0));
+            match check {
+                Ok(ok) if ok == "ok" => {}
+                Ok(detail) => return generation::damaged(path, detail),
+                Err(err) => return generation::damaged(path, err.to_string()),
+            }
+        }
+        e
     }
 
     pub(super) fn path(&self) -> &Path {
@@ -228,26 +410,6 @@ impl Db {
     /// terms thread).
     pub(super) fn terms_mutex(&self) -> &Mutex<Connection> {
         &self.terms
-    }
-
-    /// Replace the index with an empty one.
-    pub(super) fn clear(&mut self) -> Result<()> {
-        let placeholder = || Connection::open_in_memory().at(&self.path);
-        drop(std::mem::replace(&mut self.search, placeholder()?));
-        drop(std::mem::replace(&mut self.conn, placeholder()?));
-        drop(std::mem::replace(
-            self.terms.get_mut().unwrap_or_else(|e| e.into_inner()),
-            placeholder()?,
-        ));
-        remove_files(&self.path);
-        remove_files(&self.terms_path);
-        let (conn, terms) = create(&self.path, &self.terms_path)?;
-        self.conn = conn;
-        *self.terms.get_mut().unwrap_or_else(|e| e.into_inner()) = terms;
-        self.search = connect_search(&self.path, &self.terms_path).at(&self.path)?;
-        self.doc_freqs = DocFreqs::default();
-        self.building = true;
-        Ok(())
     }
 
     /// After an update: when this index was still being filled, switch
@@ -314,13 +476,6 @@ impl Db {
             bytes,
         })
     }
-}
-
-/// A new, empty index (both files), with the `building` mark.
-fn create(path: &Path, terms_path: &Path) -> Result<(Connection, Connection)> {
-    let terms = create_file(terms_path, CREATE_TERMS, "")?;
-    let conn = create_file(path, CREATE, &format!(", ('{JOURNAL_KEY}', '{BUILDING}')"))?;
-    Ok((conn, terms))
 }
 
 /// At most this many bytes of a message are embedded (its start): the
@@ -452,7 +607,7 @@ mod tests {
     #[test]
     fn a_new_index_carries_the_fts5_write_settings() {
         let dir = tempfile::tempdir().unwrap();
-        let (db, created) = Db::open(&dir.path().join("index.sqlite")).unwrap();
+        let (db, created) = Db::open(dir.path()).unwrap();
         assert!(created);
         let setting = |key: &str| -> i64 {
             db.terms()
@@ -471,7 +626,7 @@ mod tests {
     #[test]
     fn a_new_index_is_filled_with_a_rollback_journal_then_switched_to_wal() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("index.sqlite");
+        let path = dir.path().to_path_buf();
         let (mut db, created) = Db::open(&path).unwrap();
         assert!(created && db.building);
         assert_eq!(db.journal_modes(), both("delete"));
@@ -507,7 +662,7 @@ mod tests {
     #[test]
     fn a_mark_left_on_a_wal_index_is_cleared() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("index.sqlite");
+        let path = dir.path().to_path_buf();
         let (db, _) = Db::open(&path).unwrap();
         db.conn.pragma_update(None, "journal_mode", "WAL").unwrap();
         db.terms()
@@ -521,14 +676,82 @@ mod tests {
         assert!(!is_building(&db.conn));
     }
 
-    /// `clear` (a rebuild) fills the new file with a rollback journal again.
+    /// A rebuild fills its new files with a rollback journal again, and
+    /// the generation it makes live is in WAL mode.
     #[test]
-    fn a_cleared_index_is_filled_with_a_rollback_journal() {
+    fn a_rebuild_is_filled_with_a_rollback_journal_then_published_in_wal() {
         let dir = tempfile::tempdir().unwrap();
-        let (mut db, _) = Db::open(&dir.path().join("index.sqlite")).unwrap();
+        let (mut db, _) = Db::open(dir.path()).unwrap();
         db.finish_build().unwrap();
-        db.clear().unwrap();
-        assert!(db.building && is_building(&db.conn));
-        assert_eq!(db.journal_modes(), both("delete"));
+        let old = db.id.clone();
+        db.rebuild_beside(|fresh| {
+            assert!(fresh.building && is_building(&fresh.conn));
+            assert_eq!(fresh.journal_modes(), both("delete"));
+            Ok(())
+        })
+        .unwrap();
+        assert_ne!(db.id, old);
+        assert!(!db.building);
+        assert_eq!(db.journal_modes(), both("wal"));
+        assert!(
+            !generation::gen_dir(dir.path(), &old).exists(),
+            "old generation deleted"
+        );
+    }
+
+    /// A file damaged past its stamp (its second half overwritten)
+    /// opens, but the failure it causes is named after that file, the
+    /// index file or the terms file, not always the index file.
+    #[test]
+    fn a_damaged_file_is_named_by_its_own_path() {
+        for terms_damaged in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let (mut db, _) = Db::open(dir.path()).unwrap();
+            {
+                let terms = db.terms();
+                terms.execute_batch("BEGIN").unwrap();
+                for rowid in 1..3000 {
+                    terms
+                        .execute(
+                            "INSERT INTO terms(rowid, body) VALUES (?1, ?2)",
+                            params![rowid, format!("gecko w{rowid} basking rock")],
+                        )
+                        .unwrap();
+                }
+                terms.execute_batch("COMMIT").unwrap();
+            }
+            db.conn.execute_batch("BEGIN").unwrap();
+            for rowid in 1..3000 {
+                db.conn
+                    .execute(
+                        "INSERT INTO docs(rowid, sid, seq, role, ts_ms, tools, chash, text) \
+                         VALUES (?1, 1, ?1, 'user', 0, '', x'00', 'some text to fill pages')",
+                        [rowid],
+                    )
+                    .unwrap();
+            }
+            db.conn.execute_batch("COMMIT").unwrap();
+            db.finish_build().unwrap();
+            let target = if terms_damaged {
+                db.terms_path().to_path_buf()
+            } else {
+                db.path().to_path_buf()
+            };
+            drop(db);
+            let mut bytes = std::fs::read(&target).unwrap();
+            assert!(bytes.len() > 3 * 4096);
+            let from = bytes.len() / 2 / 4096 * 4096;
+            for (i, b) in bytes.iter_mut().enumerate().skip(from) {
+                *b = (i * 31 + 7) as u8;
+            }
+            std::fs::write(&target, bytes).unwrap();
+            let (db, created) = Db::open(dir.path()).unwrap();
+            assert!(!created, "the stamps still read");
+            let e = SearchError::Invalid("a query failed".into());
+            match db.diagnose(e) {
+                SearchError::Damaged { path, .. } => assert_eq!(path, target),
+                other => panic!("{other}"),
+            }
+        }
     }
 }

@@ -15,6 +15,15 @@ pub enum SearchError {
         #[source]
         source: rusqlite::Error,
     },
+    /// A file of the index is damaged (truncated, overwritten, or from
+    /// another index) and could not be rebuilt.
+    #[error("search index {}: damaged ({detail})", path.display())]
+    Damaged {
+        /// The damaged file.
+        path: PathBuf,
+        /// What is wrong with it.
+        detail: String,
+    },
     /// Reading the store failed.
     #[error(transparent)]
     Store(#[from] crate::Error),
@@ -40,6 +49,7 @@ impl SearchError {
     pub fn kind(&self) -> crate::error::ErrorKind {
         match self {
             SearchError::Database { .. } => crate::error::ErrorKind::Io,
+            SearchError::Damaged { .. } => crate::error::ErrorKind::Corrupt,
             SearchError::Store(e) => e.kind(),
             SearchError::Embedding(e) => e.kind(),
             SearchError::Invalid(_) => crate::error::ErrorKind::Invalid,

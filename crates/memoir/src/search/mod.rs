@@ -43,6 +43,7 @@ mod engine;
 mod error;
 #[allow(unsafe_code)] // the terms table's FTS5 tokenizer: C callbacks, each argued
 pub mod fts5_tokenizer;
+mod generation;
 mod indexer;
 #[cfg(feature = "postgres")]
 mod pg;
@@ -56,7 +57,8 @@ mod text;
 mod time;
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -230,8 +232,9 @@ pub struct IndexStats {
 /// Where an index lives: one engine per kind of store.
 enum Engine {
     /// SQLite FTS5 in two files next to the store (boxed: three
-    /// connections).
-    Sqlite(Box<engine::Db>),
+    /// connections; in a mutex so that a search, which takes `&self`, can
+    /// follow a swap or rebuild a damaged index).
+    Sqlite(Box<Mutex<engine::Db>>),
     /// Tables in the PostgreSQL store's own database.
     #[cfg(feature = "postgres")]
     Postgres(pg::PgIndex),
@@ -244,7 +247,7 @@ pub struct SearchIndex {
     tokenizer: Tokenizer,
     embedder: Arc<dyn EmbeddingProvider>,
     hybrid: HybridParams,
-    rebuilt_on_open: bool,
+    rebuilt_on_open: AtomicBool,
 }
 
 impl std::fmt::Debug for SearchIndex {
@@ -273,9 +276,9 @@ impl SearchIndex {
     /// The index of any store, kept in `index_dir`.
     pub fn open_store(store: Arc<dyn LogStore>, index_dir: &Path) -> Result<SearchIndex> {
         crate::paths::create_private_dir(index_dir)?;
-        let (db, rebuilt) = engine::Db::open(&index_dir.join(INDEX_FILE))?;
+        let (db, rebuilt) = engine::Db::open(index_dir)?;
         Ok(SearchIndex::with_engine(
-            Engine::Sqlite(Box::new(db)),
+            Engine::Sqlite(Box::new(Mutex::new(db))),
             store,
             rebuilt,
         ))
@@ -319,7 +322,7 @@ impl SearchIndex {
             tokenizer: index_tokenizer(),
             embedder: Arc::new(HashEmbedder::new(crate::embed::hash::DEFAULT_DIMS)),
             hybrid: HybridParams::default(),
-            rebuilt_on_open: rebuilt,
+            rebuilt_on_open: AtomicBool::new(rebuilt),
         }
     }
 
@@ -338,7 +341,7 @@ impl SearchIndex {
     /// ignores it.
     pub fn with_batch_docs(mut self, docs: usize) -> SearchIndex {
         match &mut self.db {
-            Engine::Sqlite(db) => db.batch_docs = docs.max(1),
+            Engine::Sqlite(db) => lock(db).batch_docs = docs.max(1),
             #[cfg(feature = "postgres")]
             Engine::Postgres(_) => {}
         }
@@ -350,20 +353,73 @@ impl SearchIndex {
         &self.embedder
     }
 
-    /// Where the database lives (for PostgreSQL, the store's locator
-    /// followed by `/memoir_search`; never credentials).
-    pub fn path(&self) -> &Path {
+    /// Where the database lives: the live generation's index file (for
+    /// PostgreSQL, the store's locator followed by `/memoir_search`; never
+    /// credentials).
+    pub fn path(&self) -> PathBuf {
         match &self.db {
-            Engine::Sqlite(db) => db.path(),
+            Engine::Sqlite(db) => lock(db).path().to_path_buf(),
             #[cfg(feature = "postgres")]
-            Engine::Postgres(ix) => ix.path(),
+            Engine::Postgres(ix) => ix.path().to_path_buf(),
         }
     }
 
     /// Whether opening found no usable index (missing, stale, unreadable)
     /// and started a new one.
     pub fn rebuilt_on_open(&self) -> bool {
-        self.rebuilt_on_open
+        self.rebuilt_on_open.load(Ordering::Relaxed)
+    }
+
+    /// Run `op` on the live SQLite index: first follow a swap another
+    /// process made (a rebuild); when `op` fails right after one, run it
+    /// again on the new generation; when it fails because a file is
+    /// damaged, rebuild the index beside it and run it once more (the
+    /// error, if the rebuild fails too, names the damaged file).
+    fn on_live<T>(
+        &self,
+        db: &mut engine::Db,
+        mut op: impl FnMut(&mut engine::Db) -> Result<T>,
+    ) -> Result<T> {
+        self.follow(db)?;
+        let e = match op(db) {
+            Ok(v) => return Ok(v),
+            Err(e) => e,
+        };
+        if db.moved() {
+            self.follow(db)?;
+            return op(db);
+        }
+        if !is_damage(&e) {
+            return Err(e);
+        }
+        let named = db.diagnose(e);
+        match self.rebuild_sqlite(db) {
+            Ok(_) => {
+                self.rebuilt_on_open.store(true, Ordering::Relaxed);
+                op(db)
+            }
+            Err(_) => Err(named),
+        }
+    }
+
+    /// Reopen the live generation when it is no longer the open one; when
+    /// what was found there could not be trusted (it was replaced by an
+    /// empty one), fill it before anything reads it.
+    fn follow(&self, db: &mut engine::Db) -> Result<()> {
+        if db.follow()? == Some(true) {
+            self.rebuilt_on_open.store(true, Ordering::Relaxed);
+            catchup::update(db, self.store.as_ref(), &self.tokenizer)?;
+            db.finish_build()?;
+        }
+        Ok(())
+    }
+
+    /// Index the whole store into a new generation beside the live one,
+    /// then swap it in.
+    fn rebuild_sqlite(&self, db: &mut engine::Db) -> Result<UpdateReport> {
+        let store = self.store.as_ref();
+        let tk = &self.tokenizer;
+        db.rebuild_beside(|fresh| catchup::update(fresh, store, tk))
     }
 
     /// Catch up with the store: index new and changed sessions, drop deleted
@@ -375,16 +431,19 @@ impl SearchIndex {
     /// SQLite-indexed stores, every session is listed and `stat`ed
     /// (`full_scan` in the report); on PostgreSQL, one query for the store.
     pub fn update(&mut self) -> Result<UpdateReport> {
-        let mut report = match &mut self.db {
+        let mut report = match &self.db {
             Engine::Sqlite(db) => {
-                let report = catchup::update(db, self.store.as_ref(), &self.tokenizer)?;
-                db.finish_build()?;
-                report
+                let (store, tk) = (self.store.as_ref(), &self.tokenizer);
+                self.on_live(&mut lock(db), |db| {
+                    let report = catchup::update(db, store, tk)?;
+                    db.finish_build()?;
+                    Ok(report)
+                })?
             }
             #[cfg(feature = "postgres")]
             Engine::Postgres(ix) => ix.update_all(&self.tokenizer)?,
         };
-        report.rebuilt |= std::mem::take(&mut self.rebuilt_on_open);
+        report.rebuilt |= self.rebuilt_on_open.swap(false, Ordering::Relaxed);
         Ok(report)
     }
 
@@ -392,23 +451,35 @@ impl SearchIndex {
     /// only that session, from its cursor on. A session the store no longer
     /// has is dropped from the index.
     pub fn note_append(&mut self, session: &str) -> Result<UpdateReport> {
-        match &mut self.db {
+        match &self.db {
             Engine::Sqlite(db) => {
-                indexer::update_one(db, self.store.as_ref(), &self.tokenizer, session)
+                let (store, tk) = (self.store.as_ref(), &self.tokenizer);
+                self.on_live(&mut lock(db), |db| {
+                    indexer::update_one(db, store, tk, session)
+                })
             }
             #[cfg(feature = "postgres")]
             Engine::Postgres(ix) => ix.update_one(&self.tokenizer, session),
         }
     }
 
-    /// Forget everything and index the whole store again.
+    /// Forget everything and index the whole store again. On SQLite the
+    /// new index is built beside the live one and swapped in at the end:
+    /// searches meanwhile (here or in other processes) use the old one.
     pub fn rebuild(&mut self) -> Result<UpdateReport> {
-        match &mut self.db {
-            Engine::Sqlite(db) => db.clear()?,
+        let mut report = match &self.db {
+            Engine::Sqlite(db) => {
+                let mut db = lock(db);
+                db.follow()?;
+                self.rebuild_sqlite(&mut db)?
+            }
             #[cfg(feature = "postgres")]
-            Engine::Postgres(ix) => ix.clear()?,
-        }
-        let mut report = self.update()?;
+            Engine::Postgres(ix) => {
+                ix.clear()?;
+                ix.update_all(&self.tokenizer)?
+            }
+        };
+        self.rebuilt_on_open.store(false, Ordering::Relaxed);
         report.rebuilt = true;
         Ok(report)
     }
@@ -418,13 +489,14 @@ impl SearchIndex {
         let tk = &self.tokenizer;
         let embedder = self.embedder.as_ref();
         match &self.db {
-            Engine::Sqlite(db) => {
+            Engine::Sqlite(db) => self.on_live(&mut lock(db), |db| {
                 let source = query::Sqlite {
                     db,
+                    tk,
                     store: self.store.as_ref(),
                 };
                 query::run(&source, tk, embedder, &self.hybrid, query)
-            }
+            }),
             #[cfg(feature = "postgres")]
             Engine::Postgres(ix) => pg::search(ix, tk, embedder, &self.hybrid, query),
         }
@@ -439,14 +511,13 @@ impl SearchIndex {
         batch: usize,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<u64> {
-        match &mut self.db {
-            Engine::Sqlite(db) => engine::embed_missing(
-                db,
-                self.store.as_ref(),
-                self.embedder.as_ref(),
-                batch,
-                progress,
-            ),
+        match &self.db {
+            Engine::Sqlite(db) => {
+                let (store, embedder) = (self.store.as_ref(), self.embedder.as_ref());
+                self.on_live(&mut lock(db), |db| {
+                    engine::embed_missing(db, store, embedder, batch, progress)
+                })
+            }
             #[cfg(feature = "postgres")]
             Engine::Postgres(ix) => ix.embed_missing(self.embedder.as_ref(), batch, progress),
         }
@@ -455,7 +526,7 @@ impl SearchIndex {
     /// Size of the index.
     pub fn stats(&self) -> Result<IndexStats> {
         match &self.db {
-            Engine::Sqlite(db) => db.stats(),
+            Engine::Sqlite(db) => self.on_live(&mut lock(db), |db| db.stats()),
             #[cfg(feature = "postgres")]
             Engine::Postgres(ix) => ix.stats(),
         }
@@ -472,7 +543,31 @@ pub fn default_index_dir(store: &dyn LogStore) -> Option<PathBuf> {
     (probe.extension().is_some_and(|x| x == "jsonl") && dir.is_dir()).then(|| dir.join(INDEX_DIR))
 }
 
-/// The index location of a sessions directory.
-pub fn index_path(sessions_dir: &Path) -> PathBuf {
-    sessions_dir.join(INDEX_DIR).join(INDEX_FILE)
+/// The live index file of a sessions directory's index, `None` when it has
+/// none (`<sessions dir>/search/gen-<id>/index.sqlite`, the generation the
+/// pointer `search/current` names).
+pub fn index_path(sessions_dir: &Path) -> Option<PathBuf> {
+    generation::live_index_file(&sessions_dir.join(INDEX_DIR))
+}
+
+/// The SQLite engine's index, locked (a thread that panicked holding it
+/// left the connections usable: SQLite rolls back what was open).
+fn lock(db: &Mutex<engine::Db>) -> MutexGuard<'_, engine::Db> {
+    db.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Whether a failure says a file of the index is damaged (SQLite's
+/// "malformed" or "not a database", or a damage memoir found).
+fn is_damage(e: &SearchError) -> bool {
+    match e {
+        SearchError::Damaged { .. } => true,
+        SearchError::Database {
+            source: rusqlite::Error::SqliteFailure(f, _),
+            ..
+        } => matches!(
+            f.code,
+            rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase
+        ),
+        _ => false,
+    }
 }

@@ -547,13 +547,35 @@ impl PgSource<'_> {
 }
 
 impl Postings for PgSource<'_> {
-    fn collection(&self) -> Result<Option<(i64, f64)>> {
-        let (n, terms) = self.pg.search_collection()?;
+    fn collection(&self, scope: Option<&str>) -> Result<Option<(i64, f64)>> {
+        let (n, terms) = match scope {
+            None => self.pg.search_collection()?,
+            Some(prefix) => {
+                let rows = self.pg.search_query(
+                    "SELECT coalesce(sum(docs), 0)::bigint, coalesce(sum(tokens), 0)::bigint \
+                     FROM memoir_search_sessions WHERE left(id, length($1)) = $1",
+                    &[&prefix],
+                )?;
+                rows.first().map_or((0, 0), |r| (r.get(0), r.get(1)))
+            }
+        };
         Ok((n > 0).then(|| (n, (terms as f64 / n as f64).max(1.0))))
     }
 
-    fn doc_frequency(&self, term: &str) -> Result<i64> {
-        Ok(self.pg.search_doc_frequency(term)?)
+    fn doc_frequency(&self, term: &str, scope: Option<&str>) -> Result<i64> {
+        match scope {
+            None => Ok(self.pg.search_doc_frequency(term)?),
+            // The kept frequencies are the whole store's: the scope's
+            // documents are counted.
+            Some(prefix) => {
+                let sql = format!(
+                    "SELECT count(*) FROM {FROM} \
+                     WHERE d.terms @@ $1::text::tsquery AND left(s.id, length($2)) = $2"
+                );
+                let rows = self.pg.search_query(&sql, &[&lexeme(term), &prefix])?;
+                Ok(rows.first().map_or(0, |r| r.get(0)))
+            }
+        }
     }
 
     fn holding(
@@ -588,14 +610,15 @@ impl Postings for PgSource<'_> {
     }
 
     fn ranked(&self, q: &Parsed, f: &SearchFilter, limit: usize) -> Result<Vec<Candidate>> {
-        let (Some(query), Some((n, avgdl))) = (tsquery(q), self.collection()?) else {
+        let scope = query::scope_of(f);
+        let (Some(query), Some((n, avgdl))) = (tsquery(q), self.collection(scope)?) else {
             return Ok(Vec::new());
         };
         let mut terms: Vec<&String> = q.terms.iter().collect();
         terms.sort();
         let (mut words, mut idfs) = (Vec::new(), Vec::new());
         for t in terms {
-            let df = self.doc_frequency(t)?;
+            let df = self.doc_frequency(t, scope)?;
             if df > 0 {
                 words.push(t.clone());
                 idfs.push(idf(n, df));

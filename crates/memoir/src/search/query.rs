@@ -158,12 +158,18 @@ pub(super) trait Source: Postings {
 /// What the shared lexical algorithms ([`lexical`], [`bounded_candidates`])
 /// need from an engine's inverted index. Documents are in insertion order
 /// ("newest" is the last inserted), matches use the query's terms exactly.
+///
+/// BM25's statistics are those of a scope ([`scope_of`]): the sessions
+/// whose id starts with the query's `session` filter, or every session
+/// without one. So a search restricted to a prefix (a server's project:
+/// ids `P~...`) is scored by the data under that prefix alone; nothing
+/// written elsewhere moves its scores.
 pub(super) trait Postings {
-    /// `(documents, average length in terms)` of the whole index; `None`
-    /// when it is empty.
-    fn collection(&self) -> Result<Option<(i64, f64)>>;
-    /// How many documents hold `term`.
-    fn doc_frequency(&self, term: &str) -> Result<i64>;
+    /// `(documents, average length in terms)` of the sessions in `scope`
+    /// (all without one); `None` when there are none.
+    fn collection(&self, scope: Option<&str>) -> Result<Option<(i64, f64)>>;
+    /// How many documents of the sessions in `scope` hold `term`.
+    fn doc_frequency(&self, term: &str, scope: Option<&str>) -> Result<i64>;
     /// Documents holding at least one of `any` (and matching the whole of
     /// `also` when given) that the filters allow, newest first, at most
     /// `cap`; unscored.
@@ -176,9 +182,9 @@ pub(super) trait Postings {
     ) -> Result<Vec<Candidate>>;
     /// The newest `cap` documents matching the whole query; unscored.
     fn newest_matching(&self, q: &Parsed, f: &SearchFilter, cap: i64) -> Result<Vec<Candidate>>;
-    /// The engine's own exact BM25 over every match: the best `limit`, then
-    /// recency (the fallback of [`lexical`] when the rare-term path cannot
-    /// prove its answer).
+    /// The engine's own exact BM25 over every match (statistics of the
+    /// filter's scope): the best `limit`, then recency (the fallback of
+    /// [`lexical`] when the rare-term path cannot prove its answer).
     fn ranked(&self, q: &Parsed, f: &SearchFilter, limit: usize) -> Result<Vec<Candidate>>;
 }
 
@@ -286,6 +292,11 @@ pub(super) fn idf(n: i64, df: i64) -> f64 {
     (1.0 + (n - df) as f64 / (df as f64 + 0.5)).ln().max(0.0)
 }
 
+/// The statistics scope of a filter: its session id prefix.
+pub(super) fn scope_of(f: &SearchFilter) -> Option<&str> {
+    f.session.as_deref()
+}
+
 /// The rare-term path reads at most this many candidate documents.
 const RARE_CANDIDATES: i64 = 2000;
 
@@ -325,10 +336,11 @@ fn rare_first(
     f: &SearchFilter,
     limit: usize,
 ) -> Result<Option<Vec<Candidate>>> {
-    let Some((n, avgdl)) = db.collection()? else {
+    let scope = scope_of(f);
+    let Some((n, avgdl)) = db.collection(scope)? else {
         return Ok(None);
     };
-    let split = split_terms(db, n, words)?;
+    let split = split_terms(db, n, words, scope)?;
     if split.rare.is_empty() {
         return Ok(None);
     }
@@ -360,6 +372,7 @@ fn split_terms<'a>(
     db: &dyn Postings,
     n: i64,
     terms: impl IntoIterator<Item = &'a String>,
+    scope: Option<&str>,
 ) -> Result<TermSplit> {
     let mut split = TermSplit {
         weights: Vec::new(),
@@ -369,7 +382,7 @@ fn split_terms<'a>(
     };
     let mut rare_docs = 0i64;
     for t in terms {
-        let df = db.doc_frequency(t)?;
+        let df = db.doc_frequency(t, scope)?;
         if df == 0 {
             continue;
         }
@@ -387,15 +400,16 @@ fn split_terms<'a>(
 }
 
 /// Collection statistics for BM25 computed in Rust: (documents, average
-/// length), `None` for an empty index.
-fn sqlite_collection(db: &Db) -> Result<Option<(i64, f64)>> {
+/// length) of the sessions in `scope`, `None` when they hold none.
+fn sqlite_collection(db: &Db, scope: Option<&str>) -> Result<Option<(i64, f64)>> {
     let (n, total): (i64, i64) = db
         .search
-        .query_row(
-            "SELECT coalesce(sum(docs), 0), coalesce(sum(tokens), 0) FROM sessions",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
+        .prepare_cached(
+            "SELECT coalesce(sum(docs), 0), coalesce(sum(tokens), 0) FROM sessions \
+             WHERE ?1 IS NULL OR substr(id, 1, length(?1)) = ?1",
         )
+        .at(db.path())?
+        .query_row([scope], |r| Ok((r.get(0)?, r.get(1)?)))
         .at(db.path())?;
     Ok((n > 0).then(|| (n, (total as f64 / n as f64).max(1.0))))
 }
@@ -441,12 +455,13 @@ pub(super) fn bounded_candidates(
     f: &SearchFilter,
     limit: usize,
 ) -> Result<Vec<Candidate>> {
-    let Some((n, avgdl)) = db.collection()? else {
+    let scope = scope_of(f);
+    let Some((n, avgdl)) = db.collection(scope)? else {
         return Ok(Vec::new());
     };
     let mut terms: Vec<&String> = parsed.terms.iter().collect();
     terms.sort();
-    let TermSplit { weights, rare, .. } = split_terms(db, n, terms)?;
+    let TermSplit { weights, rare, .. } = split_terms(db, n, terms, scope)?;
     let mut found = db.newest_matching(parsed, f, limit as i64)?;
     if !rare.is_empty() {
         let seen: HashSet<(String, u64)> =
@@ -597,17 +612,37 @@ fn hit(c: Candidate, terms: &HashSet<String>, tk: &Tokenizer) -> SearchHit {
 /// The SQLite engine's candidates.
 pub(super) struct Sqlite<'a> {
     pub(super) db: &'a Db,
+    /// The index's tokenizer (a scoped ranking scores in Rust).
+    pub(super) tk: &'a Tokenizer,
     /// The indexed store (texts kept by location are read from its logs).
     pub(super) store: &'a dyn LogStore,
 }
 
 impl Postings for Sqlite<'_> {
-    fn collection(&self) -> Result<Option<(i64, f64)>> {
-        sqlite_collection(self.db)
+    fn collection(&self, scope: Option<&str>) -> Result<Option<(i64, f64)>> {
+        sqlite_collection(self.db, scope)
     }
 
-    fn doc_frequency(&self, term: &str) -> Result<i64> {
-        self.db.doc_freqs.get(&self.db.search, self.db.path(), term)
+    fn doc_frequency(&self, term: &str, scope: Option<&str>) -> Result<i64> {
+        let db = self.db;
+        match scope {
+            None => db.doc_freqs.get(&db.search, db.path(), term),
+            // FTS5 counts over the whole table: the scope's documents are
+            // counted by walking the term's matches.
+            Some(prefix) => db
+                .search
+                .prepare_cached(
+                    "SELECT count(*) FROM terms JOIN docs d ON d.rowid = terms.rowid \
+                     JOIN sessions s ON s.sid = d.sid \
+                     WHERE terms MATCH ?1 AND substr(s.id, 1, length(?2)) = ?2",
+                )
+                .at(db.path())?
+                .query_row(
+                    rusqlite::params![quote(std::slice::from_ref(&term.to_string())), prefix],
+                    |r| r.get(0),
+                )
+                .at(db.path()),
+        }
     }
 
     fn holding(
@@ -637,9 +672,28 @@ impl Postings for Sqlite<'_> {
     }
 
     fn ranked(&self, q: &Parsed, f: &SearchFilter, limit: usize) -> Result<Vec<Candidate>> {
-        match q.fts.as_deref() {
-            Some(fts) => lexical_where(self, fts, f, limit),
-            None => Ok(Vec::new()),
+        match (q.fts.as_deref(), scope_of(f)) {
+            (None, _) => Ok(Vec::new()),
+            (Some(fts), None) => lexical_where(self, fts, f, limit),
+            // FTS5's `bm25()` weighs terms by the whole table: a scoped
+            // ranking scores every match of the scope in Rust instead.
+            (Some(_), Some(scope)) => {
+                let Some((n, avgdl)) = self.collection(Some(scope))? else {
+                    return Ok(Vec::new());
+                };
+                let mut terms: Vec<&String> = q.terms.iter().collect();
+                terms.sort();
+                let split = split_terms(self, n, terms, Some(scope))?;
+                let words: Vec<String> = split.weights.iter().map(|(t, _)| t.clone()).collect();
+                if words.is_empty() {
+                    return Ok(Vec::new());
+                }
+                let mut found = self.holding(&words, Some(q), f, i64::MAX)?;
+                score_bm25(&mut found, self.tk, &split.weights, avgdl);
+                rank(&mut found);
+                found.truncate(limit);
+                Ok(found)
+            }
         }
     }
 }

@@ -29,13 +29,15 @@
 //! million messages about 1.18× as fast, with the same query latency
 //! (docs/BENCHMARKS.md).
 //!
-//! The stamp is [`SCHEMA_VERSION`] plus [`TOKENIZER`], in both files; any
-//! other stamp (an older or newer memoir, a different tokenizer), a file
-//! missing, or batch counters that differ mean the index is deleted and
-//! rebuilt.
+//! The stamp is [`SCHEMA_VERSION`] plus [`TOKENIZER`], in both files, with
+//! the generation id ([`GENERATION_KEY`], `super::generation`); any other
+//! stamp (an older or newer memoir, a different tokenizer), another
+//! generation's id, a file missing, or batch counters that differ mean the
+//! index is replaced and rebuilt. Schema 6: the files live in a generation
+//! directory named by the pointer `search/current`.
 
 /// Version of the index layout written by this build.
-pub const SCHEMA_VERSION: &str = "5";
+pub const SCHEMA_VERSION: &str = "6";
 
 /// The schema name the terms file is attached under for searches.
 pub const TERMS_SCHEMA: &str = "t";
@@ -44,6 +46,11 @@ pub const TERMS_SCHEMA: &str = "t";
 /// batches committed; the terms file commits first, so a crash between
 /// the two commits leaves it one ahead (the index is then rebuilt).
 pub const BATCH_KEY: &str = "batch";
+
+/// `meta` key of the generation id, in both files: it must be the id of
+/// the generation directory they are in (`super::generation`), so a file
+/// moved in from another index or generation is never trusted.
+pub const GENERATION_KEY: &str = "generation";
 
 /// Key of the catch-up checkpoint in the index file's `meta` table
 /// (`super::catchup`).

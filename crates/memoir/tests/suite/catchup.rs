@@ -319,7 +319,7 @@ fn sigkill_during_a_catch_up_loses_nothing_and_the_next_one_completes_it() {
     drop(ix);
     // 30,000 new messages: more than one committed batch (the child's 20,000).
     write_in_other_process(tmp.path(), &["bulk 200 150"]);
-    let db = memoir::search::index_path(tmp.path());
+    let db = memoir::search::index_path(tmp.path()).unwrap();
     let indexed = |db: &Path| -> i64 {
         rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
             .and_then(|c| c.query_row("SELECT count(*) FROM docs", [], |r| r.get(0)))

@@ -70,6 +70,8 @@ mod postgres_store;
 mod postgres_tail;
 #[cfg(feature = "search")]
 mod search;
+#[cfg(feature = "search")]
+mod search_swap;
 #[cfg(feature = "postgres")]
 mod store_conformance;
 mod store_group;

@@ -20,6 +20,13 @@ use memoir::store::file::FileStore;
 use memoir::store::{Durability, LogStore};
 use support::corpus::{self, KnownAnswer, Spec};
 
+/// The file `name` of the live generation of the index directory
+/// `search_dir` (the one its pointer `current` names).
+pub fn live_file(search_dir: &Path, name: &str) -> std::path::PathBuf {
+    let generation = std::fs::read_to_string(search_dir.join("current")).unwrap();
+    search_dir.join(generation.trim()).join(name)
+}
+
 fn store(dir: &Path) -> Arc<dyn LogStore> {
     Arc::new(FileStore::new(dir, Durability::None))
 }
@@ -76,7 +83,7 @@ impl Bed {
     fn stamp_as_another_memoir(&self) {
         match &self.keep {
             Keep::Dir(tmp) => {
-                let db = memoir::search::index_path(tmp.path());
+                let db = memoir::search::index_path(tmp.path()).unwrap();
                 let conn = rusqlite::Connection::open(db).unwrap();
                 conn.execute("UPDATE meta SET value = '0' WHERE key = 'schema'", [])
                     .unwrap();
@@ -187,6 +194,7 @@ macro_rules! beds {
 }
 
 beds!(
+    scores_within_a_session_prefix_never_move_when_another_prefix_grows,
     every_filter_finds_the_known_message_in_a_1000_session_store,
     a_compaction_indexes_the_summary_and_compacted_turns_stay_findable,
     a_rewritten_log_is_reindexed_from_scratch,
@@ -630,10 +638,11 @@ fn a_corrupt_index_file_is_rebuilt_never_trusted() {
         assert_eq!(texts(&ix, "wombat").len(), 1);
     }
     // Garbage where the database was.
+    let file = live_file(&dir, memoir::search::INDEX_FILE);
     for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(dir.join(format!("index.sqlite{suffix}")));
+        let _ = std::fs::remove_file(format!("{}{suffix}", file.display()));
     }
-    std::fs::write(dir.join("index.sqlite"), b"not a database at all, really").unwrap();
+    std::fs::write(&file, b"not a database at all, really").unwrap();
     let mut ix = SearchIndex::open_store(st.clone(), &dir).unwrap();
     assert!(ix.rebuilt_on_open());
     assert!(ix.update().unwrap().rebuilt);
@@ -649,7 +658,7 @@ const EVERY_MODE: [SearchMode; 3] = [
 /// How many documents of the index in `dir` keep their text inline, and
 /// how many by span.
 fn inline_and_spanned(dir: &Path) -> (i64, i64) {
-    rusqlite::Connection::open(dir.join(memoir::search::INDEX_FILE))
+    rusqlite::Connection::open(live_file(dir, memoir::search::INDEX_FILE))
         .unwrap()
         .query_row("SELECT count(text), count(span_at) FROM docs", [], |r| {
             Ok((r.get(0)?, r.get(1)?))
@@ -761,11 +770,10 @@ fn the_index_vocabulary_is_the_tokenizers_terms_in_every_script() {
     );
     let mut ix = SearchIndex::open(tmp.path()).unwrap();
     ix.update().unwrap();
-    let terms = rusqlite::Connection::open(
-        tmp.path()
-            .join(memoir::search::INDEX_DIR)
-            .join(memoir::search::TERMS_FILE),
-    )
+    let terms = rusqlite::Connection::open(live_file(
+        &tmp.path().join(memoir::search::INDEX_DIR),
+        memoir::search::TERMS_FILE,
+    ))
     .unwrap();
     let mut vocab: Vec<String> = terms
         .prepare("SELECT term FROM terms_vocab")
@@ -840,9 +848,9 @@ fn a_terms_file_a_batch_ahead_is_emptied_and_filled_again() {
             vec![Record::Message(Message::user(format!("a {word} basks")))],
         );
     }
-    let terms_file = tmp.path().join("search").join(memoir::search::TERMS_FILE);
+    let terms_file = || live_file(&tmp.path().join("search"), memoir::search::TERMS_FILE);
     let run_ahead = || {
-        let c = rusqlite::Connection::open(&terms_file).unwrap();
+        let c = rusqlite::Connection::open(terms_file()).unwrap();
         memoir::search::fts5_tokenizer::register(&c).unwrap();
         c.execute_batch(
             "BEGIN; INSERT INTO terms(rowid, body) VALUES (999999, 'stray'); \
@@ -851,7 +859,7 @@ fn a_terms_file_a_batch_ahead_is_emptied_and_filled_again() {
         .unwrap();
     };
     let stray_docs = || -> i64 {
-        let c = rusqlite::Connection::open(&terms_file).unwrap();
+        let c = rusqlite::Connection::open(terms_file()).unwrap();
         c.query_row(
             "SELECT count(*) FROM terms_vocab WHERE term = 'stray'",
             [],
@@ -920,7 +928,14 @@ fn the_index_survives_sigkill_mid_update_and_catches_up() {
         .spawn()
         .unwrap();
     // Wait for the first committed batch, then SIGKILL.
-    let db = memoir::search::index_path(tmp.path());
+    let start = std::time::Instant::now();
+    let db = loop {
+        if let Some(db) = memoir::search::index_path(tmp.path()) {
+            break db;
+        }
+        assert!(start.elapsed().as_secs() < 120, "no index was created");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
     let committed = |db: &Path| -> i64 {
         rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
             .and_then(|c| c.query_row("SELECT count(*) FROM sessions", [], |r| r.get(0)))
@@ -1153,4 +1168,76 @@ mod concurrent {
             super::two_indexers_at_once_index_every_message_exactly_once(&bed);
         }
     }
+}
+
+/// Write `sessions` sessions `{prefix}{n}` of `per` messages: every message
+/// says "pipeline" (a common word), every seventh "flamingo" too, in texts
+/// of varied lengths.
+fn write_project(st: &dyn LogStore, prefix: &str, sessions: usize, per: usize, extra: &str) {
+    for n in 0..sessions {
+        let id = format!("{prefix}{n}");
+        st.create(&SessionMeta::new(&id)).unwrap();
+        let records: Vec<Record> = (0..per)
+            .map(|i| {
+                let pad = "word ".repeat((i * 3 + n) % 11);
+                let bird = if i % 7 == 0 { "pink flamingo " } else { "" };
+                Record::Message(Message::user(format!(
+                    "{bird}the pipeline {pad}runs {extra} step {i}"
+                )))
+            })
+            .collect();
+        st.append(&id, &records, None).unwrap();
+    }
+}
+
+/// BM25's statistics are those of the session prefix a search is
+/// restricted to (a server's project, ids `P~...`): one project's scores,
+/// in every mode and on every lexical path (rare words, common words past
+/// the rare-term path, phrases), are identical before and after another
+/// project adds thousands of documents holding the query's words; the
+/// unrestricted scores do move (the other project's documents count there).
+fn scores_within_a_session_prefix_never_move_when_another_prefix_grows(bed: &Bed) {
+    let st = bed.store.clone();
+    write_project(st.as_ref(), "beta~s", 21, 100, "");
+    let mut ix = bed.index();
+    ix.update().unwrap();
+    let queries = [
+        "flamingo",
+        "pipeline",
+        "flamingo pipeline",
+        "\"pink flamingo\" pipeline",
+    ];
+    let scores = |ix: &SearchIndex, session: Option<&str>| -> Vec<(String, String, u64, u32)> {
+        let mut out = Vec::new();
+        for q in queries {
+            for mode in [SearchMode::Lexical, SearchMode::Hybrid] {
+                let filter = SearchFilter {
+                    session: session.map(str::to_string),
+                    ..SearchFilter::default()
+                };
+                let mut query = query(q, mode, filter);
+                query.k = 20;
+                let hits = ix.search(&query).unwrap();
+                assert!(!hits.is_empty(), "{q} {mode:?}");
+                out.extend(
+                    hits.into_iter()
+                        .map(|h| (q.to_string(), h.session, h.seq, h.score.to_bits())),
+                );
+            }
+        }
+        out
+    };
+    let before = scores(&ix, Some("beta~"));
+    let whole_before = scores(&ix, None);
+    write_project(st.as_ref(), "alpha~s", 40, 100, "flamingo pipeline pink");
+    ix.update().unwrap();
+    assert_eq!(scores(&ix, Some("beta~")), before);
+    assert_ne!(
+        scores(&ix, None),
+        whole_before,
+        "the other project counts unrestricted"
+    );
+    // An index opened afresh scores the same.
+    let fresh = bed.index();
+    assert_eq!(scores(&fresh, Some("beta~")), before);
 }
