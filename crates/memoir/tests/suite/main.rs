@@ -58,6 +58,7 @@ mod manager_redact;
 mod manager_revisions;
 #[cfg(feature = "search")]
 mod manager_search;
+mod outcomes;
 #[cfg(feature = "postgres")]
 mod postgres_faults;
 #[cfg(feature = "postgres")]
