@@ -439,3 +439,78 @@ fn outcome_kinds(path: &Path) -> usize {
         .filter(|l| l.contains(r#""record":"outcome""#))
         .count()
 }
+
+/// `memoir usage` counts a session's outcomes only when nothing finer says
+/// what it used: per-message usage first, then run summaries, then outcomes
+/// (a harness writes the same run's tokens to all of them).
+#[cfg(feature = "usage")]
+#[test]
+fn usage_counts_outcomes_only_where_nothing_finer_exists() {
+    use memoir::record::Summary;
+    use memoir::store::file::FileStore;
+    use memoir::store::{Durability, LogStore};
+    use memoir::usage::{self, GroupKey, PriceTable, UsageQuery};
+    use std::sync::Arc;
+
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn LogStore> = Arc::new(FileStore::new(dir.path(), Durability::None));
+    let open = |id: &str, messages: &[Message]| {
+        let s = Session::create_in(store.clone(), SessionMeta::new(id)).unwrap();
+        s.append_messages(messages).unwrap();
+        s
+    };
+    let billed = |input: u64| RunStats {
+        turns: 2,
+        usage: usage(input),
+        usage_complete: true,
+        model: Some("claude-sonnet-4-5".into()),
+        ..RunStats::default()
+    };
+    // Only outcomes: counted from them (two runs, two requests each).
+    let only = open("outcomes-only", &[Message::user("hi"), Message::assistant("ok")]);
+    only.record_outcome(&billed(30)).unwrap();
+    only.record_outcome(&billed(20)).unwrap();
+    // Per-message usage and an outcome of the same run: counted once.
+    let both = open(
+        "messages-and-outcome",
+        &[Message::assistant("x").with_usage(usage(7))],
+    );
+    both.record_outcome(&billed(7)).unwrap();
+    // A run summary and an outcome of the same run: counted once.
+    let summed = open("summary-and-outcome", &[Message::user("q")]);
+    summed
+        .append(&Record::Summary(Summary {
+            usage: usage(11),
+            turns: 1,
+        }))
+        .unwrap();
+    summed.record_outcome(&billed(11)).unwrap();
+    let query = UsageQuery {
+        group_by: vec![GroupKey::Session],
+        ..UsageQuery::default()
+    };
+    let r = usage::report(store.as_ref(), &query, &PriceTable::shipped().unwrap()).unwrap();
+    let row = |key: &str| {
+        r.rows
+            .iter()
+            .find(|row| row.key() == [key])
+            .unwrap_or_else(|| panic!("no row {key}: {:#?}", r.rows))
+            .totals
+            .clone()
+    };
+    assert_eq!(row("outcomes-only").input_tokens, 50);
+    assert_eq!(row("outcomes-only").requests, 4);
+    assert_eq!(row("messages-and-outcome").input_tokens, 7, "never twice");
+    assert_eq!(row("summary-and-outcome").input_tokens, 11, "never twice");
+    assert_eq!(r.total.input_tokens, 68);
+    // An outcome's model is what its usage is priced and grouped by.
+    let by_model = UsageQuery {
+        group_by: vec![GroupKey::Model],
+        ..UsageQuery::default()
+    };
+    let r = usage::report(store.as_ref(), &by_model, &PriceTable::shipped().unwrap()).unwrap();
+    assert!(r
+        .rows
+        .iter()
+        .any(|row| row.key() == ["claude-sonnet-4-5"] && row.totals.input_tokens == 50));
+}
