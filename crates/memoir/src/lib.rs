@@ -72,6 +72,7 @@ pub mod message;
 pub mod notes;
 pub mod paths;
 pub mod record;
+pub mod runs;
 #[cfg(feature = "search")]
 pub mod search;
 pub mod store;

@@ -411,6 +411,10 @@ fn show(
             "usage": t.usage,
             "turns": t.turns,
             "checkpoint": t.checkpoint,
+            "runs": t.outcomes.len(),
+            "episode": t.episode(),
+            "pending_notes": t.pending_notes,
+            "promotions": t.promotions,
             "issues": t.report.issues.iter().map(|i| i.to_string()).collect::<Vec<_>>(),
         }));
     }
@@ -440,10 +444,46 @@ fn show(
         };
         print_message(*seq, from, msg)?;
     }
+    if let Some(e) = t.episode() {
+        outln!("{}", episode_line(t.outcomes.len(), &e));
+    }
+    for p in &t.promotions {
+        outln!(
+            "promoted to note {} (seq {} of {}): {}",
+            p.note.id,
+            p.note.seq,
+            p.note.session,
+            p.fact
+        );
+    }
     for issue in &t.report.issues {
         eprintln!("warning: {issue}");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The episode of a session's runs, on one line.
+fn episode_line(runs: usize, e: &memoir::record::RunStats) -> String {
+    let mut line = format!(
+        "episode: {runs} run(s), {} turn(s), {} tool call(s) ({} failed, {} denied, {} staged)",
+        e.turns, e.tool_calls, e.tool_errors, e.tool_denied, e.tool_staged
+    );
+    if let Some(cause) = &e.stop_cause {
+        line.push_str(&format!(", last stopped: {cause}"));
+    }
+    if e.ended_on_failed_call {
+        line.push_str(", ended on a failed call");
+    }
+    if e.exhausted {
+        line.push_str(", exhausted");
+    }
+    if let Some(cost) = e.cost_usd {
+        line.push_str(&format!(", ${cost:.4}"));
+    }
+    if !e.usage_complete {
+        line.push_str(" (usage is a lower bound)");
+    }
+    line
 }
 
 /// One message, human-readable, labelled with its record seq (and, for a

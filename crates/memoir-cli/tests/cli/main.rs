@@ -10,6 +10,7 @@ mod postgres_common;
 mod conventions;
 mod import_cli;
 mod integrity;
+mod outcomes_cli;
 mod parity;
 mod processes;
 mod search_cli;

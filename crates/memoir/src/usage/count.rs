@@ -453,7 +453,14 @@ fn own_responses(
         }
     }
     if found.is_empty() {
-        return Ok((if summaries.is_empty() { outcomes } else { summaries }, 0));
+        return Ok((
+            if summaries.is_empty() {
+                outcomes
+            } else {
+                summaries
+            },
+            0,
+        ));
     }
     Ok((found, merged))
 }

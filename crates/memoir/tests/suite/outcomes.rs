@@ -467,7 +467,10 @@ fn usage_counts_outcomes_only_where_nothing_finer_exists() {
         ..RunStats::default()
     };
     // Only outcomes: counted from them (two runs, two requests each).
-    let only = open("outcomes-only", &[Message::user("hi"), Message::assistant("ok")]);
+    let only = open(
+        "outcomes-only",
+        &[Message::user("hi"), Message::assistant("ok")],
+    );
     only.record_outcome(&billed(30)).unwrap();
     only.record_outcome(&billed(20)).unwrap();
     // Per-message usage and an outcome of the same run: counted once.
