@@ -65,6 +65,8 @@ mod postgres_faults;
 mod postgres_store;
 #[cfg(feature = "postgres")]
 mod postgres_tail;
+#[cfg(feature = "view")]
+mod promotion;
 #[cfg(feature = "search")]
 mod search;
 #[cfg(feature = "postgres")]
