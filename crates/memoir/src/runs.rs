@@ -1,7 +1,8 @@
 //! How runs ended, across the sessions of a store: the `outcome` records
-//! (written by harnesses, or by the importers from what the agents' own
-//! transcripts say) counted per model, agent or session. `memoir stats`
-//! prints it.
+//! harnesses write, or, for an imported session without any, the outcomes
+//! its source states ([`crate::import::outcomes`]: Claude Code stop reasons
+//! and interruptions, Codex task events), counted per model, agent or
+//! session. `memoir stats` prints it.
 //!
 //! Every run falls in exactly one ending, first match wins:
 //! `interrupted` ([`StopCause::Interrupted`]), `failed` (it ended on an
@@ -16,6 +17,28 @@ use serde::Serialize;
 
 use crate::manager::{Result, SessionManager};
 use crate::record::{RunStats, StopCause};
+use crate::transcript::{AttributedOutcome, Transcript};
+
+/// A session's runs: its `outcome` records, else (an imported session) the
+/// outcomes its source states.
+pub fn outcomes_of(t: &Transcript) -> Vec<AttributedOutcome> {
+    if !t.outcomes.is_empty() {
+        return t.outcomes.clone();
+    }
+    #[cfg(feature = "import")]
+    {
+        crate::import::outcomes::derived_outcomes(t)
+    }
+    #[cfg(not(feature = "import"))]
+    {
+        Vec::new()
+    }
+}
+
+/// The episode of a session's runs ([`outcomes_of`] folded).
+pub fn episode_of(t: &Transcript) -> Option<RunStats> {
+    RunStats::fold(outcomes_of(t).iter().map(|o| &o.stats))
+}
 
 /// What the rows of a [`report`] are keyed by.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -141,10 +164,11 @@ pub fn report(manager: &SessionManager, query: &RunQuery) -> Result<RunReport> {
         let Ok(t) = manager.read_session(&entry.id) else {
             continue;
         };
-        if !t.outcomes.is_empty() {
+        let outcomes = outcomes_of(&t);
+        if !outcomes.is_empty() {
             out.sessions_with_runs += 1;
         }
-        for o in &t.outcomes {
+        for o in &outcomes {
             out.total.add(&o.stats);
             let key = match query.group {
                 RunGroup::Model if o.model.is_empty() => "unknown".to_string(),

@@ -13,6 +13,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use memoir::manager::{fork as fork_rules, ExportFormat, ExportOptions, IndexEntry};
 use memoir::message::{Block, Message};
+use memoir::record::RunStats;
 use memoir::store::{scan, Durability};
 use memoir::transcript::Session;
 use serde_json::json;
@@ -394,6 +395,9 @@ fn show(
         .read_session(&id)
         .map_err(|e| name_store(e, m.sessions_dir()))
         .with_context(|| format!("reading session {id}"))?;
+    // The runs of the whole session (recorded, or stated by an imported source).
+    let runs = memoir::runs::outcomes_of(&t);
+    let episode = RunStats::fold(runs.iter().map(|o| &o.stats));
     if let Some((seq, n)) = around {
         let range = memoir::search::around(&t.message_seqs, seq, n);
         t.messages = t.messages[range.clone()].to_vec();
@@ -411,8 +415,8 @@ fn show(
             "usage": t.usage,
             "turns": t.turns,
             "checkpoint": t.checkpoint,
-            "runs": t.outcomes.len(),
-            "episode": t.episode(),
+            "runs": runs.len(),
+            "episode": episode,
             "pending_notes": t.pending_notes,
             "promotions": t.promotions,
             "issues": t.report.issues.iter().map(|i| i.to_string()).collect::<Vec<_>>(),
@@ -444,8 +448,8 @@ fn show(
         };
         print_message(*seq, from, msg)?;
     }
-    if let Some(e) = t.episode() {
-        outln!("{}", episode_line(t.outcomes.len(), &e));
+    if let Some(e) = &episode {
+        outln!("{}", episode_line(runs.len(), e));
     }
     for p in &t.promotions {
         outln!(
@@ -463,7 +467,7 @@ fn show(
 }
 
 /// The episode of a session's runs, on one line.
-fn episode_line(runs: usize, e: &memoir::record::RunStats) -> String {
+fn episode_line(runs: usize, e: &RunStats) -> String {
     let mut line = format!(
         "episode: {runs} run(s), {} turn(s), {} tool call(s) ({} failed, {} denied, {} staged)",
         e.turns, e.tool_calls, e.tool_errors, e.tool_denied, e.tool_staged

@@ -36,6 +36,7 @@ pub mod gemini;
 mod lines;
 #[cfg(feature = "import-opencode")]
 pub mod opencode;
+pub mod outcomes;
 pub mod segments;
 mod sync;
 pub mod watch;

@@ -45,6 +45,8 @@ mod import;
 #[cfg(feature = "import")]
 mod import_documents;
 #[cfg(feature = "import")]
+mod import_outcomes;
+#[cfg(feature = "import")]
 mod import_paginated;
 mod listing;
 mod manager;
