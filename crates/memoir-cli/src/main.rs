@@ -61,6 +61,8 @@ enum Command {
     Doctor(cmd::doctor::Args),
     /// Token usage and cost over the store, grouped or as 5-hour billing blocks.
     Usage(cmd::usage::Args),
+    /// How the sessions' runs ended (completed, interrupted, failed...), by model.
+    Stats(cmd::stats::Args),
     /// The offline price table (`memoir prices update FILE` imports a LiteLLM JSON).
     #[command(subcommand)]
     Prices(cmd::usage::PricesCommand),
@@ -104,6 +106,7 @@ fn main() -> ExitCode {
         Command::Import(args) => cmd::import::run(args),
         Command::Doctor(args) => cmd::doctor::run(args),
         Command::Usage(args) => cmd::usage::run(args),
+        Command::Stats(args) => cmd::stats::run(args),
         Command::Prices(c) => cmd::usage::run_prices(c),
         Command::Search(args) => cmd::search::run(args),
         Command::Index(args) => cmd::index::run(args),

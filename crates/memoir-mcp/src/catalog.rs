@@ -16,6 +16,7 @@ pub const READ_TOOLS: &[&str] = &[
     "resume_command",
     "list_notes",
     "remember",
+    "promote",
     "usage",
 ];
 /// Tools offered only with `--allow-writes`.
@@ -181,6 +182,26 @@ pub fn definition(name: &str) -> Option<Tool> {
             json!({"type": "object", "properties": {
                 "id": {"type": "string"}, "notes_session": {"type": "string"}, "seq": {"type": "integer"}},
                 "required": ["id", "notes_session"]}),
+        )
+        .annotate(ToolAnnotations::new().read_only(false).destructive(false).idempotent(false).open_world(false)),
+        "promote" => tool(
+            "promote",
+            "Promote to project memory",
+            "At the end of a session, keep what mattered: promote records of a session (the `seq`s of the messages that hold it, from get_session or recall) as one durable fact of this project. The fact becomes a note (found by search_sessions, recalled in later sessions with the session and seqs it came from), and the session records the promotion's lineage. Pruned records are never promoted.".into(),
+            json!({"type": "object", "properties": {
+                "fact": {"type": "string", "minLength": 1, "maxLength": 16384, "description": "The fact to keep, self-contained."},
+                "seqs": {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1, "maxItems": 64, "description": "The session's records the fact comes from (marked important)."},
+                "session": {"type": "string", "description": "Session id or unique prefix (default: the project's latest session)."},
+                "task_score": {"type": "number", "minimum": 0, "maximum": 1, "description": "How well the session's task went; at 0.7 or above, records recalled once are promoted too."},
+                "tags": {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 64}, "maxItems": 16, "description": "Labels of the note."}
+            }, "required": ["fact", "seqs"], "additionalProperties": false}),
+            json!({"type": "object", "properties": {
+                "session": {"type": "string"}, "note_id": {"type": "string"}, "notes_session": {"type": "string"},
+                "seq": {"type": "integer"},
+                "sources": {"type": "array", "items": {"type": "object", "properties": {
+                    "session": {"type": "string"}, "seq": {"type": "integer"},
+                    "reasons": {"type": "array", "items": {"type": "string"}}}, "required": ["session", "seq"]}}},
+                "required": ["session", "note_id", "notes_session", "sources"]}),
         )
         .annotate(ToolAnnotations::new().read_only(false).destructive(false).idempotent(false).open_world(false)),
         "usage" => tool(

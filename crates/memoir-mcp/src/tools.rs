@@ -57,6 +57,7 @@ pub fn call(
         "resume_command" => resume(&scope, parse(args)?),
         "list_notes" => list_notes(&mut scope, parse(args)?),
         "remember" => remember(&mut scope, parse(args)?),
+        "promote" => promote(config, &mut scope, parse(args)?),
         "usage" => usage(&scope, parse(args)?),
         "forget" => {
             writes(name)?;
@@ -284,7 +285,8 @@ fn recall(config: &McpConfig, scope: &Scope, a: RecallArgs) -> Result<Value, Too
         Some(s) => resolve(scope, s)?.0,
         None => latest(scope)?,
     };
-    let history = scope.manager.read_history(&id)?;
+    // The session's own turns and the project's promoted facts.
+    let history = memoir::promote::history_with_facts(&scope.manager, &id, &scope.project)?;
     let blobs = config.blobs.as_deref();
     let (view, _) = SessionView::rebuild_history(
         &history,
@@ -469,6 +471,75 @@ fn remember(scope: &mut Scope, a: RememberArgs) -> Result<Value, ToolError> {
     let mut notes = Notes::new(&mut scope.manager, &project);
     let note = notes.remember(&a.text, &a.tags, a.session.as_deref())?;
     Ok(json!({"id": note.id, "notes_session": notes.session_id(), "seq": note.seq}))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PromoteArgs {
+    fact: String,
+    seqs: Vec<u64>,
+    session: Option<String>,
+    task_score: Option<f32>,
+    #[serde(default)]
+    tags: Vec<String>,
+}
+
+fn promote(config: &McpConfig, scope: &mut Scope, a: PromoteArgs) -> Result<Value, ToolError> {
+    use memoir::view::PromotionSignals;
+    nonempty("fact", &a.fact)?;
+    if a.seqs.is_empty() || a.seqs.len() > 64 {
+        return Err(ToolError::invalid("seqs names 1 to 64 records"));
+    }
+    let task_score = a.task_score.unwrap_or(0.0);
+    if !(0.0..=1.0).contains(&task_score) {
+        return Err(ToolError::invalid("task_score must be 0 to 1"));
+    }
+    let id = match a.session.as_deref() {
+        Some(s) => resolve(scope, s)?.0,
+        None => latest(scope)?,
+    };
+    let history = scope.manager.read_history(&id)?;
+    let (view, _) = SessionView::rebuild_history(
+        &history,
+        config.embedder.as_ref(),
+        config.blobs.as_deref(),
+        &RebuildOptions::default(),
+    )?;
+    for &seq in &a.seqs {
+        if !view.mark_important(seq) {
+            return Err(ToolError::not_found(format!(
+                "session {id} has no record at seq {seq} to promote"
+            )));
+        }
+    }
+    let signals = PromotionSignals {
+        task_score,
+        ..PromotionSignals::default()
+    };
+    let candidates = view.postmortem(&signals);
+    let project = scope.project.clone();
+    let promoted = memoir::promote::promote(
+        &mut scope.manager,
+        &project,
+        &view,
+        &candidates,
+        &a.fact,
+        &a.tags,
+    )?
+    .ok_or_else(|| ToolError::invalid("none of these records can be promoted (pruned)"))?;
+    let sources: Vec<Value> = promoted
+        .promotion
+        .sources
+        .iter()
+        .map(|s| json!({"session": s.session, "seq": s.seq, "reasons": s.reasons}))
+        .collect();
+    Ok(json!({
+        "session": id,
+        "note_id": promoted.note.id,
+        "notes_session": promoted.promotion.note.session,
+        "seq": promoted.note.seq,
+        "sources": sources,
+    }))
 }
 
 fn forget(scope: &mut Scope, a: IdArgs) -> Result<Value, ToolError> {

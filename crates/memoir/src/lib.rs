@@ -71,7 +71,11 @@ pub mod message;
 // Explicit per-project notes (`remember`/`forget`).
 pub mod notes;
 pub mod paths;
+// Promotion of nominated records to durable project facts (needs the view).
+#[cfg(feature = "view")]
+pub mod promote;
 pub mod record;
+pub mod runs;
 #[cfg(feature = "search")]
 pub mod search;
 pub mod store;

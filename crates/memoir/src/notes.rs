@@ -14,7 +14,9 @@
 //! - forgetting is a tombstone, never a deletion: a `message` record with
 //!   role `system`, text `forgot note <id>`, and `note_forget: {v, id}`
 //!   ([`FORGET_KEY`]). Readers ([`Notes::list`]) drop forgotten notes; the
-//!   original record stays in the log (and in exports).
+//!   original record stays in the log (and in exports);
+//! - a fact promoted from a session ([`crate::promote`]) is a note whose
+//!   `note` object also holds `promoted: {session, sources}` ([`NotePromotion`]).
 
 use std::collections::HashSet;
 
@@ -24,6 +26,7 @@ use serde_json::{json, Map, Value};
 
 use crate::manager::{ManagerError, Result, SessionManager};
 use crate::message::{Message, Role};
+use crate::record::PromotionSource;
 
 /// Key in [`Message::extra`] of a note's metadata.
 pub const NOTE_KEY: &str = "note";
@@ -66,10 +69,22 @@ pub struct Note {
     /// The session the note is about, when the caller named one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
+    /// Where the note came from, when it is a promoted fact.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub promoted: Option<NotePromotion>,
     /// When it was written.
     pub created_at: Option<DateTime<Utc>>,
     /// The `seq` of its record in the notes session.
     pub seq: u64,
+}
+
+/// The lineage a promoted fact's note carries (`note.promoted`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct NotePromotion {
+    /// The session the fact was promoted from (its `promotion` record is there).
+    pub session: String,
+    /// The records it was promoted from.
+    pub sources: Vec<PromotionSource>,
 }
 
 /// The notes of a project as they are now.
@@ -154,6 +169,27 @@ impl<'m> Notes<'m> {
     /// Store a note (one appended record; creates the notes session when
     /// missing). `session`, when given, is recorded as what the note is about.
     pub fn remember(&mut self, text: &str, tags: &[String], session: Option<&str>) -> Result<Note> {
+        self.write_note(text, tags, session, None)
+    }
+
+    /// Store a fact promoted from a session, with its lineage (the note is
+    /// about `promoted.session`).
+    pub fn remember_promoted(
+        &mut self,
+        text: &str,
+        tags: &[String],
+        promoted: &NotePromotion,
+    ) -> Result<Note> {
+        self.write_note(text, tags, Some(&promoted.session), Some(promoted))
+    }
+
+    fn write_note(
+        &mut self,
+        text: &str,
+        tags: &[String],
+        session: Option<&str>,
+        promoted: Option<&NotePromotion>,
+    ) -> Result<Note> {
         validate(text, tags)?;
         if let Some(s) = session {
             crate::id::validate(s)?;
@@ -168,6 +204,9 @@ impl<'m> Notes<'m> {
         }
         if let Some(s) = session {
             meta.insert("session".into(), json!(s));
+        }
+        if let Some(p) = promoted {
+            meta.insert("promoted".into(), json!(p));
         }
         let now = Utc::now();
         let mut msg = Message::user(text);
@@ -187,6 +226,7 @@ impl<'m> Notes<'m> {
             text: text.to_string(),
             tags: tags.to_vec(),
             session: session.map(str::to_string),
+            promoted: promoted.cloned(),
             created_at: Some(now),
             seq,
         })
@@ -215,14 +255,7 @@ impl<'m> Notes<'m> {
 
     /// The live notes, oldest first (empty when none was ever written).
     pub fn list(&self) -> Result<NoteList> {
-        match self.manager.read_session(&self.session) {
-            Ok(t) => Ok(collect(
-                &t.messages[t.inherited..],
-                &t.message_seqs[t.inherited..],
-            )),
-            Err(ManagerError::Store(crate::Error::NotFound(_))) => Ok(NoteList::default()),
-            Err(e) => Err(e),
-        }
+        list_notes(self.manager, &self.project)
     }
 
     fn ensure(&mut self) -> Result<()> {
@@ -235,6 +268,19 @@ impl<'m> Notes<'m> {
             }
             Err(e) => Err(e),
         }
+    }
+}
+
+/// The live notes of project `project` in `manager`'s store, oldest first
+/// (empty when none was ever written); [`Notes::list`] without a writer.
+pub fn list_notes(manager: &SessionManager, project: &str) -> Result<NoteList> {
+    match manager.read_session(&notes_session_id(project)) {
+        Ok(t) => Ok(collect(
+            &t.messages[t.inherited..],
+            &t.message_seqs[t.inherited..],
+        )),
+        Err(ManagerError::Store(crate::Error::NotFound(_))) => Ok(NoteList::default()),
+        Err(e) => Err(e),
     }
 }
 
@@ -273,6 +319,9 @@ pub fn collect(messages: &[Message], seqs: &[u64]) -> NoteList {
                 .get("session")
                 .and_then(Value::as_str)
                 .map(str::to_string),
+            promoted: meta
+                .get("promoted")
+                .and_then(|p| serde_json::from_value(p.clone()).ok()),
             created_at: m.timestamp,
             seq,
         });

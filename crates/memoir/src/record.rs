@@ -15,6 +15,12 @@ use serde_json::{Map, Value};
 
 use crate::message::{Message, Usage};
 
+pub mod outcome;
+pub mod promotion;
+
+pub use outcome::{LateFailure, RunStats, StopCause, ToolCall};
+pub use promotion::{PromotedNote, Promotion, PromotionSource};
+
 /// Version of the record format written by this build (see `docs/FORMAT.md`).
 pub const FORMAT_VERSION: u32 = 1;
 
@@ -256,6 +262,18 @@ pub enum Record {
         /// The checkpoint value; `null` clears it.
         value: Value,
     },
+    /// What one run did ([`RunStats`]), written at the end of the run.
+    Outcome(Box<RunStats>),
+    /// A failure found after a run's outcome was written: `tool_errors + 1`
+    /// on outcome number `run`.
+    LateFailure(LateFailure),
+    /// A harness note owed to the next run (cleared by the next outcome).
+    PendingNote {
+        /// The note.
+        note: String,
+    },
+    /// The lineage of a fact promoted from this session to durable memory.
+    Promotion(Box<Promotion>),
     /// A record kind this build does not know: its kind and full JSON object, kept verbatim.
     Unknown {
         /// The `"record"` tag.
@@ -280,6 +298,10 @@ enum KnownRecord {
     Taint(Taint),
     Title { title: String },
     Checkpoint { value: Value },
+    Outcome(Box<RunStats>),
+    LateFailure(LateFailure),
+    PendingNote { note: String },
+    Promotion(Box<Promotion>),
 }
 
 /// Borrowing twin of [`KnownRecord`] for serialisation without clones.
@@ -294,6 +316,10 @@ enum KnownRecordRef<'a> {
     Taint(&'a Taint),
     Title { title: &'a str },
     Checkpoint { value: &'a Value },
+    Outcome(&'a RunStats),
+    LateFailure(&'a LateFailure),
+    PendingNote { note: &'a str },
+    Promotion(&'a Promotion),
 }
 
 /// The record kinds this build understands.
@@ -306,6 +332,10 @@ pub const KNOWN_KINDS: &[&str] = &[
     "taint",
     "title",
     "checkpoint",
+    "outcome",
+    "late_failure",
+    "pending_note",
+    "promotion",
 ];
 
 impl Record {
@@ -320,6 +350,10 @@ impl Record {
             Record::Taint(_) => "taint",
             Record::Title { .. } => "title",
             Record::Checkpoint { .. } => "checkpoint",
+            Record::Outcome(_) => "outcome",
+            Record::LateFailure(_) => "late_failure",
+            Record::PendingNote { .. } => "pending_note",
+            Record::Promotion(_) => "promotion",
             Record::Unknown { kind, .. } => kind,
         }
     }
@@ -332,6 +366,9 @@ impl Record {
             Record::Meta(m) => Some(&m.extra),
             Record::Message(m) => Some(&m.extra),
             Record::Config(c) => Some(&c.extra),
+            Record::Outcome(o) => Some(&o.extra),
+            Record::LateFailure(l) => Some(&l.extra),
+            Record::Promotion(p) => Some(&p.extra),
             Record::Unknown { raw, .. } => Some(raw),
             _ => None,
         }
@@ -367,6 +404,10 @@ impl Record {
             Record::Taint(t) => KnownRecordRef::Taint(t),
             Record::Title { title } => KnownRecordRef::Title { title },
             Record::Checkpoint { value } => KnownRecordRef::Checkpoint { value },
+            Record::Outcome(o) => KnownRecordRef::Outcome(o),
+            Record::LateFailure(l) => KnownRecordRef::LateFailure(l),
+            Record::PendingNote { note } => KnownRecordRef::PendingNote { note },
+            Record::Promotion(p) => KnownRecordRef::Promotion(p),
             Record::Unknown { kind, raw } => {
                 let mut obj = Map::with_capacity(raw.len() + 1);
                 obj.insert("record".into(), Value::String(kind.clone()));
@@ -400,6 +441,11 @@ impl Record {
             title: String,
         }
         #[derive(Deserialize)]
+        struct PendingNoteBody {
+            #[serde(default)]
+            note: String,
+        }
+        #[derive(Deserialize)]
         struct CheckpointBody {
             #[serde(default)]
             value: Value,
@@ -419,6 +465,12 @@ impl Record {
             "checkpoint" => Record::Checkpoint {
                 value: serde_json::from_str::<CheckpointBody>(text)?.value,
             },
+            "outcome" => Record::Outcome(Box::new(serde_json::from_str(text)?)),
+            "late_failure" => Record::LateFailure(serde_json::from_str(text)?),
+            "pending_note" => Record::PendingNote {
+                note: serde_json::from_str::<PendingNoteBody>(text)?.note,
+            },
+            "promotion" => Record::Promotion(Box::new(serde_json::from_str(text)?)),
             _ => Record::Unknown {
                 kind: kind.to_string(),
                 raw: serde_json::from_str(text)?,
@@ -436,6 +488,10 @@ impl Record {
             KnownRecord::Taint(t) => Record::Taint(t),
             KnownRecord::Title { title } => Record::Title { title },
             KnownRecord::Checkpoint { value } => Record::Checkpoint { value },
+            KnownRecord::Outcome(o) => Record::Outcome(o),
+            KnownRecord::LateFailure(l) => Record::LateFailure(l),
+            KnownRecord::PendingNote { note } => Record::PendingNote { note },
+            KnownRecord::Promotion(p) => Record::Promotion(p),
         }
     }
 

@@ -17,5 +17,6 @@ pub mod search;
 #[cfg(any(feature = "server", feature = "client"))]
 pub mod serve;
 pub mod sessions;
+pub mod stats;
 pub mod store;
 pub mod usage;

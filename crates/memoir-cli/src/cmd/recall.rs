@@ -45,8 +45,14 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let m = args.store.reader()?;
     let id = resolve_id(&m, &args.session)?;
-    // Every turn the log ever held, compacted-away ones included.
-    let history = m.read_history(&id)?;
+    // Every turn the log ever held, compacted-away ones included, and the
+    // facts promoted from the project's other sessions.
+    let project = m
+        .store()
+        .read_header(&id)?
+        .map(|meta| meta.workspace.display().to_string())
+        .unwrap_or_default();
+    let history = memoir::promote::history_with_facts(&m, &id, &project)?;
     // Lexical recall needs no embedding: skip loading a model.
     let embedder: std::sync::Arc<dyn EmbeddingProvider> = if args.mode.needs_vector() {
         embedder(args.embedder)?

@@ -13,6 +13,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use memoir::manager::{fork as fork_rules, ExportFormat, ExportOptions, IndexEntry};
 use memoir::message::{Block, Message};
+use memoir::record::RunStats;
 use memoir::store::{scan, Durability};
 use memoir::transcript::Session;
 use serde_json::json;
@@ -394,6 +395,9 @@ fn show(
         .read_session(&id)
         .map_err(|e| name_store(e, m.sessions_dir()))
         .with_context(|| format!("reading session {id}"))?;
+    // The runs of the whole session (recorded, or stated by an imported source).
+    let runs = memoir::runs::outcomes_of(&t);
+    let episode = RunStats::fold(runs.iter().map(|o| &o.stats));
     if let Some((seq, n)) = around {
         let range = memoir::search::around(&t.message_seqs, seq, n);
         t.messages = t.messages[range.clone()].to_vec();
@@ -411,6 +415,10 @@ fn show(
             "usage": t.usage,
             "turns": t.turns,
             "checkpoint": t.checkpoint,
+            "runs": runs.len(),
+            "episode": episode,
+            "pending_notes": t.pending_notes,
+            "promotions": t.promotions,
             "issues": t.report.issues.iter().map(|i| i.to_string()).collect::<Vec<_>>(),
         }));
     }
@@ -440,10 +448,46 @@ fn show(
         };
         print_message(*seq, from, msg)?;
     }
+    if let Some(e) = &episode {
+        outln!("{}", episode_line(runs.len(), e));
+    }
+    for p in &t.promotions {
+        outln!(
+            "promoted to note {} (seq {} of {}): {}",
+            p.note.id,
+            p.note.seq,
+            p.note.session,
+            p.fact
+        );
+    }
     for issue in &t.report.issues {
         eprintln!("warning: {issue}");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The episode of a session's runs, on one line.
+fn episode_line(runs: usize, e: &RunStats) -> String {
+    let mut line = format!(
+        "episode: {runs} run(s), {} turn(s), {} tool call(s) ({} failed, {} denied, {} staged)",
+        e.turns, e.tool_calls, e.tool_errors, e.tool_denied, e.tool_staged
+    );
+    if let Some(cause) = &e.stop_cause {
+        line.push_str(&format!(", last stopped: {cause}"));
+    }
+    if e.ended_on_failed_call {
+        line.push_str(", ended on a failed call");
+    }
+    if e.exhausted {
+        line.push_str(", exhausted");
+    }
+    if let Some(cost) = e.cost_usd {
+        line.push_str(&format!(", ${cost:.4}"));
+    }
+    if !e.usage_complete {
+        line.push_str(" (usage is a lower bound)");
+    }
+    line
 }
 
 /// One message, human-readable, labelled with its record seq (and, for a

@@ -12,6 +12,7 @@ mod import_cli;
 mod import_shapes_cli;
 mod integrity;
 mod mcp_stdio;
+mod outcomes_cli;
 mod parity;
 mod processes;
 mod search_cli;

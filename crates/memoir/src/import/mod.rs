@@ -37,6 +37,7 @@ mod lines;
 #[cfg(feature = "import-opencode")]
 pub mod opencode;
 mod readable;
+pub mod outcomes;
 pub mod segments;
 mod sync;
 pub mod watch;

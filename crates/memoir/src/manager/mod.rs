@@ -572,6 +572,35 @@ impl SessionManager {
         Ok(())
     }
 
+    /// Record what a run of the current session did (an `outcome` record,
+    /// after its unsaved messages).
+    pub fn record_outcome(&mut self, stats: crate::record::RunStats) -> Result<()> {
+        if self.current.is_none() {
+            return Err(ManagerError::NoCurrentSession);
+        }
+        self.flush()?;
+        self.write_current(vec![Record::Outcome(Box::new(stats))])?;
+        Ok(())
+    }
+
+    /// Append records other than messages (outcomes, lineage) to a live
+    /// session: after the unsaved messages of the current session, as one
+    /// atomic batch.
+    pub fn append_session_records(&mut self, sid: &str, records: Vec<Record>) -> Result<()> {
+        crate::id::validate(sid)?;
+        if records.is_empty() {
+            return Ok(());
+        }
+        if self.current_session_id.as_deref() == Some(sid) && self.current.is_some() {
+            self.flush()?;
+            self.write_current(records)?;
+            return Ok(());
+        }
+        let session = self.open_live(sid)?;
+        self.append_indexed(&session, None, records)?;
+        Ok(())
+    }
+
     // ----- tool-pair integrity ----------------------------------------------
 
     /// True when the current session stops mid-tool: its last message is a

@@ -128,13 +128,26 @@ impl RecordSink for Fold<'_, '_> {
             return;
         };
         if let Role::Ancestor { fork, .. } = &self.role {
-            if rec.seq > fork.seq || matches!(rec.record, Record::Summary(_)) {
+            if rec.seq > fork.seq || is_run_record(&rec.record) {
                 return;
             }
         }
         let rec = self.payloads.resolve_record(rec, &mut t.report);
         t.apply(rec);
     }
+}
+
+/// Records about the runs of the log that holds them (usage totals, run
+/// outcomes and what refers to them): a fork does not inherit its parent's.
+fn is_run_record(record: &Record) -> bool {
+    matches!(
+        record,
+        Record::Summary(_)
+            | Record::Outcome(_)
+            | Record::LateFailure(_)
+            | Record::PendingNote { .. }
+            | Record::Promotion(_)
+    )
 }
 
 /// Read session `id` of `store` into a transcript, stitching the parent

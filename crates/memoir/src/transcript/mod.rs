@@ -1,8 +1,9 @@
 //! The per-session transcript: an append-only, checksummed, chained log.
 //!
 //! [`Session`] keeps the seed's API (`create`, `append`, `append_messages`,
-//! `record_run`, `load`, `taint_timeline`, `run_configs`, `peek_meta`,
-//! `usage_totals`, `list`, `find`) over any [`LogStore`]; the path-based
+//! `record_run`, `record_outcome`, `load`, `taint_timeline`, `run_configs`,
+//! `outcomes`, `last_outcome`, `outcomes_attributed`, `episode_stats`,
+//! `peek_meta`, `usage_totals`, `list`, `find`) over any [`LogStore`]; the path-based
 //! functions use the embedded [`FileStore`]. What it fixes: every append is
 //! acknowledged only after the configured sync; concurrent writers interleave
 //! whole records under a lock with a gap-free `seq`; a torn tail is cut and
@@ -19,13 +20,13 @@ mod taint;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub use replay::Transcript;
+pub use replay::{AttributedOutcome, Transcript};
 pub use taint::TaintTimeline;
 
 use crate::error::{Error, Result};
 use crate::message::{Message, Usage};
 use crate::paths;
-use crate::record::{Record, RunConfig, SessionMeta, Summary, Taint};
+use crate::record::{LateFailure, Record, RunConfig, RunStats, SessionMeta, Summary, Taint};
 use crate::store::file::FileStore;
 use crate::store::lock::OwnerLock;
 use crate::store::{Appended, Durability, LoadReport, LogStore};
@@ -197,6 +198,30 @@ impl Session {
         self.append(&Record::Summary(Summary { usage, turns }))
     }
 
+    /// Record what a run did: one `outcome` record ([`RunStats`]), written
+    /// at the end of the run.
+    pub fn record_outcome(&self, stats: &RunStats) -> Result<Appended> {
+        self.append(&Record::Outcome(Box::new(stats.clone())))
+    }
+
+    /// Record a failure found after run number `run`'s outcome was written
+    /// (0-based, in this log's order): that outcome reads one more tool error.
+    pub fn record_late_failure(&self, run: u32, tool_use_id: &str) -> Result<Appended> {
+        self.append(&Record::LateFailure(LateFailure {
+            run,
+            tool_use_id: tool_use_id.to_string(),
+            extra: Default::default(),
+        }))
+    }
+
+    /// Record a harness note owed to the next run (it stays in
+    /// [`Transcript::pending_notes`] until the next outcome is recorded).
+    pub fn record_pending_note(&self, note: &str) -> Result<Appended> {
+        self.append(&Record::PendingNote {
+            note: note.to_string(),
+        })
+    }
+
     /// Take exclusive ownership of this session (one driving process at a
     /// time). Fails with [`Error::Busy`] naming the live holder; a lock left by
     /// a dead process is taken over and reported in [`OwnerLock::recovered_from`].
@@ -257,6 +282,37 @@ impl Session {
     pub fn usage_totals(path: &Path) -> Result<(Usage, u32)> {
         let t = Session::read(path)?;
         Ok((t.usage, t.turns))
+    }
+
+    /// Every run outcome of a transcript, in order (late failures applied;
+    /// `[]` when there are none, not an error).
+    pub fn outcomes(path: &Path) -> Result<Vec<RunStats>> {
+        Ok(Session::read(path)?
+            .outcomes
+            .into_iter()
+            .map(|o| o.stats)
+            .collect())
+    }
+
+    /// The last run outcome of a transcript (`None` when there is none).
+    pub fn last_outcome(path: &Path) -> Result<Option<RunStats>> {
+        Ok(Session::read(path)?.outcomes.pop().map(|o| o.stats))
+    }
+
+    /// Every run outcome with the `(provider, model)` in force when it was
+    /// written (the row's own, else the last config's, else the header's).
+    pub fn outcomes_attributed(path: &Path) -> Result<Vec<(String, String, RunStats)>> {
+        Ok(Session::read(path)?
+            .outcomes
+            .into_iter()
+            .map(|o| (o.provider, o.model, o.stats))
+            .collect())
+    }
+
+    /// The episode: every outcome folded ([`RunStats::fold`]); `None` when
+    /// the transcript records no outcome.
+    pub fn episode_stats(path: &Path) -> Result<Option<RunStats>> {
+        Ok(Session::read(path)?.episode())
     }
 
     /// Sessions in `dir`, newest first, reading only headers.

@@ -5,14 +5,34 @@
 //! `docs/FORMAT.md`): a `message` is pushed; a `rewrite` replaces the whole
 //! list and drops taint checkpoints; `taint` merges (only grows) and adds a
 //! checkpoint; `config` is positioned at the current message count; `summary`
-//! adds to the usage totals; the last `title` and `checkpoint` win; unknown
-//! kinds are kept verbatim.
+//! adds to the usage totals; the last `title` and `checkpoint` win; an
+//! `outcome` is collected with the (provider, model) in force (the header's,
+//! then each `config`'s; the row's own when it names them); a `late_failure`
+//! adds a tool error to the outcome it names (ignored, and kept in
+//! [`Transcript::unknown`], when that outcome is not in the log before it);
+//! `pending_note`s are owed until the next `outcome`; `promotion`s are
+//! collected; unknown kinds are kept verbatim.
 
 use serde_json::Value;
 
 use super::taint::TaintTimeline;
 use crate::message::{Message, Usage};
-use crate::record::{Record, RunConfig, SessionMeta, Taint};
+use crate::record::{Promotion, Record, RunConfig, RunStats, SessionMeta, Taint};
+
+/// One run's outcome as a transcript read it: where it is and the
+/// (provider, model) it is attributed to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AttributedOutcome {
+    /// The `seq` of its record.
+    pub seq: u64,
+    /// The provider in force: the row's own, else the last `config`'s, else
+    /// the header's (empty when none says).
+    pub provider: String,
+    /// The model in force, likewise.
+    pub model: String,
+    /// The row, with every `late_failure` against it applied.
+    pub stats: RunStats,
+}
 use crate::store::{LoadReport, SeqRecord};
 
 /// Everything a transcript says, read in one pass.
@@ -43,7 +63,15 @@ pub struct Transcript {
     pub title: Option<String>,
     /// The last checkpoint value (`None` when never set or cleared with `null`).
     pub checkpoint: Option<Value>,
-    /// Records of kinds this build does not know, kept verbatim.
+    /// Every run outcome of this session's own log, in order (a fork's
+    /// parent's are not inherited, as its summaries are not).
+    pub outcomes: Vec<AttributedOutcome>,
+    /// Harness notes written since the last outcome, still owed to a run.
+    pub pending_notes: Vec<String>,
+    /// Facts promoted from this session, with their lineage, in order.
+    pub promotions: Vec<Promotion>,
+    /// Records of kinds this build does not know, kept verbatim (and
+    /// `late_failure`s naming no earlier outcome).
     pub unknown: Vec<SeqRecord>,
     /// Every problem met while reading.
     pub report: LoadReport,
@@ -67,6 +95,9 @@ impl Transcript {
             usage: Usage::default(),
             turns: 0,
             checkpoint: None,
+            outcomes: Vec::new(),
+            pending_notes: Vec::new(),
+            promotions: Vec::new(),
             unknown: Vec::new(),
             report: LoadReport::default(),
             last_seq: 0,
@@ -99,6 +130,36 @@ impl Transcript {
             Record::Checkpoint { value } => {
                 self.checkpoint = (!value.is_null()).then_some(value);
             }
+            Record::Outcome(stats) => {
+                let config = self.configs.last();
+                let in_force = |own: &Option<String>, config: Option<&String>, meta: &String| {
+                    own.clone()
+                        .or_else(|| config.filter(|c| !c.is_empty()).cloned())
+                        .unwrap_or_else(|| meta.clone())
+                };
+                let provider = in_force(
+                    &stats.provider,
+                    config.map(|c| &c.provider),
+                    &self.meta.provider,
+                );
+                let model = in_force(&stats.model, config.map(|c| &c.model), &self.meta.model);
+                self.pending_notes.clear();
+                self.outcomes.push(AttributedOutcome {
+                    seq,
+                    provider,
+                    model,
+                    stats: *stats,
+                });
+            }
+            Record::LateFailure(late) => match self.outcomes.get_mut(late.run as usize) {
+                Some(o) => o.stats.tool_errors = o.stats.tool_errors.saturating_add(1),
+                None => self.unknown.push(SeqRecord {
+                    seq,
+                    record: Record::LateFailure(late),
+                }),
+            },
+            Record::PendingNote { note } => self.pending_notes.push(note),
+            Record::Promotion(p) => self.promotions.push(*p),
             record @ Record::Unknown { .. } => self.unknown.push(SeqRecord { seq, record }),
         }
     }
@@ -132,6 +193,12 @@ impl Transcript {
         self.message_seqs = seqs;
         self.messages = messages;
         self.taint_timeline.clear();
+    }
+
+    /// The episode: every outcome folded ([`RunStats::fold`]); `None` when
+    /// the session recorded no outcome.
+    pub fn episode(&self) -> Option<RunStats> {
+        RunStats::fold(self.outcomes.iter().map(|o| &o.stats))
     }
 
     /// The config in force when message `i` was written: the last one

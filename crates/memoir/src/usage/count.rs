@@ -26,7 +26,10 @@
 //!   Messages a `rewrite` (compaction) carries over are not counted again;
 //!   messages it drops stay counted (they were billed).
 //! - A session whose own messages carry no usage but whose run summaries do
-//!   is counted from its summaries (one entry per summary, `turns` requests).
+//!   is counted from its summaries (one entry per summary, `turns` requests);
+//!   with neither, from its run outcomes (one entry per `outcome`, `turns`
+//!   requests, the outcome's model when it names one). A harness writes the
+//!   same run's usage to all three, so only one source counts per session.
 
 use std::collections::{HashMap, HashSet};
 
@@ -420,6 +423,7 @@ fn own_responses(
     // the first rewrite (rare), then kept up to date.
     let mut present: Option<HashSet<u128>> = None;
     let mut summaries: Vec<Found> = Vec::new();
+    let mut outcomes: Vec<Found> = Vec::new();
     let mut push = |found: &mut Vec<Found>, m: &Message, usage: Usage| {
         let f = Found {
             identity: identity(m),
@@ -497,11 +501,25 @@ fn own_responses(
                 usage: s.usage,
                 requests: u64::from(s.turns.max(1)),
             }),
+            Record::Outcome(o) if !o.usage.is_zero() => outcomes.push(Found {
+                identity: None,
+                model: o.model.clone().filter(|m| !m.is_empty()),
+                at: None,
+                usage: o.usage,
+                requests: u64::from(o.turns.max(1)),
+            }),
             _ => {}
         }
     }
     if found.is_empty() {
-        return Ok((summaries, 0));
+        return Ok((
+            if summaries.is_empty() {
+                outcomes
+            } else {
+                summaries
+            },
+            0,
+        ));
     }
     Ok((found, merged))
 }

@@ -272,6 +272,13 @@ impl SessionView {
             .count()
     }
 
+    /// The seed's name for [`SessionView::promotion_candidates`]: what to
+    /// promote at the end of a conversation ([`crate::promote::promote`]
+    /// writes it).
+    pub fn postmortem(&self, signals: &PromotionSignals) -> Vec<PromotionCandidate> {
+        self.promotion_candidates(signals)
+    }
+
     /// Records worth promoting to durable memory: marked important, or
     /// recalled at least `min_refs` times (1 when the task succeeded). Pruned
     /// records are never nominated. In chain order.

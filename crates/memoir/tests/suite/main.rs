@@ -47,6 +47,8 @@ mod import_corpus;
 #[cfg(feature = "import")]
 mod import_documents;
 #[cfg(feature = "import")]
+mod import_outcomes;
+#[cfg(feature = "import")]
 mod import_paginated;
 #[cfg(feature = "import")]
 mod import_shapes;
@@ -62,12 +64,15 @@ mod manager_redact;
 mod manager_revisions;
 #[cfg(feature = "search")]
 mod manager_search;
+mod outcomes;
 #[cfg(feature = "postgres")]
 mod postgres_faults;
 #[cfg(feature = "postgres")]
 mod postgres_store;
 #[cfg(feature = "postgres")]
 mod postgres_tail;
+#[cfg(feature = "view")]
+mod promotion;
 #[cfg(feature = "search")]
 mod search;
 #[cfg(feature = "search")]
