@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub mod changes;
 pub mod choices;
 pub mod completions;
 pub mod debug;
@@ -18,4 +19,5 @@ pub mod search;
 pub mod serve;
 pub mod sessions;
 pub mod store;
+pub mod ui;
 pub mod usage;
