@@ -42,6 +42,19 @@ pub enum ChangeKind {
     Move,
 }
 
+impl ChangeKind {
+    /// The lowercase name (as in JSON).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChangeKind::Edit => "edit",
+            ChangeKind::Write => "write",
+            ChangeKind::Add => "add",
+            ChangeKind::Delete => "delete",
+            ChangeKind::Move => "move",
+        }
+    }
+}
+
 /// One line of a diff.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct DiffLine {
@@ -375,10 +388,10 @@ pub fn render_diff(files: &[FileChanges]) -> String {
                 .map(|to| format!(", moved to {to}"))
                 .unwrap_or_default();
             out.push_str(&format!(
-                "@@ message {}{seq}: {} ({:?}{moved}{failed}) @@\n",
+                "@@ message {}{seq}: {} {}{moved}{failed} @@\n",
                 c.message,
                 c.tool,
-                c.kind
+                c.kind.as_str()
             ));
             for h in &c.hunks {
                 if let Some(a) = &h.anchor {
@@ -537,6 +550,6 @@ mod tests {
             json!({"file_path": "a", "old_string": "1", "new_string": "2"}),
         )];
         let text = render_diff(&reconstruct(&messages, &[7]));
-        assert_eq!(text, "--- a\n+++ a\n@@ message 0, seq 7: Edit (Edit) @@\n-1\n+2\n");
+        assert_eq!(text, "--- a\n+++ a\n@@ message 0, seq 7: Edit edit @@\n-1\n+2\n");
     }
 }

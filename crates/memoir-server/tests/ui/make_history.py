@@ -100,6 +100,18 @@ def history():
             ],
         ),
         result("r2", "a2", "2026-03-02T09:00:21.000Z", "toolu_edit1", "The file src/invoice.py has been updated."),
+        # A rewind: a second prompt with the same parent as the first answer's follow-up.
+        user("u2", "r2", "2026-03-02T09:30:00.000Z", "Actually, keep per-line rounding but document why in the README."),
+        assistant(
+            "b1",
+            "u2",
+            "2026-03-02T09:30:10.000Z",
+            [tool("toolu_edit_fail", "Edit", {"file_path": f"{CWD}/README.md", "old_string": "## Rounding", "new_string": "## Rounding\n\nLines are rounded one by one (legal requirement)."})],
+            inp=900,
+            out=120,
+            cache=0,
+        ),
+        result("rb1", "b1", "2026-03-02T09:30:11.000Z", "toolu_edit_fail", "String to replace not found in file.", error=True),
         assistant(
             "a3",
             "r2",
@@ -150,19 +162,26 @@ def history():
             "2026-03-04T08:02:00.000Z",
             [{"type": "text", "text": "The quantize fix resolves the one-cent EUR drift; the regression test passes."}],
         ),
-        # A rewind: a second prompt with the same parent as the first answer's follow-up.
-        user("u2", "r2", "2026-03-05T11:00:00.000Z", "Actually, keep per-line rounding but document why in the README."),
-        assistant(
-            "b1",
-            "u2",
-            "2026-03-05T11:00:10.000Z",
-            [tool("toolu_edit_fail", "Edit", {"file_path": f"{CWD}/README.md", "old_string": "## Rounding", "new_string": "## Rounding\n\nLines are rounded one by one (legal requirement)."})],
-            inp=900,
-            out=120,
-            cache=0,
-        ),
-        result("rb1", "b1", "2026-03-05T11:00:11.000Z", "toolu_edit_fail", "String to replace not found in file.", error=True),
     ]
+    return rows
+
+
+LONG_SESSION = "77770000-0000-4000-8000-0000000010ad"
+LONG_MESSAGES = 10_000
+
+
+def long_history():
+    """A session of LONG_MESSAGES messages (a long-running agent loop)."""
+    rows = []
+    parent = None
+    for i in range(LONG_MESSAGES // 2):
+        ts = f"2026-04-01T{(i // 3600) % 24:02d}:{(i // 60) % 60:02d}:{i % 60:02d}.000Z"
+        u = user(f"lu{i}", parent, ts, f"step {i}: poll the build queue")
+        a = assistant(f"la{i}", f"lu{i}", ts, [{"type": "text", "text": f"queue depth at step {i} is {i % 17}"}], inp=50, out=10, cache=0)
+        for row in (u, a):
+            row["sessionId"] = LONG_SESSION
+        rows += [u, a]
+        parent = f"la{i}"
     return rows
 
 
@@ -171,6 +190,9 @@ def main(out_dir):
     out.mkdir(parents=True, exist_ok=True)
     with open(out / f"{SESSION}.jsonl", "w") as f:
         for row in history():
+            f.write(json.dumps(row) + "\n")
+    with open(out / f"{LONG_SESSION}.jsonl", "w") as f:
+        for row in long_history():
             f.write(json.dumps(row) + "\n")
 
 

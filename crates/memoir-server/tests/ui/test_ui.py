@@ -128,7 +128,9 @@ def test_browse_search_changes_and_usage(page, server, artefacts):
     assert page.locator("details.thinking").count() >= 1
     assert page.locator(".divider.fork").count() >= 1, "the rewind's fork point is drawn"
     # A long tool result is cut, and loads in full on demand.
-    more = page.locator("button.more").first
+    bash = page.locator("details.tool", has=page.locator(".tool-arg", has_text="grep -n retry")).first
+    bash.locator("summary").click()
+    more = bash.locator("button.more")
     more.scroll_into_view_if_needed()
     before = len(page.locator("pre.code", has_text="worker[0]").first.inner_text())
     more.click()
@@ -184,6 +186,20 @@ def test_browse_search_changes_and_usage(page, server, artefacts):
     assert page.locator("table.usage-table tbody th", has_text="claude-opus").count() == 1
 
     no_foreign_requests(page, server)
+
+
+def test_a_ten_thousand_message_session_renders_progressively(page, server):
+    """The first messages show at once, a deep link far down lands on its
+    message before the rest is drawn, and the whole session arrives."""
+    long = "cc-77770000-0000-4000-8000-0000000010ad"
+    page.goto(server.base + f"/s/{long}#m-9500")
+    page.wait_for_selector("#m-9500.hit")
+    assert "step 4750" in page.locator("#m-9500").inner_text()
+    assert page.locator("#m-9500").is_visible()
+    page.wait_for_selector('section.conversation[aria-busy="false"]', timeout=60_000)
+    assert page.locator("article.msg").count() == 10_000
+    page.locator("body").press("j")
+    assert page.evaluate("document.activeElement.id") == "m-9501"
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@
 (function () {
   const main = document.getElementById("main");
   const PAGE = 50;
-  const CHUNK = 150; // messages rendered per frame
+  const CHUNK = 400; // messages rendered per frame
 
   // ---------- small helpers ----------
 
@@ -313,8 +313,8 @@
             title,
             r.status !== "active" ? el("span", { class: "badge warn" }, r.status) : null
           ),
-          el("td", null, r.agent),
-          el("td", { title: r.project }, shortProject(r.project)),
+          el("td", { class: "agent" }, r.agent),
+          el("td", { class: "project", title: r.project }, shortProject(r.project)),
           el("td", { class: "model" }, r.model),
           el("td", { class: "time" }, el("time", { datetime: r.created_at }, fmtTime(r.created_at))),
           el("td", { class: "num" }, fmtInt(r.messages)),
@@ -412,6 +412,24 @@
     return line.length > n ? line.slice(0, n) + "…" : line;
   }
 
+  // A tool call's input as a reader wants it: `key: value` per field, and
+  // multi-line strings (code, patches) with their real line breaks.
+  function readableInput(text) {
+    let v;
+    try {
+      v = JSON.parse(text);
+    } catch (_) {
+      return text; // a patch or a plain string (possibly cut short)
+    }
+    if (!v || typeof v !== "object" || Array.isArray(v)) return typeof v === "string" ? v : JSON.stringify(v, null, 2);
+    return Object.entries(v)
+      .map(([k, x]) => {
+        if (typeof x === "string") return x.includes("\n") ? `${k}:\n${x.replace(/^/gm, "  ")}` : `${k}: ${x}`;
+        return `${k}: ${JSON.stringify(x, null, 2)}`;
+      })
+      .join("\n");
+  }
+
   function toolSummary(block) {
     let input = block.input || "";
     try {
@@ -486,7 +504,7 @@
       el("p", { class: "hint" }, "Keys: j / k next / previous message, o open or close its tool calls.")
     );
     const status = el("p", { class: "progress", role: "status", "aria-live": "polite" });
-    const list = el("div", { class: "conversation", role: "feed", "aria-label": "Conversation", "aria-busy": "true" });
+    const list = el("section", { class: "conversation", "aria-label": "Conversation", "aria-busy": "true" });
     main.append(head, status, list);
 
     function messageNode(m) {
@@ -503,7 +521,7 @@
         m.model ? el("span", { class: "model" }, m.model) : null,
         m.timestamp ? el("time", { datetime: m.timestamp }, fmtTime(m.timestamp)) : null,
         m.usage ? el("span", { class: "usage", title: "tokens of this response" }, fmtTokens(sumUsage(m.usage)) + " tok") : null,
-        el("a", { class: "anchor", href: own && m.seq !== null ? `#seq-${m.seq}` : `#m-${m.i}`, "aria-label": `Link to message ${m.i}` }, own && m.seq !== null ? `seq ${m.seq}` : `#${m.i}`)
+        el("a", { class: "anchor", href: own && m.seq !== null ? `#seq-${m.seq}` : `#m-${m.i}`, title: "Link to this message" }, own && m.seq !== null ? `seq ${m.seq}` : `#${m.i}`)
       );
       const body = el("div", { class: "msg-body" });
       m.blocks.forEach((b, bi) => body.append(blockNode(m, b, bi)));
@@ -522,7 +540,7 @@
         }
         case "tool_use": {
           const res = results.get(b.id);
-          const input = el("pre", { class: "code" }, b.input);
+          const input = el("pre", { class: "code" }, readableInput(b.input));
           const sub = subagents.get(b.id);
           const resultPane = res
             ? el(
@@ -542,7 +560,7 @@
             el(
               "div",
               { class: "tool-panes" },
-              el("div", { class: "call" }, el("div", { class: "pane-title" }, "Call"), input, moreButton(id, m.i, bi, b, (full) => (input.textContent = typeof full.input === "string" ? full.input : JSON.stringify(full.input, null, 2)))),
+              el("div", { class: "call" }, el("div", { class: "pane-title" }, "Call"), input, moreButton(id, m.i, bi, b, (full) => (input.textContent = readableInput(typeof full.input === "string" ? full.input : JSON.stringify(full.input))))),
               resultPane
             ),
             sub ? el("p", { class: "subagent" }, "Subagent session: ", el("a", { href: sessionUrl(sub.id) }, sub.title || sub.id)) : null
@@ -570,16 +588,47 @@
       return out;
     }
 
-    let rendered = 0;
+    // Messages are drawn in order, CHUNK per frame. A deep link far down
+    // first gets light stubs for everything before its neighbourhood, so it
+    // lands at once; the stubs are then filled in, frame by frame.
+    let rendered = 0; // messages [0, rendered) have a node (real or stub)
+    let filled = 0; // stubs [filled, stubbed) still to fill
+    let stubbed = 0;
+    function realNode(i) {
+      const frag = document.createDocumentFragment();
+      for (const d of dividersBefore(i)) frag.append(d);
+      frag.append(messageNode(msgs[i]));
+      return frag;
+    }
+    function progress() {
+      const done = rendered - (stubbed - filled);
+      status.textContent = done < msgs.length ? `Showing ${fmtInt(done)} of ${fmtInt(msgs.length)} messages…` : "";
+      if (done >= msgs.length) list.setAttribute("aria-busy", "false");
+    }
     function renderThrough(n) {
       const frag = document.createDocumentFragment();
-      for (; rendered < Math.min(n, msgs.length); rendered++) {
-        for (const d of dividersBefore(rendered)) frag.append(d);
-        frag.append(messageNode(msgs[rendered]));
-      }
+      for (; rendered < Math.min(n, msgs.length); rendered++) frag.append(realNode(rendered));
       list.append(frag);
-      status.textContent = rendered < msgs.length ? `Showing ${fmtInt(rendered)} of ${fmtInt(msgs.length)} messages…` : "";
-      if (rendered >= msgs.length) list.setAttribute("aria-busy", "false");
+      progress();
+    }
+    function stubThrough(n) {
+      const frag = document.createDocumentFragment();
+      for (; rendered < Math.min(n, msgs.length); rendered++) frag.append(el("div", { class: "msg-stub", id: "m-" + rendered }));
+      stubbed = rendered;
+      list.append(frag);
+    }
+    function fill(i) {
+      const stub = document.getElementById("m-" + i);
+      if (stub && stub.classList.contains("msg-stub")) stub.replaceWith(realNode(i));
+    }
+    function fillThrough(n) {
+      for (; filled < Math.min(n, stubbed); filled++) fill(filled);
+      progress();
+    }
+    // Message i (and the few before it, where its tool call may be) drawn.
+    function ensure(i) {
+      renderThrough(i + 1);
+      for (let k = Math.max(0, i - 3); k <= i; k++) fill(k);
     }
 
     // The message a hash names: #seq-N (a record seq of this session) or #m-I.
@@ -605,7 +654,7 @@
     function land() {
       const i = targetIndex();
       if (i === null || i >= msgs.length) return;
-      renderThrough(i + 1);
+      ensure(i);
       for (const old of list.querySelectorAll(".hit")) old.classList.remove("hit");
       let node = document.getElementById("m-" + i);
       if (node && node.dataset.resultOf) {
@@ -625,18 +674,21 @@
     }
 
     const first = targetIndex();
-    renderThrough(first === null ? CHUNK : Math.max(CHUNK, first + 1));
+    let current = first === null ? -1 : first;
+    if (first !== null && first > CHUNK) stubThrough(first - 20);
+    renderThrough(first === null ? CHUNK : first + CHUNK);
     if (first !== null) land();
     const step = () => {
-      if (gen !== generation || rendered >= msgs.length) return;
-      renderThrough(rendered + CHUNK);
+      if (gen !== generation) return;
+      if (filled < stubbed) fillThrough(filled + CHUNK);
+      else if (rendered < msgs.length) renderThrough(rendered + CHUNK);
+      else return;
       requestAnimationFrame(step);
     };
     requestAnimationFrame(step);
     window.onhashchange = () => gen === generation && land();
 
     // j / k: next / previous message; o: open or close its tool calls.
-    let current = first === null ? -1 : first;
     const visible = () => [...list.querySelectorAll("article.msg")];
     window.onkeydown = (ev) => {
       if (gen !== generation || ev.ctrlKey || ev.metaKey || ev.altKey) return;
@@ -810,7 +862,11 @@
       el("div", { class: "field" }, input("until", "To", p("until"), "date"))
     );
     let seq = 0;
+    const gen = generation;
     const run = async () => {
+      // A late event (the box losing focus as a hit is clicked) must not
+      // touch the next view.
+      if (gen !== generation) return;
       const q = new URLSearchParams();
       for (const e of form.elements) if (e.name && e.value) q.set(e.name, e.value);
       history.replaceState(null, "", "/search?" + q.toString());
@@ -908,7 +964,7 @@
         "div",
         { class: "cards" },
         card("Total tokens", fmtTokens(t.total_tokens), fmtInt(t.total_tokens)),
-        card("Cost", fmtUsd(t.cost_usd, t.cost_is_lower_bound), t.cost_is_lower_bound ? `${fmtInt(t.unpriced_requests)} responses unpriced` : `prices: ${r.prices && r.prices.source ? r.prices.source : "shipped table"}`),
+        card("Cost", fmtUsd(t.cost_usd, t.cost_is_lower_bound), t.cost_is_lower_bound ? `${fmtInt(t.unpriced_requests)} responses unpriced: a lower bound` : `offline prices of ${(r.prices && r.prices.date) || "the shipped table"}`),
         card("Requests", fmtInt(t.requests), `${fmtInt(r.sessions)} sessions`),
         card("Cache reads", fmtTokens(t.cache_read_tokens), `${fmtTokens(t.input_tokens)} fresh input, ${fmtTokens(t.output_tokens)} output`)
       ),
