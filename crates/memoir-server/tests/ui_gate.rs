@@ -153,7 +153,13 @@ fn good_cookie(port: u16) -> String {
 fn no_token_is_401_a_wrong_token_or_cookie_403() {
     let r = start();
     let host = own_host(r.port);
-    for path in ["/", "/api/sessions", "/assets/app.js", "/s/s-edit", "/nothing"] {
+    for path in [
+        "/",
+        "/api/sessions",
+        "/assets/app.js",
+        "/s/s-edit",
+        "/nothing",
+    ] {
         assert_eq!(get(r.port, path, Some(&host), &[]).status, 401, "{path}");
         let wrong = format!("memoir_ui_{}={}", r.port, "0".repeat(64));
         assert_eq!(
@@ -187,9 +193,17 @@ fn the_token_is_traded_for_a_strict_cookie_and_removed_from_the_url() {
     assert_eq!(reply.status, 303);
     assert_eq!(reply.header("location"), Some("/search?q=x&k=3"));
     let cookie = reply.header("set-cookie").unwrap();
-    assert!(cookie.starts_with(&format!("{};", good_cookie(r.port))), "{cookie}");
+    assert!(
+        cookie.starts_with(&format!("{};", good_cookie(r.port))),
+        "{cookie}"
+    );
     assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"));
-    let page = get(r.port, "/", Some(&host), &[("Cookie", &good_cookie(r.port))]);
+    let page = get(
+        r.port,
+        "/",
+        Some(&host),
+        &[("Cookie", &good_cookie(r.port))],
+    );
     assert_eq!(page.status, 200);
     assert!(page.body.contains("/assets/app.js"));
 }
@@ -287,7 +301,9 @@ fn every_response_carries_the_strict_policy() {
     }
     let csp = ui::CONTENT_SECURITY_POLICY;
     assert!(csp.contains("default-src 'self'") && csp.contains("script-src 'self';"));
-    assert!(!csp.contains("unsafe-inline") && !csp.contains("unsafe-eval") && !csp.contains("http"));
+    assert!(
+        !csp.contains("unsafe-inline") && !csp.contains("unsafe-eval") && !csp.contains("http")
+    );
 }
 
 #[test]
@@ -301,10 +317,16 @@ fn the_api_lists_trees_reads_sessions_and_reconstructs_changes() {
         serde_json::from_str::<serde_json::Value>(&reply.body).unwrap()
     };
     let page = json("/api/sessions");
-    assert_eq!((page["roots"].as_u64(), page["sessions"].as_u64()), (Some(1), Some(2)));
+    assert_eq!(
+        (page["roots"].as_u64(), page["sessions"].as_u64()),
+        (Some(1), Some(2))
+    );
     let rows = page["rows"].as_array().unwrap();
     assert_eq!(rows[0]["id"], "s-edit");
-    assert_eq!((rows[1]["id"].as_str(), rows[1]["depth"].as_u64()), (Some("s-fork"), Some(1)));
+    assert_eq!(
+        (rows[1]["id"].as_str(), rows[1]["depth"].as_u64()),
+        (Some("s-fork"), Some(1))
+    );
     assert_eq!(rows[1]["relation"], "fork");
     let s = json("/api/sessions/s-edit");
     assert_eq!(s["messages"].as_array().unwrap().len(), 3);

@@ -165,7 +165,8 @@ pub fn reconstruct(messages: &[Message], seqs: &[u64]) -> Vec<FileChanges> {
 
 /// The first string field of `input` among `keys`.
 fn field<'a>(input: &'a Value, keys: &[&str]) -> Option<&'a str> {
-    keys.iter().find_map(|k| input.get(*k).and_then(Value::as_str))
+    keys.iter()
+        .find_map(|k| input.get(*k).and_then(Value::as_str))
 }
 
 const PATH_KEYS: &[&str] = &["file_path", "filePath", "path", "absolute_path"];
@@ -211,7 +212,11 @@ fn of_call(name: &str, input: &Value) -> Vec<FileChange> {
             ) else {
                 return Vec::new();
             };
-            vec![change(path, ChangeKind::Write, vec![replacement("", content)])]
+            vec![change(
+                path,
+                ChangeKind::Write,
+                vec![replacement("", content)],
+            )]
         }
         "apply_patch" => patch_text(input)
             .map(|p| parse_patch(name, p))
@@ -485,7 +490,10 @@ mod tests {
         assert!(!a.changes[0].failed);
         assert_eq!(a.changes[1].hunks.len(), 2);
         assert_eq!(ops(&a.changes[1]), "-x|+y| p|-q");
-        assert!(a.changes[1].failed, "an error result marks the change failed");
+        assert!(
+            a.changes[1].failed,
+            "an error result marks the change failed"
+        );
         assert_eq!((a.added, a.removed), (2, 3));
         let b = &files[1];
         assert_eq!(b.changes[0].kind, ChangeKind::Write);
@@ -550,6 +558,9 @@ mod tests {
             json!({"file_path": "a", "old_string": "1", "new_string": "2"}),
         )];
         let text = render_diff(&reconstruct(&messages, &[7]));
-        assert_eq!(text, "--- a\n+++ a\n@@ message 0, seq 7: Edit edit @@\n-1\n+2\n");
+        assert_eq!(
+            text,
+            "--- a\n+++ a\n@@ message 0, seq 7: Edit edit @@\n-1\n+2\n"
+        );
     }
 }

@@ -3,8 +3,8 @@
 
 use std::process::ExitCode;
 
-use crate::output::print_json;
 use crate::out;
+use crate::output::print_json;
 
 use super::store::{resolve_id, StoreArgs};
 

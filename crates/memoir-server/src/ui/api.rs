@@ -80,7 +80,11 @@ fn parse_time(text: Option<&str>, end: bool) -> ApiResult<Option<DateTime<Utc>>>
         return Ok(None);
     };
     if let Ok(day) = NaiveDate::parse_from_str(text, "%Y-%m-%d") {
-        let day = if end { day.succ_opt().unwrap_or(day) } else { day };
+        let day = if end {
+            day.succ_opt().unwrap_or(day)
+        } else {
+            day
+        };
         return Ok(day.and_hms_opt(0, 0, 0).map(|t| t.and_utc()));
     }
     DateTime::parse_from_rfc3339(text)
@@ -699,15 +703,14 @@ pub(crate) async fn usage(
     params: Result<Query<UsageParams>, QueryRejection>,
 ) -> ApiResult<Json<Value>> {
     let p = query(params)?;
-    let group_by = p
-        .by
-        .as_deref()
-        .unwrap_or("day")
-        .split(',')
-        .filter(|s| !s.trim().is_empty())
-        .map(|s| s.trim().parse::<GroupKey>())
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(ApiError::from)?;
+    let group_by =
+        p.by.as_deref()
+            .unwrap_or("day")
+            .split(',')
+            .filter(|s| !s.trim().is_empty())
+            .map(|s| s.trim().parse::<GroupKey>())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(ApiError::from)?;
     let nonempty = |o: Option<String>| o.filter(|s| !s.trim().is_empty());
     let q = UsageQuery {
         project: nonempty(p.project).map(|w| usage::ProjectFilter::Workspace(PathBuf::from(w))),

@@ -96,7 +96,10 @@ pub fn router(config: UiConfig) -> Router {
         .route("/api/facets", get(api::facets))
         .route("/api/costs", get(api::costs))
         .route("/api/sessions/{id}", get(api::session))
-        .route("/api/sessions/{id}/block/{message}/{block}", get(api::block))
+        .route(
+            "/api/sessions/{id}/block/{message}/{block}",
+            get(api::block),
+        )
         .route("/api/sessions/{id}/changes", get(api::changes))
         .route("/api/search", get(api::search))
         .route("/api/usage", get(api::usage))
