@@ -79,6 +79,10 @@ enum Command {
     /// Serve sessions and notes as MCP tools (stdio, or --http ADDR).
     #[cfg(feature = "mcp")]
     Mcp(cmd::mcp::Args),
+    /// Browse every session in a local web view (127.0.0.1, per-run token).
+    Ui(cmd::ui::Args),
+    /// The files a session edited, from its tool calls, as diffs.
+    Changes(cmd::changes::Args),
     /// Tools for crash and concurrency tests.
     #[command(subcommand, hide = true)]
     Debug(cmd::debug::Command),
@@ -103,6 +107,8 @@ fn main() -> ExitCode {
         Command::Completions(args) => cmd::completions::completions(args, Cli::command()),
         Command::Man => cmd::completions::man(Cli::command()),
         Command::Debug(c) => cmd::debug::run(c),
+        Command::Ui(args) => cmd::ui::run(args),
+        Command::Changes(args) => cmd::changes::run(args),
         Command::Import(args) => cmd::import::run(args),
         Command::Doctor(args) => cmd::doctor::run(args),
         Command::Usage(args) => cmd::usage::run(args),

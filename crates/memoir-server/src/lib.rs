@@ -27,6 +27,9 @@ pub mod config;
 pub mod error;
 mod handlers;
 pub mod namespace;
+/// `memoir ui`: the local web view.
+#[cfg(feature = "ui")]
+pub mod ui;
 
 use std::sync::Arc;
 

@@ -14,6 +14,7 @@
 //! - [`manager`]: sessions of a project: index, fork, export, trash
 //!   (`manager::redact` with the `redact` feature);
 //! - [`blob`]: content-addressed storage for large payloads;
+//! - [`changes`]: the file edits a session's tool calls made, as diffs;
 //! - [`client`]: the HTTP API's wire types (`client::Client` and
 //!   `client::RemoteStore` with the `client` feature);
 //! - [`frame`]: the line framing (seq, batch marker, hash chain) on bytes,
@@ -57,6 +58,7 @@
 #![deny(missing_docs)]
 
 pub mod blob;
+pub mod changes;
 pub mod client;
 pub mod doctor;
 #[cfg(feature = "view")]

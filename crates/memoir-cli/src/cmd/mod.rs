@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub mod changes;
 pub mod choices;
 pub mod completions;
 pub mod debug;
@@ -19,4 +20,5 @@ pub mod serve;
 pub mod sessions;
 pub mod stats;
 pub mod store;
+pub mod ui;
 pub mod usage;

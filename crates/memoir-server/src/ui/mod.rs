@@ -1,0 +1,153 @@
+//! `memoir ui`: a local web view of a store's sessions (list and tree,
+//! conversation, search, usage, file changes), for one user on one machine.
+//!
+//! The view is a small hand-written page (`assets/`: HTML, CSS, vanilla JS,
+//! embedded in the binary; the page never loads anything from elsewhere)
+//! over a read-only JSON API (`api`) whose handlers call the library like
+//! every other handler of this crate: the manager's listing and replay,
+//! [`memoir::search`], [`memoir::usage`], [`memoir::changes`].
+//!
+//! What guards it ([`guard`], in front of every route):
+//! - **a per-run secret**: the URL printed at start carries `?token=…`; the
+//!   first request with it gets a `HttpOnly; SameSite=Strict` cookie and a
+//!   redirect to the same URL without the token. Every other request needs
+//!   the cookie: none is 401, a wrong one (or a wrong `?token=`) 403.
+//! - **Host and Origin checks**: `Host` must be `127.0.0.1:PORT` or
+//!   `localhost:PORT` (a DNS-rebound name is refused with 403), and an
+//!   `Origin`, when sent, must be one of those as `http://` origins.
+//! - **headers**: a strict Content-Security-Policy (`default-src 'self'`, no
+//!   inline script or style, no framing), `nosniff`, `no-referrer`, and
+//!   `no-store` caching.
+
+mod api;
+mod guard;
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use axum::http::{header, HeaderValue};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use memoir::store::LogStore;
+
+pub use guard::CONTENT_SECURITY_POLICY;
+
+/// What the web view serves.
+pub struct UiConfig {
+    /// The store shown (every session in it).
+    pub store: Arc<dyn LogStore>,
+    /// The secret of this run (the `?token=` of the printed URL).
+    pub token: String,
+    /// The port the listener is bound to (the only one `Host` may name).
+    pub port: u16,
+    /// `$MEMOIR_HOME`, for the configured price table (`None`: the shipped one).
+    pub home: Option<PathBuf>,
+}
+
+/// A fresh random secret for one run: 256 bits from the operating system's
+/// generator, as 64 hex digits.
+pub fn new_token() -> String {
+    let a = uuid::Uuid::new_v4();
+    let b = uuid::Uuid::new_v4();
+    let c = uuid::Uuid::new_v4();
+    // Hash three v4 UUIDs (366 random bits) down to 256 uniform bits.
+    let mut h = blake3::Hasher::new();
+    h.update(a.as_bytes());
+    h.update(b.as_bytes());
+    h.update(c.as_bytes());
+    h.finalize().to_hex().to_string()
+}
+
+/// The URL to open: `http://127.0.0.1:PORT/?token=TOKEN`.
+pub fn start_url(port: u16, token: &str) -> String {
+    format!("http://127.0.0.1:{port}/?token={token}")
+}
+
+/// What the UI's handlers share.
+pub(crate) struct UiState {
+    pub store: Arc<dyn LogStore>,
+    pub home: Option<PathBuf>,
+    pub prices: std::sync::OnceLock<memoir::usage::PriceTable>,
+    pub search: Mutex<Option<memoir::search::SearchIndex>>,
+}
+
+pub(crate) type Ui = Arc<UiState>;
+
+/// The web view's router: the page, its assets and its API, behind the guard.
+pub fn router(config: UiConfig) -> Router {
+    let state: Ui = Arc::new(UiState {
+        store: config.store,
+        home: config.home,
+        prices: Default::default(),
+        search: Mutex::new(None),
+    });
+    let guard = guard::Guard::new(&config.token, config.port);
+    Router::new()
+        .route("/", get(page))
+        .route("/s/{id}", get(page))
+        .route("/s/{id}/changes", get(page))
+        .route("/search", get(page))
+        .route("/usage", get(page))
+        .route("/assets/app.js", get(app_js))
+        .route("/assets/app.css", get(app_css))
+        .route("/assets/icon.svg", get(icon))
+        .route("/api/sessions", get(api::sessions))
+        .route("/api/facets", get(api::facets))
+        .route("/api/costs", get(api::costs))
+        .route("/api/sessions/{id}", get(api::session))
+        .route(
+            "/api/sessions/{id}/block/{message}/{block}",
+            get(api::block),
+        )
+        .route("/api/sessions/{id}/changes", get(api::changes))
+        .route("/api/search", get(api::search))
+        .route("/api/usage", get(api::usage))
+        .fallback(api::not_found)
+        .with_state(state)
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::new(guard),
+            guard::check,
+        ))
+}
+
+/// Serve the web view on `listener` until `shutdown` resolves.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    config: UiConfig,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), crate::ServeError> {
+    axum::serve(listener, router(config))
+        .with_graceful_shutdown(shutdown)
+        .await?;
+    Ok(())
+}
+
+fn asset(content_type: &'static str, body: &'static [u8]) -> Response {
+    let mut resp = body.into_response();
+    resp.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    resp
+}
+
+async fn page() -> Response {
+    asset(
+        "text/html; charset=utf-8",
+        include_bytes!("assets/index.html"),
+    )
+}
+
+async fn app_js() -> Response {
+    asset(
+        "text/javascript; charset=utf-8",
+        include_bytes!("assets/app.js"),
+    )
+}
+
+async fn app_css() -> Response {
+    asset("text/css; charset=utf-8", include_bytes!("assets/app.css"))
+}
+
+async fn icon() -> Response {
+    asset("image/svg+xml", include_bytes!("assets/icon.svg"))
+}
