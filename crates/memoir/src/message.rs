@@ -259,6 +259,23 @@ pub struct Message {
 pub const SOURCE_KEY: &str = "source";
 
 impl Message {
+    /// The newest time the source gave this message: its own `timestamp`,
+    /// or a later one of the source lines merged into it (the parts of a
+    /// split response, `source.merged[].timestamp`).
+    pub fn latest_source_time(&self) -> Option<DateTime<Utc>> {
+        let merged = self
+            .extra
+            .get(SOURCE_KEY)
+            .and_then(|t| t.get("merged"))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|part| part.get("timestamp")?.as_str())
+            .filter_map(|at| DateTime::parse_from_rfc3339(at).ok())
+            .map(|at| at.with_timezone(&Utc));
+        self.timestamp.into_iter().chain(merged).max()
+    }
+
     /// A message with the given role and blocks and nothing else.
     pub fn new(role: Role, content: Vec<Block>) -> Self {
         Message {

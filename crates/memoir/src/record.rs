@@ -24,6 +24,26 @@ pub use promotion::{PromotedNote, Promotion, PromotionSource};
 /// Version of the record format written by this build (see `docs/FORMAT.md`).
 pub const FORMAT_VERSION: u32 = 1;
 
+/// Kind of the [`Record::Unknown`] records in which an importer keeps source
+/// lines memoir gives no meaning to:
+/// `{"record":"import","agent":…,"line":…,"entry":{…}}`.
+pub const SOURCE_RECORD_KIND: &str = "import";
+
+/// The time of a kept source line (its `entry.timestamp`), for records of
+/// kind [`SOURCE_RECORD_KIND`]; `None` for every other record.
+pub fn source_line_time(record: &Record) -> Option<DateTime<Utc>> {
+    let Record::Unknown { kind, raw } = record else {
+        return None;
+    };
+    if kind != SOURCE_RECORD_KIND {
+        return None;
+    }
+    let at = raw.get("entry")?.get("timestamp")?.as_str()?;
+    DateTime::parse_from_rfc3339(at)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
+}
+
 /// Where a forked session came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ForkPoint {

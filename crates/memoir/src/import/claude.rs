@@ -942,7 +942,14 @@ fn merge_into(prev: &mut Message, next: Message) {
         .entry("merged")
         .or_insert_with(|| Value::Array(Vec::new()));
     if let Value::Array(parts) = parts {
-        parts.push(Value::Object(next_trace.clone()));
+        let mut part = next_trace.clone();
+        if let Some(at) = next.timestamp {
+            part.insert(
+                "timestamp".into(),
+                json!(at.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)),
+            );
+        }
+        parts.push(Value::Object(part));
     }
 }
 

@@ -36,8 +36,8 @@ pub mod gemini;
 mod lines;
 #[cfg(feature = "import-opencode")]
 pub mod opencode;
-mod readable;
 pub mod outcomes;
+mod readable;
 pub mod segments;
 mod sync;
 pub mod watch;
@@ -57,7 +57,7 @@ pub use readable::RAW_BLOCK;
 
 /// Kind of the [`Record::Unknown`] records that keep source lines memoir
 /// gives no meaning to: `{"record":"import","agent":…,"line":…,"entry":{…}}`.
-pub const SOURCE_RECORD: &str = "import";
+pub const SOURCE_RECORD: &str = crate::record::SOURCE_RECORD_KIND;
 
 /// The agents whose sessions can be imported.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]

@@ -37,7 +37,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{IoContext, Result};
 use crate::message::{Block, Message, Usage};
 use crate::paths;
-use crate::record::{ForkPoint, Record};
+use crate::record::{source_line_time, ForkPoint, Record};
 use crate::store::file::changes::Journal;
 use crate::store::file::checkpoint::{self, Changes, Checkpoint};
 use crate::store::file::EXT;
@@ -107,8 +107,8 @@ pub struct IndexEntry {
     /// Creation time (from the header).
     pub created_at: DateTime<Utc>,
     /// Last activity: the transcript's modification time; for an imported
-    /// session (one with a `source`), its newest message time (the source's
-    /// last record), never the time of the import.
+    /// session (one with a `source`), the time of its source's newest line
+    /// (a message or a kept source line), never the time of the import.
     pub last_activity: DateTime<Utc>,
     /// Messages in the conversation, inherited ones included.
     pub messages: usize,
@@ -230,7 +230,8 @@ impl IndexEntry {
             last_activity: t
                 .messages
                 .iter()
-                .filter_map(|m| m.timestamp)
+                .filter_map(Message::latest_source_time)
+                .chain(t.unknown.iter().filter_map(|r| source_line_time(&r.record)))
                 .fold(t.meta.created_at, DateTime::max),
             messages: t.messages.len(),
             inherited: t.inherited,
@@ -273,7 +274,7 @@ impl IndexEntry {
             match r {
                 Record::Message(m) => {
                     self.messages += 1;
-                    if let Some(at) = m.timestamp.filter(|_| self.source.is_some()) {
+                    if let Some(at) = m.latest_source_time().filter(|_| self.source.is_some()) {
                         self.last_activity = self.last_activity.max(at);
                     }
                     self.estimated_tokens += estimate_tokens(m);
@@ -283,7 +284,11 @@ impl IndexEntry {
                 }
                 Record::Title { title } => self.title = Some(title.clone()),
                 Record::Summary(s) => self.usage.add(&s.usage),
-                _ => {}
+                other => {
+                    if let Some(at) = source_line_time(other).filter(|_| self.source.is_some()) {
+                        self.last_activity = self.last_activity.max(at);
+                    }
+                }
             }
         }
         self.last_seq = appended.last_seq;

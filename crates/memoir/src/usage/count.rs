@@ -503,6 +503,8 @@ fn own_responses(
             }),
             Record::Outcome(o) if !o.usage.is_zero() => outcomes.push(Found {
                 identity: None,
+                message: None,
+                sidechain: false,
                 model: o.model.clone().filter(|m| !m.is_empty()),
                 at: None,
                 usage: o.usage,

@@ -307,7 +307,6 @@ fn every_prompt_tool_call_and_tool_result_is_stored_exactly_once() {
 }
 
 #[test]
-#[ignore = "parallel tool calls: Claude Code hangs each tool_result line from the call line it answers, so a response's later call lines and the results are siblings in the uuid tree; the importer takes the siblings for rewinds and moves the results (or calls) into branch sessions apart from their calls"]
 fn a_call_and_its_result_share_a_session_result_after_call() {
     for c in corpora() {
         for s in &c.sessions {
@@ -347,7 +346,6 @@ fn a_call_and_its_result_share_a_session_result_after_call() {
 }
 
 #[test]
-#[ignore = "parallel tool calls: each tool_result line hangs from the call line it answers, and the importer makes every such sibling a rewind branch session (tens per session) besides the generator's real rewinds"]
 fn only_the_sources_rewinds_make_branch_sessions() {
     for c in corpora() {
         let mut branches: BTreeMap<&str, usize> = BTreeMap::new();
@@ -403,7 +401,6 @@ fn usage_per_source_session_is_the_manifests() {
 }
 
 #[test]
-#[ignore = "an imported session's last activity is the time of the import (the stored transcript's modification time), not its last source record's timestamp"]
 fn session_times_are_the_first_and_last_source_record() {
     let fmt = |t: chrono::DateTime<chrono::Utc>| t.to_rfc3339_opts(SecondsFormat::Millis, true);
     for c in corpora() {
@@ -510,7 +507,7 @@ fn resumed_corpus() -> Imported {
 }
 
 #[test]
-#[ignore = "a resumed Claude Code session (a new file that repeats an earlier session's lines, uuids included) is imported whole: its repeated prompts, tool calls and results are stored a second time and the repeated responses' usage is counted in the resumed session instead of the one that first wrote them"]
+#[ignore = "a resumed Claude Code session (a new file repeating an earlier session's lines, uuids included) is imported whole: its repeated prompts, calls and results are stored a second time"]
 fn a_resumed_session_stores_and_counts_what_it_repeats_once() {
     let c = resumed_corpus();
     let mut texts: HashMap<String, usize> = HashMap::new();
