@@ -53,12 +53,27 @@ pub(crate) fn parse_lines(path: &Path, file: lines::JsonlFile, ctx: &ParseContex
         ..Parsed::default()
     };
     let mut entries = file.lines;
+    // A resumed session's repeated lines are its predecessor's: not
+    // imported again (the main session continues from them by reference).
+    let first_time = entries
+        .iter()
+        .find_map(|e| time_of(&e.value, "timestamp"));
+    let (repeated, last_repeated) = take_repeated(&mut entries, ctx.repeated_lines);
     let stem = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
     let child_file = is_child_path(path);
-    let tree = Tree::build(&entries, child_file, path, &mut parsed.notes);
+    let tree = Tree::build(&entries, child_file, path, &repeated, &mut parsed.notes);
+    if ctx.repeated_lines > 0 {
+        parsed.continues_from = tree
+            .main
+            .first()
+            .and_then(|&i| str_of(&entries[i].value, "parentUuid"))
+            .filter(|p| repeated.contains(*p))
+            .map(str::to_string)
+            .or(last_repeated);
+    }
 
     let session_id = entries
         .iter()
@@ -190,6 +205,16 @@ pub(crate) fn parse_lines(path: &Path, file: lines::JsonlFile, ctx: &ParseContex
             session_id.as_deref(),
             &records,
         );
+        if job.key == "main" && ctx.repeated_lines > 0 {
+            // A resumed session starts with its source's first record.
+            if let Some(t) = first_time {
+                meta.created_at = t;
+            }
+            if let Some(src) = meta.source.as_mut() {
+                src.extra
+                    .insert("repeated_lines".into(), json!(ctx.repeated_lines));
+            }
+        }
         if let Some(src) = meta.source.as_mut() {
             if child_file {
                 src.extra.insert("kind".into(), json!("subagent"));
@@ -279,6 +304,27 @@ pub(crate) fn parse_lines(path: &Path, file: lines::JsonlFile, ctx: &ParseContex
     parsed.sessions = out;
     parsed.tail = main_leaf.and_then(|leaf| tail_state(&entries, &tree, leaf, custom_title));
     parsed
+}
+
+/// Remove the first `lines` lines (a resumed session's repeated history)
+/// from `entries`: their uuids, and the uuid of the last of them on the
+/// main thread.
+fn take_repeated(entries: &mut Vec<Line>, lines: u64) -> (HashSet<String>, Option<String>) {
+    if lines == 0 {
+        return (HashSet::new(), None);
+    }
+    let split = entries.partition_point(|e| e.number <= lines);
+    let mut uuids = HashSet::new();
+    let mut last = None;
+    for e in entries.drain(..split) {
+        if let Some(u) = str_of(&e.value, "uuid") {
+            if e.value.get("isSidechain") != Some(&Value::Bool(true)) {
+                last = Some(u.to_string());
+            }
+            uuids.insert(u.to_string());
+        }
+    }
+    (uuids, last)
 }
 
 /// The id of a branch leaving the session `of` at the entry whose uuid
@@ -640,7 +686,15 @@ struct Tree {
 }
 
 impl Tree {
-    fn build(entries: &[Line], child_file: bool, path: &Path, notes: &mut Vec<Skipped>) -> Tree {
+    /// `repeated`: uuids of the lines a resumed session repeats (removed):
+    /// an entry naming one of them starts the session's own lines.
+    fn build(
+        entries: &[Line],
+        child_file: bool,
+        path: &Path,
+        repeated: &HashSet<String>,
+        notes: &mut Vec<Skipped>,
+    ) -> Tree {
         let mut by_uuid: HashMap<&str, usize> = HashMap::new();
         for (i, e) in entries.iter().enumerate() {
             if let Some(u) = str_of(&e.value, "uuid") {
@@ -682,6 +736,7 @@ impl Tree {
             }
             let parent = match (named, found) {
                 (_, Some(p)) if !side(p) => Some(p),
+                (Some(missing), _) if prev_main.is_none() && repeated.contains(missing) => None,
                 (Some(missing), _) => {
                     notes.push(Skipped {
                         file: path.to_path_buf(),

@@ -79,6 +79,18 @@ pub struct FileCursor {
     /// as found in this file (for subagent files read in a later run).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub spawns: BTreeMap<String, String>,
+    /// Claude Code: the uuid of the file's first entry that has one (to
+    /// recognise a resumed session that repeats another file's history).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_uuid: Option<String>,
+    /// Claude Code: the file's first lines that repeat another session's,
+    /// decided when it was first imported (0: none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub repeated_lines: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A parser's state at the end of the imported prefix, to parse only what
@@ -310,6 +322,8 @@ impl FileCursor {
             first_line: None,
             tail: None,
             spawns: BTreeMap::new(),
+            first_uuid: None,
+            repeated_lines: 0,
         }
     }
 }

@@ -38,6 +38,7 @@ mod lines;
 pub mod opencode;
 pub mod outcomes;
 mod readable;
+mod resumed;
 pub mod segments;
 mod sync;
 pub mod watch;
@@ -253,6 +254,9 @@ pub struct Parsed {
     /// The sessions hold only the records after the previous import
     /// (`parse_tail`): `main` continues the source's main session.
     pub resumed: bool,
+    /// Claude Code, with [`ParseContext::repeated_lines`]: the uuid of the
+    /// repeated entry the main session continues from (its fork point).
+    pub continues_from: Option<String>,
 }
 
 /// What a parser may need beyond the source itself.
@@ -265,6 +269,9 @@ pub struct ParseContext {
     pub spawns: HashMap<String, String>,
     /// Codex: the rollout this one was forked from (its path), when known.
     pub codex_parent: Option<PathBuf>,
+    /// Claude Code: the file's first this many lines repeat another
+    /// session's (a resumed session): they are not imported again.
+    pub repeated_lines: u64,
 }
 
 /// One source to import.

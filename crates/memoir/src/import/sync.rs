@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use super::cursor::{self, Change, Cursors, FileCursor, FileStat, SessionCursor};
 use super::{
-    parse_bytes, Agent, FileError, ForkAt, ImportError, ImportReport, ParentRef, ParseContext,
+    parse_bytes, resumed, Agent, FileError, ForkAt, ImportError, ImportReport, ParentRef, ParseContext,
     Parsed, Planned, Progress, Source,
 };
 use crate::manager::SessionManager;
@@ -66,12 +66,23 @@ pub(super) fn run(
         touched: BTreeSet::new(),
         spawns,
         first_lines: HashMap::new(),
+        first_uuids: HashMap::new(),
         recovering,
         held: HashMap::new(),
     };
     let mut order: Vec<&Source> = sources.iter().collect();
     order.sort_by_key(|s| (s.agent, is_child_file(s), s.path.clone()));
     order.dedup_by_key(|s| s.path.clone());
+    // New Claude Code files by first uuid: a resumed session repeats its
+    // predecessor's, and is imported after it.
+    for s in &order {
+        if resumed::applies(s, is_child_file(s)) && !cursors.files.contains_key(&s.path) {
+            if let Some(u) = resumed::first_uuid(&s.path) {
+                run.first_uuids.insert(s.path.clone(), u);
+            }
+        }
+    }
+    resumed::order_new(&mut order, &run.first_uuids);
     let mut prog = Progress {
         files_total: order.len(),
         bytes_total: order
@@ -156,6 +167,8 @@ struct Run<'a> {
     spawns: HashMap<String, String>,
     /// Codex: hash of a rollout's first line → the first rollout that had it.
     first_lines: HashMap<blake3::Hash, PathBuf>,
+    /// Claude Code: the first uuid of each new file of this run.
+    first_uuids: HashMap<PathBuf, String>,
     /// The previous run did not finish (see [`RUNNING`]).
     recovering: bool,
     /// The current source's planned sessions (by key) whose stored session
@@ -199,11 +212,26 @@ impl Run<'_> {
                 return Ok(());
             }
         }
+        let is_new = existing.is_none();
         let mut fc = existing.unwrap_or_else(|| FileCursor::new(source.agent, &stat));
+        // A new file repeating an imported one's lines: a resumed session.
+        let mut predecessor: Option<FileCursor> = None;
+        if let Some(uuid) = self.first_uuids.get(&source.path).cloned() {
+            fc.first_uuid = Some(uuid.clone());
+            if is_new {
+                if let Some((p, lines)) =
+                    resumed::predecessor(self.manager, cursors, &source.path, &uuid)?
+                {
+                    fc.repeated_lines = lines;
+                    predecessor = cursors.files.get(&p).cloned();
+                }
+            }
+        }
         let mut ctx = ParseContext {
             cuts: fc.cuts.iter().copied().collect(),
             spawns: self.spawns.clone(),
             codex_parent: None,
+            repeated_lines: fc.repeated_lines,
         };
         self.held.clear();
         let beyond = if self.recovering {
@@ -285,7 +313,23 @@ impl Run<'_> {
         if let Some(t) = parsed.torn.take() {
             self.report.torn.push(t);
         }
-        for planned in std::mem::take(&mut parsed.sessions) {
+        for mut planned in std::mem::take(&mut parsed.sessions) {
+            if let (Some(pred), Some(uuid), "main") = (
+                &predecessor,
+                parsed.continues_from.as_deref(),
+                planned.key.as_str(),
+            ) {
+                if let Some((parent, messages)) = resumed::fork_point(self.manager, pred, uuid)? {
+                    if let Some(src) = planned.meta.source.as_mut() {
+                        src.extra
+                            .insert("resumed_from".into(), Value::String(parent.clone()));
+                    }
+                    planned.fork = Some(super::ForkFrom {
+                        parent: ParentRef::Session(parent),
+                        at: ForkAt::Messages(messages),
+                    });
+                }
+            }
             if let Some(planned) = self.session(cursors, &mut fc, planned, false)? {
                 deferred.push((source.path.clone(), planned));
             }
@@ -474,6 +518,7 @@ impl Run<'_> {
                         cuts: ctx.cuts.clone(),
                         spawns: ctx.spawns.clone(),
                         codex_parent: ctx.codex_parent.clone(),
+                        repeated_lines: ctx.repeated_lines,
                     };
                     trial.cuts.extend(cuts.iter().copied());
                     parse_whole(source, bytes, &trial)?.0
@@ -861,7 +906,7 @@ impl Run<'_> {
 const PARALLEL_DIGEST_MIN: usize = 64;
 
 /// Whether the store has a live session `id`.
-fn exists(manager: &SessionManager, id: &str) -> Result<bool, ImportError> {
+pub(super) fn exists(manager: &SessionManager, id: &str) -> Result<bool, ImportError> {
     match manager.store().read_header(id) {
         Ok(h) => Ok(h.is_some()),
         Err(crate::Error::NotFound(_)) => Ok(false),

@@ -507,7 +507,6 @@ fn resumed_corpus() -> Imported {
 }
 
 #[test]
-#[ignore = "a resumed Claude Code session (a new file repeating an earlier session's lines, uuids included) is imported whole: its repeated prompts, calls and results are stored a second time"]
 fn a_resumed_session_stores_and_counts_what_it_repeats_once() {
     let c = resumed_corpus();
     let mut texts: HashMap<String, usize> = HashMap::new();

@@ -1,0 +1,180 @@
+//! Claude Code resumed sessions: a new file that first repeats an earlier
+//! session's lines (uuids included, its own `sessionId`), then continues.
+//!
+//! The repeated lines are stored once, by the session that wrote them
+//! first: the resumed file becomes a fork by reference of that session,
+//! cut after the entry its own lines continue from, holding only its own
+//! lines. This module finds the predecessor (an imported file of the same
+//! project folder with the same first uuid whose imported lines the new
+//! file starts with), orders a run so a predecessor is imported before the
+//! files that repeat it, and resolves the fork point in the store.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use super::cursor::{Cursors, FileCursor};
+use super::{lines, Agent, ImportError, Source};
+use crate::manager::SessionManager;
+use crate::message::SOURCE_KEY;
+
+/// At most this many leading lines are read to find a file's first uuid.
+const HEAD_LINES: usize = 64;
+
+/// Whether `source` can repeat or be repeated: a plain (not compressed)
+/// top-level Claude Code file.
+pub(super) fn applies(source: &Source, child: bool) -> bool {
+    source.agent == Agent::ClaudeCode && !child && !lines::is_compressed(&source.path)
+}
+
+/// The uuid of the file's first entry that has one (among its first lines).
+pub(super) fn first_uuid(path: &Path) -> Option<String> {
+    let file = lines::open_file(path).ok()?;
+    for line in BufReader::new(file).lines().take(HEAD_LINES) {
+        let line = line.ok()?;
+        let Ok(v) = serde_json::from_str::<Map<String, Value>>(&line) else {
+            continue;
+        };
+        if let Some(u) = v.get("uuid").and_then(Value::as_str) {
+            return Some(u.to_string());
+        }
+    }
+    None
+}
+
+/// Put the new files of each (project folder, first uuid) group in the
+/// order of their size (then path), at the places the group held in
+/// `order`: a file that repeats another and continues it comes after it.
+pub(super) fn order_new(order: &mut [&Source], new: &HashMap<PathBuf, String>) {
+    let mut groups: BTreeMap<(PathBuf, &str), Vec<usize>> = BTreeMap::new();
+    for (i, s) in order.iter().enumerate() {
+        if let Some(u) = new.get(&s.path) {
+            let dir = s.path.parent().map(Path::to_path_buf).unwrap_or_default();
+            groups.entry((dir, u.as_str())).or_default().push(i);
+        }
+    }
+    for slots in groups.values().filter(|g| g.len() > 1) {
+        let mut members: Vec<&Source> = slots.iter().map(|&i| order[i]).collect();
+        members.sort_by_key(|s| {
+            let size = std::fs::metadata(&s.path).map_or(0, |m| m.len());
+            (size, s.path.clone())
+        });
+        for (&slot, s) in slots.iter().zip(members) {
+            order[slot] = s;
+        }
+    }
+}
+
+/// The imported file `path` (first uuid `uuid`) repeats the start of:
+/// the imported file of the same folder with the same first uuid whose
+/// imported lines cover most of this file's leading entries. Returns its
+/// path and how many leading lines of `path` repeat it.
+pub(super) fn predecessor(
+    manager: &SessionManager,
+    cursors: &mut Cursors,
+    path: &Path,
+    uuid: &str,
+) -> Result<Option<(PathBuf, u64)>, ImportError> {
+    let dir = path.parent();
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    for (p, fc) in cursors.files.iter_mut() {
+        if p == path
+            || p.parent() != dir
+            || fc.agent != Agent::ClaudeCode.as_str()
+            || fc.lines == 0
+            || lines::is_compressed(p)
+        {
+            continue;
+        }
+        let Some(main) = fc.sessions.get("main") else {
+            continue;
+        };
+        if fc.first_uuid.is_none() {
+            fc.first_uuid = first_uuid(p);
+        }
+        if fc.first_uuid.as_deref() == Some(uuid) && super::sync::exists(manager, &main.id)? {
+            candidates.push(p.clone());
+        }
+    }
+    if candidates.is_empty() {
+        return Ok(None);
+    }
+    let own = lines::parse(path, &lines::read_all(path)?).lines;
+    let mut best: Option<(usize, PathBuf, u64)> = None;
+    for c in candidates {
+        let imported = cursors.files.get(&c).map_or(0, |fc| fc.lines);
+        let Ok(bytes) = lines::read_all(&c) else {
+            continue;
+        };
+        let known: HashSet<String> = lines::parse(&c, &bytes)
+            .lines
+            .iter()
+            .take_while(|l| l.number <= imported)
+            .filter_map(|l| l.value.get("uuid").and_then(Value::as_str))
+            .map(str::to_string)
+            .collect();
+        let (mut score, mut through) = (0usize, 0u64);
+        for l in &own {
+            match l.value.get("uuid").and_then(Value::as_str) {
+                Some(u) if known.contains(u) => {
+                    score += 1;
+                    through = l.number;
+                }
+                Some(_) => break,
+                None => {}
+            }
+        }
+        if score > 0 && best.as_ref().is_none_or(|b| score > b.0) {
+            best = Some((score, c, through));
+        }
+    }
+    Ok(best.map(|(_, p, through)| (p, through)))
+}
+
+/// Where a resumed session's fork cuts the predecessor's sessions: the
+/// session (main first, then its branches) holding a message read from
+/// the entry `uuid` (a split response's further lines included), and the
+/// messages through it. An entry that is no message cuts the main session
+/// after all its messages.
+pub(super) fn fork_point(
+    manager: &SessionManager,
+    predecessor: &FileCursor,
+    uuid: &str,
+) -> Result<Option<(String, usize)>, ImportError> {
+    let mut ids: Vec<&str> = Vec::new();
+    if let Some(main) = predecessor.sessions.get("main") {
+        ids.push(&main.id);
+    }
+    ids.extend(
+        predecessor
+            .sessions
+            .iter()
+            .filter(|(k, _)| k.starts_with("branch:"))
+            .map(|(_, s)| s.id.as_str()),
+    );
+    let mut main_len = None;
+    for id in &ids {
+        if !super::sync::exists(manager, id)? {
+            continue;
+        }
+        let t = manager.read_stored(id)?;
+        main_len.get_or_insert((id.to_string(), t.messages.len()));
+        let at = t.messages.iter().position(|m| {
+            let Some(trace) = m.extra.get(SOURCE_KEY) else {
+                return false;
+            };
+            let of = |t: &Value| t.get("uuid").and_then(Value::as_str) == Some(uuid);
+            of(trace)
+                || trace
+                    .get("merged")
+                    .and_then(Value::as_array)
+                    .is_some_and(|parts| parts.iter().any(of))
+        });
+        if let Some(i) = at {
+            return Ok(Some((id.to_string(), i + 1)));
+        }
+    }
+    Ok(main_len)
+}
