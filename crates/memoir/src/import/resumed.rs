@@ -108,17 +108,16 @@ pub(super) fn predecessor(
         let Ok(bytes) = lines::read_all(&c) else {
             continue;
         };
-        let known: HashSet<String> = lines::parse(&c, &bytes)
+        let known: HashSet<(String, blake3::Hash)> = lines::parse(&c, &bytes)
             .lines
             .iter()
             .take_while(|l| l.number <= imported)
-            .filter_map(|l| l.value.get("uuid").and_then(Value::as_str))
-            .map(str::to_string)
+            .filter_map(entry_key)
             .collect();
         let (mut score, mut through) = (0usize, 0u64);
         for l in &own {
-            match l.value.get("uuid").and_then(Value::as_str) {
-                Some(u) if known.contains(u) => {
+            match entry_key(l) {
+                Some(k) if known.contains(&k) => {
                     score += 1;
                     through = l.number;
                 }
@@ -131,6 +130,20 @@ pub(super) fn predecessor(
         }
     }
     Ok(best.map(|(_, p, through)| (p, through)))
+}
+
+/// An entry with a uuid, as a copy repeats it: its uuid and a hash of
+/// all its fields but `sessionId` (a copy carries its own).
+fn entry_key(line: &lines::Line) -> Option<(String, blake3::Hash)> {
+    let uuid = line.value.get("uuid").and_then(Value::as_str)?;
+    let mut hasher = blake3::Hasher::new();
+    for (k, v) in line.value.iter().filter(|(k, _)| k.as_str() != "sessionId") {
+        hasher.update(k.as_bytes());
+        hasher.update(&[0]);
+        hasher.update(v.to_string().as_bytes());
+        hasher.update(&[0]);
+    }
+    Some((uuid.to_string(), hasher.finalize()))
 }
 
 /// Where a resumed session's fork cuts the predecessor's sessions: the

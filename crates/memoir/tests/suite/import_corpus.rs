@@ -553,4 +553,26 @@ fn a_resumed_session_stores_and_counts_what_it_repeats_once() {
         t.cache_1h = 0;
     }
     assert_eq!(stored, want);
+    // Each resumed session continues, by reference, the session it repeats.
+    for t in truths.iter().filter(|t| t.kind == SessionKind::Resumed) {
+        let s = c
+            .sessions
+            .iter()
+            .find(|s| s.source_session() == Some(t.session_id.as_str()))
+            .unwrap_or_else(|| panic!("no session of {}", t.session_id));
+        let parent = s.t.meta.parent.as_ref().expect("a fork by reference");
+        let from = c
+            .sessions
+            .iter()
+            .find(|p| p.entry.id == parent.session)
+            .and_then(|p| p.source_session());
+        assert_eq!(from, t.resumed_from.as_deref(), "{}", s.entry.id);
+        assert!(s.t.inherited > 0, "{}", s.entry.id);
+    }
+    assert_eq!(
+        (c.again.records, c.again.sessions.new, c.again.files_read),
+        (0, 0, 0),
+        "{:?}",
+        c.again
+    );
 }

@@ -741,3 +741,114 @@ fn an_index_entry_timing_an_import_by_its_file_is_rebuilt() {
     let m = manager(tmp.path());
     assert_eq!(m.list_sessions().unwrap()[0].last_activity, source_time);
 }
+
+/// An original session and its resumed copy in one project folder: the
+/// copy repeats the original's four lines (uuids kept, its own
+/// `sessionId`), then asks a second question. The copy's name sorts first.
+fn original_and_resumed(dir: &Path) -> (PathBuf, PathBuf, Vec<Value>) {
+    let project = dir.join("projects").join("-work-app");
+    let original = project.join("ffff0000-0000-4000-8000-00000000000a.jsonl");
+    let resumed = project.join("00000000-0000-4000-8000-00000000000b.jsonl");
+    let lines = vec![
+        prompt("u1", None, 1, "first question"),
+        assistant("a1", "u1", 2, "msg_1", tool_use("call_1")),
+        result("r1", "a1", 3, "call_1", Some("a1")),
+        assistant("a2", "r1", 4, "msg_2", text("first answer")),
+    ];
+    write_lines(&original, &lines);
+    let mut copy: Vec<Value> = lines
+        .iter()
+        .map(|l| {
+            let mut l = l.clone();
+            l["sessionId"] = json!("00000000-0000-4000-8000-00000000000b");
+            l
+        })
+        .collect();
+    copy.push(prompt("u2", Some("a2"), 100, "second question"));
+    copy.push(assistant("a3", "u2", 101, "msg_3", text("second answer")));
+    write_lines(&resumed, &copy);
+    (original, resumed, copy)
+}
+
+/// Users' texts, tool call ids and provider ids of every session's own
+/// messages, with how many sessions hold each.
+fn own_items(m: &SessionManager) -> std::collections::BTreeMap<String, usize> {
+    let mut out = std::collections::BTreeMap::new();
+    for e in m.list_sessions().unwrap() {
+        let t = read(m, &e.id);
+        for msg in &t.messages[t.inherited..] {
+            let mut items: Vec<String> = msg.tool_use_ids().map(str::to_string).collect();
+            items.extend(msg.tool_result_ids().map(|id| format!("result:{id}")));
+            if msg.role == Role::User {
+                items.push(msg.text_content());
+            }
+            items.extend(msg.provider_id.clone());
+            for i in items.into_iter().filter(|i| !i.is_empty()) {
+                *out.entry(i).or_insert(0) += 1;
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn a_resumed_session_is_a_fork_of_the_session_it_repeats_holding_only_its_own_lines() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (original, resumed, mut lines) = original_and_resumed(tmp.path());
+    let m = manager(tmp.path());
+    let both = [resumed.clone(), original.clone()];
+    let first = run(&m, Agent::ClaudeCode, &both);
+    assert!(first.errors.is_empty() && first.notes.is_empty(), "{first:?}");
+    let items = own_items(&m);
+    assert!(items.values().all(|&n| n == 1), "{items:?}");
+    for want in ["first question", "second question", "call_1", "result:call_1", "msg_3"] {
+        assert_eq!(items.get(want), Some(&1), "{want}: {items:?}");
+    }
+    let orig = read(&m, "cc-ffff0000-0000-4000-8000-00000000000a");
+    assert_eq!((orig.inherited, orig.messages.len()), (0, 4));
+    let copy = read(&m, "cc-00000000-0000-4000-8000-00000000000b");
+    let parent = copy.meta.parent.as_ref().expect("a fork by reference");
+    assert_eq!(parent.session, orig.meta.id);
+    assert_eq!((copy.inherited, copy.messages.len()), (4, 6));
+    assert_eq!(copy.messages[4].text_content(), "second question");
+    // Timed by its source: its first record, its last.
+    assert_eq!(copy.meta.created_at, at(&time(1)));
+    assert_eq!(copy.title.as_deref(), Some("second question"));
+
+    // Again: nothing new.
+    let again = run(&m, Agent::ClaudeCode, &both);
+    assert_eq!((again.records, again.sessions.new), (0, 0), "{again:?}");
+
+    // The resumed session grows: only its new lines are appended, to it.
+    lines.push(prompt("u3", Some("a3"), 200, "third question"));
+    lines.push(assistant("a4", "u3", 201, "msg_4", text("third answer")));
+    write_lines(&resumed, &lines);
+    let grown = run(&m, Agent::ClaudeCode, &both);
+    assert_eq!(
+        (grown.messages, grown.sessions.new, grown.sessions.forked),
+        (2, 0, 0),
+        "{grown:?}"
+    );
+    let copy = read(&m, "cc-00000000-0000-4000-8000-00000000000b");
+    assert_eq!((copy.inherited, copy.messages.len()), (4, 8));
+    let items = own_items(&m);
+    assert!(items.values().all(|&n| n == 1), "{items:?}");
+}
+
+#[test]
+fn a_session_imported_after_its_resumed_copy_is_a_fork_of_the_copy() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (original, resumed, _) = original_and_resumed(tmp.path());
+    let m = manager(tmp.path());
+    // The copy alone first (whole: nothing it repeats is imported), then both.
+    run(&m, Agent::ClaudeCode, std::slice::from_ref(&resumed));
+    let report = run(&m, Agent::ClaudeCode, &[original.clone(), resumed.clone()]);
+    assert!(report.errors.is_empty(), "{report:?}");
+    let items = own_items(&m);
+    assert!(items.values().all(|&n| n == 1), "{items:?}");
+    assert_eq!(items.get("first question"), Some(&1), "{items:?}");
+    let orig = read(&m, "cc-ffff0000-0000-4000-8000-00000000000a");
+    let parent = orig.meta.parent.as_ref().expect("a fork by reference");
+    assert_eq!(parent.session, "cc-00000000-0000-4000-8000-00000000000b");
+    assert_eq!((orig.inherited, orig.messages.len()), (4, 4));
+}

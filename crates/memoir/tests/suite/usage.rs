@@ -901,9 +901,24 @@ fn claude_line(
 }
 
 #[cfg(feature = "import")]
-/// Import Claude Code files (in the order given) into a fresh store and
-/// report usage by session.
+/// Import Claude Code files (one run each, in the order given) into a
+/// fresh store and report usage by session.
 fn import_claude(files: &[std::path::PathBuf]) -> (tempfile::TempDir, usage::UsageReport) {
+    import_claude_in(files, false)
+}
+
+#[cfg(feature = "import")]
+/// Import Claude Code files in one run into a fresh store and report
+/// usage by session.
+fn import_claude_run(files: &[std::path::PathBuf]) -> (tempfile::TempDir, usage::UsageReport) {
+    import_claude_in(files, true)
+}
+
+#[cfg(feature = "import")]
+fn import_claude_in(
+    files: &[std::path::PathBuf],
+    one_run: bool,
+) -> (tempfile::TempDir, usage::UsageReport) {
     use memoir::import::{self, Agent, Source};
     use memoir::manager::{ManagerOptions, SessionManager};
     let dir = tempfile::tempdir().unwrap();
@@ -916,12 +931,19 @@ fn import_claude(files: &[std::path::PathBuf]) -> (tempfile::TempDir, usage::Usa
         },
     )
     .unwrap();
-    for path in files {
-        let source = Source {
+    let sources: Vec<Source> = files
+        .iter()
+        .map(|path| Source {
             agent: Agent::ClaudeCode,
             path: path.clone(),
-        };
-        import::import(&m, &[source], &mut |_| {}).unwrap();
+        })
+        .collect();
+    if one_run {
+        import::import(&m, &sources, &mut |_| {}).unwrap();
+    } else {
+        for source in sources {
+            import::import(&m, &[source], &mut |_| {}).unwrap();
+        }
     }
     let r = usage::report(m.store().as_ref(), &by(&[GroupKey::Session]), &prices()).unwrap();
     (dir, r)
@@ -984,13 +1006,16 @@ fn responses_sharing_a_message_id_under_different_request_ids_all_count_in_any_i
     std::fs::write(&pb, b_lines.join("\n") + "\n").unwrap();
 
     let (_d1, ab) = import_claude(&[pa.clone(), pb.clone()]);
-    let (_d2, ba) = import_claude(&[pb, pa]);
-    for r in [&ab, &ba] {
-        // a1 (once, although two files hold it), a2 and b1.
+    let (_d2, ba) = import_claude(&[pb.clone(), pa.clone()]);
+    // Both files in one run, listed the resumed one first.
+    let (_d3, together) = import_claude_run(&[pb, pa]);
+    for r in [&ab, &ba, &together] {
+        // a1 (once, although two files hold it: b continues a by
+        // reference, or a, imported later, b), a2 and b1.
         assert_eq!(r.total.requests, 3, "{:#?}", r.rows);
         assert_eq!(r.total.input_tokens, 100 + 200 + 7000);
         assert_eq!(r.total.output_tokens, 10 + 20 + 300);
-        assert_eq!(r.duplicate_responses, 1);
+        assert_eq!(r.duplicate_responses, 0);
         // claude-sonnet-4-5 $3/$15, claude-haiku-4-5 $1/$5 per Mtok.
         let expected = (300.0 * 3.0 + 30.0 * 15.0 + 7000.0 * 1.0 + 300.0 * 5.0) / 1e6;
         assert!(
@@ -1014,7 +1039,9 @@ fn responses_sharing_a_message_id_under_different_request_ids_all_count_in_any_i
         v.sort();
         v
     };
-    assert_eq!(per_session(&ab), per_session(&ba));
+    // In one run, the repeated response stays with the session that wrote
+    // it first whatever the order the files are listed in.
+    assert_eq!(per_session(&ab), per_session(&together));
 }
 
 #[cfg(feature = "import")]
