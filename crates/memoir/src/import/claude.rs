@@ -16,7 +16,10 @@
 //! types) is kept verbatim as a source record; `custom-title`/`ai-title`/
 //! `summary` also rename the session. `content-replacement` records only
 //! describe how Claude Code masks tool results in the model's context: the
-//! file keeps the original results, which are what is imported.
+//! file keeps the original results, which are what is imported. A resumed
+//! session's leading lines that repeat another file's
+//! ([`ParseContext::repeated_lines`], decided by the caller) are left out:
+//! the main session continues from them by reference.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::Path;
@@ -55,9 +58,7 @@ pub(crate) fn parse_lines(path: &Path, file: lines::JsonlFile, ctx: &ParseContex
     let mut entries = file.lines;
     // A resumed session's repeated lines are its predecessor's: not
     // imported again (the main session continues from them by reference).
-    let first_time = entries
-        .iter()
-        .find_map(|e| time_of(&e.value, "timestamp"));
+    let first_time = entries.iter().find_map(|e| time_of(&e.value, "timestamp"));
     let (repeated, last_repeated) = take_repeated(&mut entries, ctx.repeated_lines);
     let stem = path
         .file_stem()

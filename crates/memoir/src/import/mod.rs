@@ -17,6 +17,8 @@
 //! - [`segments`]: Codex paginated history, the segments and bases a
 //!   rollout references.
 //! - [`cursor`]: the per-source cursors (`<sessions dir>/import/cursors.json`).
+//! - `resumed`: Claude Code resumed sessions (a file repeating another's
+//!   lines), found and cut so the repeated lines are stored once.
 //! - `sync`: applying planned sessions to the store.
 //! - [`watch`]: keeping the store current while agents run.
 //!

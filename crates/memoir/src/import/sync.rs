@@ -17,8 +17,8 @@ use serde_json::Value;
 
 use super::cursor::{self, Change, Cursors, FileCursor, FileStat, SessionCursor};
 use super::{
-    parse_bytes, resumed, Agent, FileError, ForkAt, ImportError, ImportReport, ParentRef, ParseContext,
-    Parsed, Planned, Progress, Source,
+    parse_bytes, resumed, Agent, FileError, ForkAt, ImportError, ImportReport, ParentRef,
+    ParseContext, Parsed, Planned, Progress, Source,
 };
 use crate::manager::SessionManager;
 use crate::message::SOURCE_KEY;

@@ -798,10 +798,19 @@ fn a_resumed_session_is_a_fork_of_the_session_it_repeats_holding_only_its_own_li
     let m = manager(tmp.path());
     let both = [resumed.clone(), original.clone()];
     let first = run(&m, Agent::ClaudeCode, &both);
-    assert!(first.errors.is_empty() && first.notes.is_empty(), "{first:?}");
+    assert!(
+        first.errors.is_empty() && first.notes.is_empty(),
+        "{first:?}"
+    );
     let items = own_items(&m);
     assert!(items.values().all(|&n| n == 1), "{items:?}");
-    for want in ["first question", "second question", "call_1", "result:call_1", "msg_3"] {
+    for want in [
+        "first question",
+        "second question",
+        "call_1",
+        "result:call_1",
+        "msg_3",
+    ] {
         assert_eq!(items.get(want), Some(&1), "{want}: {items:?}");
     }
     let orig = read(&m, "cc-ffff0000-0000-4000-8000-00000000000a");
