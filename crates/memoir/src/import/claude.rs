@@ -547,7 +547,7 @@ fn spawned_by_result(e: &Line, spawns: &mut HashMap<String, String>) {
 }
 
 /// Subagent files: under `subagents/`, or the older `agent-*.jsonl`.
-fn is_child_path(path: &Path) -> bool {
+pub(super) fn is_child_path(path: &Path) -> bool {
     path.components().any(|c| c.as_os_str() == "subagents")
         || path
             .file_stem()

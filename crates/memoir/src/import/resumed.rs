@@ -67,34 +67,64 @@ pub(super) fn order_new(order: &mut [&Source], new: &HashMap<PathBuf, String>) {
     }
 }
 
-/// The imported file `path` (first uuid `uuid`) repeats the start of:
-/// the imported file of the same folder with the same first uuid whose
-/// imported lines cover most of this file's leading entries. Returns its
-/// path and how many leading lines of `path` repeat it.
-pub(super) fn predecessor(
-    manager: &SessionManager,
-    cursors: &mut Cursors,
-    path: &Path,
-    uuid: &str,
-) -> Result<Option<(PathBuf, u64)>, ImportError> {
-    let dir = path.parent();
-    let mut candidates: Vec<PathBuf> = Vec::new();
+/// Files that may repeat one another, by (project folder, first uuid):
+/// the new files of a run (`new`: path → first uuid) and the imported
+/// files of their folders (their first uuid kept in their cursors).
+pub(super) type Families = HashMap<(PathBuf, String), Vec<PathBuf>>;
+
+/// The [`Families`] of the new files `new`.
+pub(super) fn families(new: &HashMap<PathBuf, String>, cursors: &mut Cursors) -> Families {
+    let folder = |p: &Path| p.parent().map(Path::to_path_buf).unwrap_or_default();
+    let mut out: Families = HashMap::new();
+    for (p, u) in new {
+        out.entry((folder(p), u.clone()))
+            .or_default()
+            .push(p.clone());
+    }
+    let folders: HashSet<PathBuf> = new.keys().map(|p| folder(p)).collect();
+    if folders.is_empty() {
+        return out;
+    }
     for (p, fc) in cursors.files.iter_mut() {
-        if p == path
-            || p.parent() != dir
+        if new.contains_key(p)
             || fc.agent != Agent::ClaudeCode.as_str()
-            || fc.lines == 0
+            || !folders.contains(&folder(p))
             || lines::is_compressed(p)
+            || super::claude::is_child_path(p)
         {
             continue;
         }
-        let Some(main) = fc.sessions.get("main") else {
-            continue;
-        };
         if fc.first_uuid.is_none() {
             fc.first_uuid = first_uuid(p);
         }
-        if fc.first_uuid.as_deref() == Some(uuid) && super::sync::exists(manager, &main.id)? {
+        if let Some(u) = &fc.first_uuid {
+            out.entry((folder(p), u.clone()))
+                .or_default()
+                .push(p.clone());
+        }
+    }
+    out
+}
+
+/// The new file `path` repeats the start of: among the imported files of
+/// its family (`members`), the one whose imported lines it repeats most
+/// (leading entries equal but for `sessionId`). Returns its path and how
+/// many leading lines of `path` repeat it.
+pub(super) fn predecessor(
+    manager: &SessionManager,
+    cursors: &Cursors,
+    path: &Path,
+    members: &[PathBuf],
+) -> Result<Option<(PathBuf, u64)>, ImportError> {
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    for p in members.iter().filter(|p| p.as_path() != path) {
+        let Some(fc) = cursors.files.get(p) else {
+            continue;
+        };
+        let Some(main) = fc.sessions.get("main") else {
+            continue;
+        };
+        if fc.lines > 0 && super::sync::exists(manager, &main.id)? {
             candidates.push(p.clone());
         }
     }

@@ -11,7 +11,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::fs::File;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
@@ -67,6 +67,7 @@ pub(super) fn run(
         spawns,
         first_lines: HashMap::new(),
         first_uuids: HashMap::new(),
+        families: HashMap::new(),
         recovering,
         held: HashMap::new(),
     };
@@ -83,6 +84,7 @@ pub(super) fn run(
         }
     }
     resumed::order_new(&mut order, &run.first_uuids);
+    run.families = resumed::families(&run.first_uuids, &mut cursors);
     let mut prog = Progress {
         files_total: order.len(),
         bytes_total: order
@@ -169,6 +171,8 @@ struct Run<'a> {
     first_lines: HashMap<blake3::Hash, PathBuf>,
     /// Claude Code: the first uuid of each new file of this run.
     first_uuids: HashMap<PathBuf, String>,
+    /// Claude Code: new and imported files that may repeat one another.
+    families: resumed::Families,
     /// The previous run did not finish (see [`RUNNING`]).
     recovering: bool,
     /// The current source's planned sessions (by key) whose stored session
@@ -218,9 +222,14 @@ impl Run<'_> {
         let mut predecessor: Option<FileCursor> = None;
         if let Some(uuid) = self.first_uuids.get(&source.path).cloned() {
             fc.first_uuid = Some(uuid.clone());
-            if is_new {
+            let folder = source.path.parent().map(Path::to_path_buf);
+            let members = self
+                .families
+                .get(&(folder.unwrap_or_default(), uuid))
+                .filter(|m| m.len() > 1);
+            if let (true, Some(members)) = (is_new, members) {
                 if let Some((p, lines)) =
-                    resumed::predecessor(self.manager, cursors, &source.path, &uuid)?
+                    resumed::predecessor(self.manager, cursors, &source.path, members)?
                 {
                     fc.repeated_lines = lines;
                     predecessor = cursors.files.get(&p).cloned();
