@@ -4,7 +4,8 @@
 //! its call line as parent), streamed responses with results interleaved,
 //! true forks (rewinds, edited prompts) against fake ones, branch ids of
 //! main, subagent and resumed sessions, source times, names and lookup,
-//! and Codex reasoning shown once.
+//! a resumed session (a file repeating another's lines) stored as a fork
+//! by reference holding only its own lines, and Codex reasoning shown once.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -860,4 +861,35 @@ fn a_session_imported_after_its_resumed_copy_is_a_fork_of_the_copy() {
     let parent = orig.meta.parent.as_ref().expect("a fork by reference");
     assert_eq!(parent.session, "cc-00000000-0000-4000-8000-00000000000b");
     assert_eq!((orig.inherited, orig.messages.len()), (4, 4));
+}
+
+#[test]
+fn a_resumed_copy_with_nothing_of_its_own_yet_grows_without_repeating_anything() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (original, resumed, lines) = original_and_resumed(tmp.path());
+    // First only the copy (as Claude Code writes it before the next prompt).
+    write_lines(&resumed, &lines[..4]);
+    let m = manager(tmp.path());
+    let both = [resumed.clone(), original.clone()];
+    let first = run(&m, Agent::ClaudeCode, &both);
+    assert!(first.errors.is_empty(), "{first:?}");
+    let items = own_items(&m);
+    assert!(items.values().all(|&n| n == 1), "{items:?}");
+    assert_eq!(items.get("first question"), Some(&1), "{items:?}");
+    // Then the rest: appended once, to the copy's session.
+    write_lines(&resumed, &lines);
+    let grown = run(&m, Agent::ClaudeCode, &both);
+    assert_eq!(
+        (grown.messages, grown.sessions.new, grown.sessions.forked),
+        (2, 0, 0),
+        "{grown:?}"
+    );
+    let items = own_items(&m);
+    assert!(items.values().all(|&n| n == 1), "{items:?}");
+    assert_eq!(items.get("second question"), Some(&1), "{items:?}");
+    let copy = read(&m, "cc-00000000-0000-4000-8000-00000000000b");
+    assert_eq!(
+        copy.messages.last().unwrap().text_content(),
+        "second answer"
+    );
 }
