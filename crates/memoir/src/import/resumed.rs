@@ -45,8 +45,11 @@ pub(super) fn first_uuid(path: &Path) -> Option<String> {
 }
 
 /// Put the new files of each (project folder, first uuid) group in the
-/// order of their size (then path), at the places the group held in
-/// `order`: a file that repeats another and continues it comes after it.
+/// order of their newest line's time (then size, then path), at the places
+/// the group held in `order`: a file that repeats another and continues it
+/// was written on after the lines it repeats, so it comes after it (a copy
+/// made while its original was still growing, or one not grown yet, ends no
+/// later than the original).
 pub(super) fn order_new(order: &mut [&Source], new: &HashMap<PathBuf, String>) {
     let mut groups: BTreeMap<(PathBuf, &str), Vec<usize>> = BTreeMap::new();
     for (i, s) in order.iter().enumerate() {
@@ -59,12 +62,34 @@ pub(super) fn order_new(order: &mut [&Source], new: &HashMap<PathBuf, String>) {
         let mut members: Vec<&Source> = slots.iter().map(|&i| order[i]).collect();
         members.sort_by_key(|s| {
             let size = std::fs::metadata(&s.path).map_or(0, |m| m.len());
-            (size, s.path.clone())
+            (last_time(&s.path), size, s.path.clone())
         });
         for (&slot, s) in slots.iter().zip(members) {
             order[slot] = s;
         }
     }
+}
+
+/// At most this many trailing bytes are read to find a file's newest time.
+const TAIL_BYTES: u64 = 256 * 1024;
+
+/// The newest `timestamp` among the file's last lines (its tail), if any.
+fn last_time(path: &Path) -> Option<chrono::DateTime<chrono::Utc>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = lines::open_file(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    file.seek(SeekFrom::Start(len.saturating_sub(TAIL_BYTES)))
+        .ok()?;
+    let mut tail = Vec::new();
+    file.take(TAIL_BYTES).read_to_end(&mut tail).ok()?;
+    tail.split(|&b| b == b'\n')
+        .filter_map(|line| serde_json::from_slice::<Map<String, Value>>(line).ok())
+        .filter_map(|v| {
+            let at = v.get("timestamp")?.as_str()?;
+            chrono::DateTime::parse_from_rfc3339(at).ok()
+        })
+        .map(|t| t.with_timezone(&chrono::Utc))
+        .max()
 }
 
 /// Files that may repeat one another, by (project folder, first uuid):
