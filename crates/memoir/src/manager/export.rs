@@ -311,7 +311,9 @@ mod tests {
             name: all.clone(),
             input: json!({ "cmd": all.clone() }),
         });
-        assistant.content.push(Block::Unknown(json!({ "x": all.clone() })));
+        assistant
+            .content
+            .push(Block::Unknown(json!({ "x": all.clone() })));
         assistant.content.push(Block::Image {
             media_type: all.clone(),
             data: all.clone(),
@@ -354,8 +356,19 @@ mod tests {
             "summary", "pre", "img",
         ];
         let attributes = [
-            "lang", "charset", "http-equiv", "content", "name", "class", "id", "href",
-            "datetime", "aria-label", "alt", "src", "html",
+            "lang",
+            "charset",
+            "http-equiv",
+            "content",
+            "name",
+            "class",
+            "id",
+            "href",
+            "datetime",
+            "aria-label",
+            "alt",
+            "src",
+            "html",
         ];
         for tag in page.split('<').skip(1) {
             let inner = tag.split('>').next().unwrap().trim_start_matches('/');
@@ -370,7 +383,10 @@ mod tests {
             assert!(tags.contains(&name.as_str()), "tag <{inner}>");
             for w in words {
                 let attr = w.trim_end_matches('=').to_lowercase();
-                assert!(attributes.contains(&attr.as_str()), "attribute {w} in <{inner}>");
+                assert!(
+                    attributes.contains(&attr.as_str()),
+                    "attribute {w} in <{inner}>"
+                );
             }
         }
         // Entities in the content stay text, visibly.
@@ -379,7 +395,9 @@ mod tests {
         for c in page.chars() {
             assert!(!c.is_control() || c == '\n', "control {c:?} in the page");
         }
-        assert!(page.contains('\u{2400}') && page.contains('\u{241b}') && page.contains('\u{2421}'));
+        assert!(
+            page.contains('\u{2400}') && page.contains('\u{241b}') && page.contains('\u{2421}')
+        );
         // Every hostile text is there, as text.
         assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
         assert!(page.contains("&lt;/style&gt;&lt;script&gt;alert(2)"));

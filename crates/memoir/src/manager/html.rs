@@ -34,9 +34,7 @@ pub fn escape(text: &str) -> String {
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
             '\t' | '\n' | '\r' => out.push(c),
-            '\u{0}'..='\u{1f}' => {
-                out.push(char::from_u32(0x2400 + c as u32).unwrap_or('\u{fffd}'))
-            }
+            '\u{0}'..='\u{1f}' => out.push(char::from_u32(0x2400 + c as u32).unwrap_or('\u{fffd}')),
             '\u{7f}' => out.push('\u{2421}'),
             '\u{80}'..='\u{9f}' => out.push('\u{fffd}'),
             c => out.push(c),
@@ -267,7 +265,9 @@ mod tests {
         // Every character that could open a tag, an attribute, an entity or
         // a quoted value, and every control character.
         let mut hostile: String = (0u32..0x100).filter_map(char::from_u32).collect();
-        hostile.push_str("<script>alert(1)</script></style><img src=x onerror=alert(1)>&amp;&#x3c;\"'`");
+        hostile.push_str(
+            "<script>alert(1)</script></style><img src=x onerror=alert(1)>&amp;&#x3c;\"'`",
+        );
         let e = escape(&hostile);
         for bad in ['<', '>', '"', '\''] {
             assert!(!e.contains(bad), "{bad:?} left in {e:?}");
