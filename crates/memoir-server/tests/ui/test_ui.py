@@ -356,3 +356,23 @@ def test_an_exported_hostile_transcript_stays_text(browser, store, env, workdir)
         assert not pg.errors_seen, pg.errors_seen
     finally:
         ctx.close()
+
+
+def test_an_exported_page_is_accessible(browser, store, env, workdir):
+    """axe-core finds no serious or critical violation in an exported page."""
+    axe = os.environ.get("AXE_JS")
+    if not axe:
+        pytest.skip("AXE_JS (axe-core's axe.min.js) not set")
+    out = workdir / "export-a11y.html"
+    memoir(env, workdir, "sessions", "export", SESSION, "--format", "html", "-o", str(out), "--dir", str(store))
+    # axe is injected as an inline script: only this context bypasses the page's CSP.
+    ctx = browser.new_context(bypass_csp=True)
+    try:
+        pg = ctx.new_page()
+        pg.goto(out.as_uri())
+        pg.add_script_tag(path=axe)
+        result = pg.evaluate("async () => await axe.run(document, {resultTypes: ['violations']})")
+        bad = [f"{v['id']} ({v['impact']}): {v['help']}" for v in result["violations"] if v["impact"] in ("serious", "critical")]
+        assert not bad, "\n".join(bad)
+    finally:
+        ctx.close()
