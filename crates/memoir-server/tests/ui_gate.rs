@@ -2,11 +2,14 @@
 //! `Host` and `Origin` headers are exactly what a test sends): the per-run
 //! token (none 401, wrong 403, right one traded for a cookie), `Host`
 //! refusal (DNS rebinding), `Origin` refusal, the Content-Security-Policy on
-//! every response, and the read-only API answering a real store.
+//! every response, the read-only API answering a real store, and the live
+//! streams (new messages as they are appended, the cap on open streams,
+//! streams ending when their client leaves or the server stops).
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use memoir::message::{Block, Message, Role};
 use memoir::record::SessionMeta;
@@ -19,6 +22,7 @@ const TOKEN: &str = "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d
 
 struct Running {
     port: u16,
+    store: Arc<FileStore>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
     _dir: tempfile::TempDir,
@@ -73,7 +77,7 @@ fn start() -> Running {
     let port = listener.local_addr().unwrap().port();
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let config = UiConfig {
-        store,
+        store: store.clone(),
         token: TOKEN.into(),
         port,
         home: None,
@@ -87,6 +91,7 @@ fn start() -> Running {
     });
     Running {
         port,
+        store,
         stop: Some(tx),
         thread: Some(thread),
         _dir: dir,
@@ -342,4 +347,132 @@ fn the_api_lists_trees_reads_sessions_and_reconstructs_changes() {
     assert_eq!(bad("/api/sessions/..%2Fetc"), 400);
     assert_eq!(bad("/api/sessions/missing"), 404);
     assert_eq!(bad("/api/sessions/s-edit/block/9/0"), 404);
+}
+
+/// A live stream of `id` from message `from`: the connection, and what was
+/// read so far (the response head included).
+fn open_stream(port: u16, id: &str, from: usize) -> (TcpStream, String) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let req = format!(
+        "GET /api/sessions/{id}/events?from={from} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nCookie: {}\r\n\r\n",
+        good_cookie(port)
+    );
+    s.write_all(req.as_bytes()).unwrap();
+    let mut seen = String::new();
+    read_until(&mut s, &mut seen, "\r\n\r\n", Duration::from_secs(10));
+    (s, seen)
+}
+
+/// Read from `s` into `seen` until it holds `want` (or `within` passes).
+fn read_until(s: &mut TcpStream, seen: &mut String, want: &str, within: Duration) -> bool {
+    let end = Instant::now() + within;
+    let mut buf = [0u8; 4096];
+    while !seen.contains(want) && Instant::now() < end {
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => seen.push_str(&String::from_utf8_lossy(&buf[..n])),
+            Err(_) => {} // read timeout: look again
+        }
+    }
+    seen.contains(want)
+}
+
+#[test]
+fn a_live_stream_sends_the_messages_appended_after_the_page_s() {
+    let r = start();
+    let (mut s, mut seen) = open_stream(r.port, "s-edit", 3);
+    assert!(seen.starts_with("HTTP/1.1 200"), "{seen}");
+    assert!(seen.contains("content-type: text/event-stream"), "{seen}");
+    assert!(seen.contains(ui::CONTENT_SECURITY_POLICY), "{seen}");
+    let session = Session::open_in(r.store.clone(), "s-edit").unwrap();
+    session
+        .append_messages(&[
+            Message::user("first live line"),
+            Message::user("second live line"),
+        ])
+        .unwrap();
+    assert!(
+        read_until(
+            &mut s,
+            &mut seen,
+            "second live line",
+            Duration::from_secs(10)
+        ),
+        "{seen}"
+    );
+    assert!(
+        seen.contains("event: messages") && seen.contains("id: 5"),
+        "{seen}"
+    );
+    assert!(
+        seen.contains("\"from\":3") && seen.contains("\"count\":5"),
+        "{seen}"
+    );
+    // Only what came after the page's 3 messages.
+    assert!(!seen.contains("please fix rounding"), "{seen}");
+
+    // A stream of an unknown session is refused at once; the gate holds.
+    let host = own_host(r.port);
+    let cookie = good_cookie(r.port);
+    let status =
+        |path: &str, headers: &[(&str, &str)]| get(r.port, path, Some(&host), headers).status;
+    assert_eq!(
+        status("/api/sessions/missing/events", &[("Cookie", &cookie)]),
+        404
+    );
+    assert_eq!(status("/api/sessions/s-edit/events", &[]), 401);
+    assert_eq!(
+        status(
+            "/api/sessions/s-edit/events",
+            &[("Cookie", &cookie), ("Origin", "http://evil.example")]
+        ),
+        403
+    );
+}
+
+#[test]
+fn live_streams_are_capped_and_a_departed_client_frees_its_slot() {
+    let r = start();
+    let mut open: Vec<TcpStream> = (0..ui::MAX_STREAMS)
+        .map(|_| {
+            let (s, seen) = open_stream(r.port, "s-edit", 3);
+            assert!(seen.starts_with("HTTP/1.1 200"), "{seen}");
+            s
+        })
+        .collect();
+    let (_, refused) = open_stream(r.port, "s-edit", 3);
+    assert!(refused.starts_with("HTTP/1.1 503"), "{refused}");
+    // One client goes away: its stream ends and its slot is free again.
+    drop(open.pop());
+    let end = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (s, seen) = open_stream(r.port, "s-edit", 3);
+        if seen.starts_with("HTTP/1.1 200") {
+            open.push(s);
+            break;
+        }
+        assert!(
+            Instant::now() < end,
+            "the departed client's slot was never freed"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+#[test]
+fn stopping_the_server_ends_open_streams() {
+    let r = start();
+    let (_s, seen) = open_stream(r.port, "s-edit", 3);
+    assert!(seen.starts_with("HTTP/1.1 200"), "{seen}");
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        drop(r); // asks the server to stop and waits for it
+        let _ = done_tx.send(());
+    });
+    assert!(
+        done_rx.recv_timeout(Duration::from_secs(20)).is_ok(),
+        "shutdown waited on an open live stream"
+    );
 }

@@ -9,7 +9,7 @@ use memoir::store::Durability;
 use memoir::view::RetrievalMode;
 
 /// Export formats, as `ExportFormat::as_str` names them.
-pub const EXPORT_FORMATS: [&str; 3] = ["jsonl", "openai", "markdown"];
+pub const EXPORT_FORMATS: [&str; 4] = ["jsonl", "openai", "markdown", "html"];
 /// Durabilities, as `Durability`'s `FromStr` accepts them.
 pub const DURABILITIES: [&str; 3] = ["fsync", "flush", "none"];
 /// Retrieval modes, as `RetrievalMode::as_str` names them.

@@ -103,7 +103,7 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Export a session as JSONL, OpenAI chat JSON or Markdown.
+    /// Export a session as JSONL, OpenAI chat JSON, Markdown or a self-contained HTML page.
     Export {
         /// Full id or unique prefix.
         id: String,

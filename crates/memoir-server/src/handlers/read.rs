@@ -121,6 +121,8 @@ pub(crate) async fn export_session(
         ExportFormat::Jsonl => ("application/x-ndjson", "jsonl"),
         ExportFormat::OpenAi => ("application/json", "json"),
         ExportFormat::Markdown => ("text/markdown; charset=utf-8", "md"),
+        // Served as an attachment (below), never rendered at this origin.
+        ExportFormat::Html => ("text/html; charset=utf-8", "html"),
     };
     let mut resp = text.into_response();
     resp.headers_mut()

@@ -16,6 +16,8 @@
 //!   parent and children.
 //! - `GET /api/sessions/{id}/block/{message}/{block}`: one block in full.
 //! - `GET /api/sessions/{id}/changes`: [`memoir::changes::reconstruct`].
+//! - `GET /api/sessions/{id}/events?from=N`: the messages appended after the
+//!   first `N`, as they come (Server-Sent Events; `live`).
 //! - `GET /api/search?q&agent&project&role&tool&since&until&k&mode`.
 //! - `GET /api/usage?by&agent&project&model&since&until`: a
 //!   [`memoir::usage::UsageReport`].
@@ -51,7 +53,7 @@ pub(crate) async fn not_found() -> ApiError {
     ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such page")
 }
 
-fn manager(st: &Ui) -> SessionManager {
+pub(crate) fn manager(st: &Ui) -> SessionManager {
     SessionManager::with_store(
         st.store.clone(),
         ManagerOptions {
@@ -484,7 +486,7 @@ fn is_compaction(m: &Message) -> bool {
         .unwrap_or(false)
 }
 
-fn slim_message(i: usize, seq: Option<u64>, m: &Message) -> Value {
+pub(crate) fn slim_message(i: usize, seq: Option<u64>, m: &Message) -> Value {
     json!({
         "i": i,
         "seq": seq,

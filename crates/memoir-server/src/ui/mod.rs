@@ -3,7 +3,8 @@
 //!
 //! The view is a small hand-written page (`assets/`: HTML, CSS, vanilla JS,
 //! embedded in the binary; the page never loads anything from elsewhere)
-//! over a read-only JSON API (`api`) whose handlers call the library like
+//! over a read-only JSON API (`api`, and `live`: a session's new messages
+//! as Server-Sent Events while its page is open) whose handlers call the library like
 //! every other handler of this crate: the manager's listing and replay,
 //! [`memoir::search`], [`memoir::usage`], [`memoir::changes`].
 //!
@@ -21,6 +22,7 @@
 
 mod api;
 mod guard;
+mod live;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -32,6 +34,7 @@ use axum::Router;
 use memoir::store::LogStore;
 
 pub use guard::CONTENT_SECURITY_POLICY;
+pub use live::{MAX_STREAMS, POLL as LIVE_POLL};
 
 /// What the web view serves.
 pub struct UiConfig {
@@ -70,17 +73,27 @@ pub(crate) struct UiState {
     pub home: Option<PathBuf>,
     pub prices: std::sync::OnceLock<memoir::usage::PriceTable>,
     pub search: Mutex<Option<memoir::search::SearchIndex>>,
+    /// One permit per open live stream ([`live::MAX_STREAMS`]).
+    pub streams: Arc<tokio::sync::Semaphore>,
+    /// Turns `true` when the server shuts down: live streams end.
+    pub closing: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 pub(crate) type Ui = Arc<UiState>;
 
 /// The web view's router: the page, its assets and its API, behind the guard.
 pub fn router(config: UiConfig) -> Router {
+    routes(config, Arc::new(tokio::sync::watch::channel(false).0))
+}
+
+fn routes(config: UiConfig, closing: Arc<tokio::sync::watch::Sender<bool>>) -> Router {
     let state: Ui = Arc::new(UiState {
         store: config.store,
         home: config.home,
         prices: Default::default(),
         search: Mutex::new(None),
+        streams: live::stream_slots(),
+        closing,
     });
     let guard = guard::Guard::new(&config.token, config.port);
     Router::new()
@@ -101,6 +114,7 @@ pub fn router(config: UiConfig) -> Router {
             get(api::block),
         )
         .route("/api/sessions/{id}/changes", get(api::changes))
+        .route("/api/sessions/{id}/events", get(live::events))
         .route("/api/search", get(api::search))
         .route("/api/usage", get(api::usage))
         .fallback(api::not_found)
@@ -111,13 +125,20 @@ pub fn router(config: UiConfig) -> Router {
         ))
 }
 
-/// Serve the web view on `listener` until `shutdown` resolves.
+/// Serve the web view on `listener` until `shutdown` resolves (open live
+/// streams end then, so shutdown does not wait for their clients).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     config: UiConfig,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), crate::ServeError> {
-    axum::serve(listener, router(config))
+    let closing = Arc::new(tokio::sync::watch::channel(false).0);
+    let tell = closing.clone();
+    let shutdown = async move {
+        shutdown.await;
+        tell.send_replace(true);
+    };
+    axum::serve(listener, routes(config, closing))
         .with_graceful_shutdown(shutdown)
         .await?;
     Ok(())

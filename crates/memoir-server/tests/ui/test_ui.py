@@ -1,10 +1,13 @@
 """memoir ui in a real browser: the views, the way from a search hit to its
-message, keyboard navigation, accessibility (axe-core), and the gate (token,
-Host, Origin, CSP) from outside the browser."""
+message, keyboard navigation, live updates of a session being written,
+accessibility (axe-core), the gate (token, Host, Origin, CSP) from outside
+the browser, and `sessions export --format html` opened from disk."""
 
 import http.client
+import json
 import os
 import re
+import subprocess
 
 import pytest
 
@@ -231,6 +234,145 @@ def test_accessibility(browser, server, path, ready):
             for v in result["violations"]
             if v["impact"] in ("serious", "critical")
         ]
+        assert not bad, "\n".join(bad)
+    finally:
+        ctx.close()
+
+
+# ---------- live updates ----------
+
+
+def memoir(env, workdir, *args):
+    from conftest import memoir_bin
+
+    out = subprocess.run([memoir_bin(), *args], env=env, cwd=workdir, check=True, capture_output=True, text=True)
+    return out.stdout
+
+
+def new_session(env, workdir, store, task):
+    made = json.loads(memoir(env, workdir, "sessions", "new", task, "--dir", str(store), "--json"))
+    return made["id"], made["path"]
+
+
+def append(env, workdir, path, count, tag):
+    """Messages appended through the library by another process, as an agent does."""
+    memoir(env, workdir, "debug", "append-loop", path, "--count", str(count), "--tag", tag, "--size", "300")
+
+
+def at_bottom(page):
+    return page.evaluate("() => window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 30")
+
+
+def test_a_session_being_written_updates_in_place(page, server, store, env, workdir, artefacts):
+    sid, path = new_session(env, workdir, store, "a session written while it is watched")
+    append(env, workdir, path, 40, "before")
+    page.goto(server.base + f"/s/{sid}")
+    page.wait_for_selector("#m-40")
+    page.evaluate("window.__samePage = true")
+
+    # Read from the top: new messages arrive, the reader stays where they are.
+    page.evaluate("window.scrollTo(0, 0)")
+    append(env, workdir, path, 3, "above")
+    page.wait_for_selector("#m-43", timeout=10_000)
+    assert "above:2:" in page.locator("#m-43").text_content()  # off screen: not laid out
+    assert page.evaluate("window.scrollY") == 0
+    assert page.locator(".msg-count").inner_text().startswith("44")
+    assert "3 new messages" in page.locator(".live-note").inner_text()
+
+    # At the bottom: the view follows the new messages.
+    page.evaluate("window.scrollTo(0, document.documentElement.scrollHeight)")
+    assert at_bottom(page)
+    append(env, workdir, path, 2, "follow")
+    page.wait_for_selector("#m-45", timeout=10_000)
+    page.wait_for_function("() => window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 30")
+    assert page.locator("#m-45").is_visible()
+    assert page.evaluate("window.__samePage") is True, "the page was not reloaded"
+    assert page.locator("article.msg").count() == 46
+    shot(page, artefacts, "6-live")
+    no_foreign_requests(page, server)
+
+
+def test_live_streams_are_gated(server):
+    path = f"/api/sessions/{SESSION}/events"
+    assert raw_get(server, path)[0] == 401
+    assert raw_get(server, path, {"Cookie": cookie(server), "Origin": "http://evil.example"})[0] == 403
+    assert raw_get(server, "/api/sessions/missing-session/events", {"Cookie": cookie(server)})[0] == 404
+
+
+# ---------- export ----------
+
+HOSTILE = (
+    "<script>window.__pwned = 1</script> </style><script>window.__pwned = 2</script> "
+    "<img src=x onerror=\"window.__pwned = 3\"> <a href=\"javascript:window.__pwned = 4\">click</a> "
+    "&lt;b&gt; \u0007 \u001b[31m"
+)
+
+
+def open_export(browser, file):
+    ctx = browser.new_context(viewport={"width": 1200, "height": 900})
+    pg = ctx.new_page()
+    pg.errors_seen = []
+    pg.requests_seen = []
+    pg.on("console", lambda m: m.type in ("error", "warning") and pg.errors_seen.append(m.text))
+    pg.on("pageerror", lambda e: pg.errors_seen.append(str(e)))
+    pg.on("request", lambda r: pg.requests_seen.append(r.url))
+    pg.goto(file.as_uri())
+    return ctx, pg
+
+
+def test_an_exported_session_opens_from_disk(browser, store, env, workdir, artefacts):
+    out = workdir / "export-edit.html"
+    memoir(env, workdir, "sessions", "export", SESSION, "--format", "html", "-o", str(out), "--dir", str(store))
+    ctx, pg = open_export(browser, out)
+    try:
+        assert "invoice rounding" in pg.locator("h1").inner_text()
+        assert pg.locator("article.msg").count() >= 5
+        edit = pg.locator("details.tool", has=pg.locator(".tool-name", has_text="Edit")).first
+        edit.locator("summary").click()
+        assert "exact.quantize" in edit.locator(".call").inner_text()
+        assert "has been updated" in edit.locator(".result").inner_text()
+        shot(pg, artefacts, "7-export")
+        assert not pg.errors_seen, pg.errors_seen
+        others = [u for u in pg.requests_seen if u != out.as_uri() and not u.startswith("data:")]
+        assert not others, others
+    finally:
+        ctx.close()
+
+
+def test_an_exported_hostile_transcript_stays_text(browser, store, env, workdir):
+    sid, path = new_session(env, workdir, store, HOSTILE)
+    out = workdir / "export-hostile.html"
+    memoir(env, workdir, "sessions", "export", sid, "--format", "html", "-o", str(out), "--dir", str(store))
+    ctx, pg = open_export(browser, out)
+    try:
+        text = pg.locator("article.msg .text").first.inner_text()
+        assert "<script>window.__pwned = 1</script>" in text
+        assert "</style>" in text and "javascript:window.__pwned = 4" in text and "&lt;b&gt;" in text
+        for link in pg.locator("a").all():
+            click_href = link.get_attribute("href")
+            assert click_href.startswith("#m-"), click_href
+        assert pg.locator("script, img, iframe, object, embed").count() == 0
+        assert pg.evaluate("window.__pwned") is None
+        assert not pg.errors_seen, pg.errors_seen
+    finally:
+        ctx.close()
+
+
+def test_an_exported_page_is_accessible(browser, store, env, workdir):
+    """axe-core finds no serious or critical violation in an exported page."""
+    axe = os.environ.get("AXE_JS")
+    if not axe:
+        pytest.skip("AXE_JS (axe-core's axe.min.js) not set")
+    out = workdir / "export-a11y.html"
+    memoir(env, workdir, "sessions", "export", SESSION, "--format", "html", "-o", str(out), "--dir", str(store))
+    # axe is injected as an inline script: only this context bypasses the page's CSP.
+    ctx = browser.new_context(bypass_csp=True)
+    try:
+        pg = ctx.new_page()
+        pg.goto(out.as_uri())
+        pg.add_script_tag(path=axe)
+        result = pg.evaluate("async () => await axe.run(document, {resultTypes: ['violations']})")
+        bad = [f"{v['id']} ({v['impact']}): {v['help']}" for v in result["violations"] if v["impact"] in ("serious", "critical")]
         assert not bad, "\n".join(bad)
     finally:
         ctx.close()

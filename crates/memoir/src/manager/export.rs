@@ -1,5 +1,6 @@
 //! Exporting a session: portable JSONL (the seed's `session-export` format),
-//! OpenAI chat JSON and Markdown, optionally with secrets redacted.
+//! OpenAI chat JSON, Markdown and a self-contained HTML page (`html`),
+//! optionally with secrets redacted.
 //!
 //! JSONL: a header line `{"type":"header","format":"memoir.session-export",
 //! "formatVersion":1,"session_id":…,"created_at":…}`, one line per message
@@ -34,6 +35,8 @@ pub enum ExportFormat {
     OpenAi,
     /// A readable Markdown document.
     Markdown,
+    /// One self-contained HTML page (inline style, no script, no request).
+    Html,
 }
 
 impl FromStr for ExportFormat {
@@ -43,8 +46,9 @@ impl FromStr for ExportFormat {
             "jsonl" => Ok(ExportFormat::Jsonl),
             "openai" => Ok(ExportFormat::OpenAi),
             "markdown" | "md" => Ok(ExportFormat::Markdown),
+            "html" => Ok(ExportFormat::Html),
             other => Err(crate::Error::Invalid(format!(
-                "unknown export format {other:?} (expected jsonl, openai or markdown)"
+                "unknown export format {other:?} (expected jsonl, openai, markdown or html)"
             ))),
         }
     }
@@ -57,6 +61,7 @@ impl ExportFormat {
             ExportFormat::Jsonl => "jsonl",
             ExportFormat::OpenAi => "openai",
             ExportFormat::Markdown => "markdown",
+            ExportFormat::Html => "html",
         }
     }
 }
@@ -142,6 +147,7 @@ pub fn render(t: &Transcript, options: ExportOptions) -> crate::Result<Export> {
             text
         }
         ExportFormat::Markdown => markdown(t, messages),
+        ExportFormat::Html => super::html::render(t, messages),
     };
     Ok(Export {
         text,
@@ -267,4 +273,134 @@ fn markdown(t: &Transcript, messages: &[Message]) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::Role;
+
+    /// Text that would be markup, a URL or a broken page if it reached the
+    /// HTML unescaped, in every place session text lands (title, meta,
+    /// text, thinking, tool name, input and result, model, unknown blocks).
+    const HOSTILE: [&str; 8] = [
+        "<script>alert(1)</script>",
+        "</style><script>alert(2)</script>",
+        "<a href=\"javascript:alert(3)\">x</a>",
+        "\" onmouseover=\"alert(4)",
+        "' autofocus onfocus='alert(5)",
+        "&lt;script&gt;alert(6)&lt;/script&gt;",
+        "</textarea></pre></details><img src=x onerror=alert(7)>",
+        "nul\u{0} esc\u{1b}[31m del\u{7f} c1\u{85}\u{9b} bell\u{7}",
+    ];
+
+    fn hostile_transcript() -> Transcript {
+        let all = HOSTILE.join(" | ");
+        let mut meta = crate::SessionMeta::new("hostile");
+        meta.model = all.clone();
+        let mut t = Transcript::new(meta);
+        t.title = Some(all.clone());
+        let mut assistant = Message::assistant(all.clone());
+        assistant.model = Some(all.clone());
+        assistant.content.push(Block::Thinking {
+            text: all.clone(),
+            signature: None,
+        });
+        assistant.content.push(Block::ToolUse {
+            id: "call-1".into(),
+            name: all.clone(),
+            input: json!({ "cmd": all.clone() }),
+        });
+        assistant
+            .content
+            .push(Block::Unknown(json!({ "x": all.clone() })));
+        assistant.content.push(Block::Image {
+            media_type: all.clone(),
+            data: all.clone(),
+        });
+        let mut result = Message::user(String::new());
+        result.role = Role::User;
+        result.content = vec![Block::ToolResult {
+            tool_use_id: "call-1".into(),
+            content: all.clone(),
+            is_error: true,
+        }];
+        t.messages = vec![Message::user(all.clone()), assistant, result];
+        t
+    }
+
+    #[test]
+    fn html_export_escapes_every_hostile_text() {
+        let t = hostile_transcript();
+        let page = render(
+            &t,
+            ExportOptions {
+                format: ExportFormat::Html,
+                redact: false,
+            },
+        )
+        .unwrap()
+        .text;
+        let lower = page.to_lowercase();
+        // No element, attribute or URL came from the content.
+        assert!(!lower.contains("<script"), "a script element");
+        assert!(!lower.contains("<img src=x"), "an injected image");
+        assert!(!lower.contains("javascript:alert(3)\">"), "a live link");
+        assert_eq!(lower.matches("<style>").count(), 1);
+        assert_eq!(lower.matches("</style>").count(), 1);
+        // Every tag and attribute is one the exporter writes: content that
+        // looks like an attribute stayed inside text or a quoted value.
+        let tags = [
+            "!doctype", "html", "head", "meta", "title", "style", "body", "main", "header", "h1",
+            "dl", "dt", "dd", "p", "section", "article", "div", "span", "time", "a", "details",
+            "summary", "pre", "img",
+        ];
+        let attributes = [
+            "lang",
+            "charset",
+            "http-equiv",
+            "content",
+            "name",
+            "class",
+            "id",
+            "href",
+            "datetime",
+            "aria-label",
+            "alt",
+            "src",
+            "html",
+        ];
+        for tag in page.split('<').skip(1) {
+            let inner = tag.split('>').next().unwrap().trim_start_matches('/');
+            // Quoted values removed (content cannot hold a `"`).
+            let bare: String = inner.split('"').step_by(2).collect();
+            // The only links are the page's own anchors.
+            if inner.contains("href=") {
+                assert!(inner.contains("href=\"#m-"), "link <{inner}>");
+            }
+            let mut words = bare.split_whitespace();
+            let name = words.next().unwrap_or("").to_lowercase();
+            assert!(tags.contains(&name.as_str()), "tag <{inner}>");
+            for w in words {
+                let attr = w.trim_end_matches('=').to_lowercase();
+                assert!(
+                    attributes.contains(&attr.as_str()),
+                    "attribute {w} in <{inner}>"
+                );
+            }
+        }
+        // Entities in the content stay text, visibly.
+        assert!(page.contains("&amp;lt;script&amp;gt;alert(6)"));
+        // Controls are shown as symbols, never passed through.
+        for c in page.chars() {
+            assert!(!c.is_control() || c == '\n', "control {c:?} in the page");
+        }
+        assert!(
+            page.contains('\u{2400}') && page.contains('\u{241b}') && page.contains('\u{2421}')
+        );
+        // Every hostile text is there, as text.
+        assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+        assert!(page.contains("&lt;/style&gt;&lt;script&gt;alert(2)"));
+        assert!(page.contains("Content-Security-Policy"));
+    }
 }

@@ -32,6 +32,7 @@
 pub mod error;
 pub mod export;
 pub mod fork;
+mod html;
 pub mod index;
 pub mod ingest;
 #[cfg(feature = "redact")]

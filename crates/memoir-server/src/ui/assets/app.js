@@ -95,6 +95,7 @@
   // ---------- routing ----------
 
   let generation = 0; // bumps on every navigation: stale async work stops
+  let liveSource = null; // the open session's live stream (closed on navigation)
 
   function navigate(url, replace) {
     if (replace) history.replaceState(null, "", url);
@@ -128,6 +129,10 @@
 
   function route() {
     generation++;
+    if (liveSource) {
+      liveSource.close();
+      liveSource = null;
+    }
     window.onkeydown = null;
     const path = location.pathname;
     const params = new URLSearchParams(location.search);
@@ -449,6 +454,7 @@
     const id = data.id;
     setTitle(data.title || id);
     const msgs = data.messages;
+    const messageCount = () => fmtInt(msgs.length) + (data.inherited ? ` (${fmtInt(data.inherited)} inherited)` : "");
 
     // Tool results by call id, so each call shows its result beside it.
     const results = new Map();
@@ -480,7 +486,7 @@
         el("dt", null, "Project"), el("dd", { title: data.project }, data.project || "–"),
         el("dt", null, "Model"), el("dd", null, data.model || "–"),
         el("dt", null, "Started"), el("dd", null, fmtTime(data.created_at)),
-        el("dt", null, "Messages"), el("dd", null, fmtInt(msgs.length) + (data.inherited ? ` (${fmtInt(data.inherited)} inherited)` : "")),
+        el("dt", null, "Messages"), el("dd", { class: "msg-count" }, messageCount()),
         el("dt", null, "Tokens"), el("dd", null, data.usage ? fmtInt(sumUsage(data.usage)) : "–"),
         el("dt", null, "Id"), el("dd", { class: "mono" }, id)
       ),
@@ -504,8 +510,9 @@
       el("p", { class: "hint" }, "Keys: j / k next / previous message, o open or close its tool calls.")
     );
     const status = el("p", { class: "progress", role: "status", "aria-live": "polite" });
+    const liveNote = el("p", { class: "live-note", role: "status", "aria-live": "polite" });
     const list = el("section", { class: "conversation", "aria-label": "Conversation", "aria-busy": "true" });
-    main.append(head, status, list);
+    main.append(head, status, list, liveNote);
 
     function messageNode(m) {
       const onlyResults = m.blocks.length > 0 && m.blocks.every((b) => b.type === "tool_result" && calls.has(b.tool_use_id));
@@ -714,6 +721,53 @@
         for (const d of ds) d.open = open;
       }
     };
+
+    // Live: messages appended while the session is open arrive as
+    // Server-Sent Events and are drawn in place. The scroll position stays
+    // where it is, unless the reader was at the bottom: then it follows.
+    let arrived = 0;
+    function appendLive(update) {
+      if (gen !== generation) return;
+      if (update.from !== msgs.length) {
+        route(); // out of step with the server: reload the session
+        return;
+      }
+      const doc = document.documentElement;
+      const atBottom = window.innerHeight + window.scrollY >= doc.scrollHeight - 24;
+      const caughtUp = rendered >= msgs.length && filled >= stubbed;
+      const redraw = new Set();
+      for (const m of update.messages) {
+        msgs.push(m);
+        m.blocks.forEach((b, bi) => {
+          if (b.type === "tool_use") calls.add(b.id);
+          if (b.type !== "tool_result") return;
+          results.set(b.tool_use_id, { m, b, bi });
+          // A result for a call already drawn: redraw that call's message.
+          const call = document.getElementById("call-" + b.tool_use_id);
+          const article = call && call.closest("article.msg");
+          if (article) redraw.add(article);
+        });
+      }
+      for (const article of redraw) {
+        const open = [...article.querySelectorAll("details")].map((d) => d.open);
+        const fresh = messageNode(msgs[Number(article.id.slice(2))]);
+        fresh.querySelectorAll("details").forEach((d, k) => (d.open = !!open[k]));
+        article.replaceWith(fresh);
+      }
+      if (caughtUp) renderThrough(msgs.length); // else the drawing loop gets them
+      arrived += update.messages.length;
+      head.querySelector(".msg-count").textContent = messageCount();
+      liveNote.textContent = `${fmtInt(arrived)} new message${arrived === 1 ? "" : "s"} since the page opened`;
+      if (atBottom) window.scrollTo(0, doc.scrollHeight);
+    }
+    const source = new EventSource("/api/sessions/" + encodeURIComponent(id) + "/events?from=" + msgs.length);
+    liveSource = source;
+    source.addEventListener("messages", (ev) => appendLive(JSON.parse(ev.data)));
+    source.addEventListener("reset", () => gen === generation && route());
+    source.addEventListener("gone", () => {
+      source.close();
+      if (gen === generation) liveNote.textContent = "This session can no longer be read.";
+    });
   }
 
   function sumUsage(u) {
