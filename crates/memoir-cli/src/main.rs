@@ -199,7 +199,9 @@ mod tests {
                 );
             }
         }
-        let err = parser().try_get_matches_from(["memoir", "serv"]).unwrap_err();
+        let err = parser()
+            .try_get_matches_from(["memoir", "serv"])
+            .unwrap_err();
         assert!(exit::missing_feature(&err, &lean).is_none());
     }
 }
