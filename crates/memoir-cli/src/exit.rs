@@ -260,7 +260,7 @@ mod tests {
         }
     }
 
-    /// The README's exit-code table, row by row: every kind of the library
+    /// The exit-code table of docs/CLI.md, row by row: every kind of the library
     /// has its documented code (a new kind fails to compile in `code_of`).
     #[test]
     fn every_kind_has_the_readme_code() {
