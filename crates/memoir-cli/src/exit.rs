@@ -165,6 +165,31 @@ pub fn report(err: &anyhow::Error, json: bool) -> ExitCode {
     ExitCode::from(code)
 }
 
+/// A subcommand this build left out, with the cargo feature that adds it:
+/// `(command, feature, built)`.
+pub type OptionalCommand = (&'static str, &'static str, bool);
+
+/// When `err` is clap's "unrecognized subcommand" for a command of
+/// `optional` that this build left out, the usage error (exit 2) that names
+/// the feature to build with; `None` for any other error.
+pub fn missing_feature(err: &clap::Error, optional: &[OptionalCommand]) -> Option<anyhow::Error> {
+    use clap::error::{ContextKind, ContextValue};
+    if err.kind() != clap::error::ErrorKind::InvalidSubcommand {
+        return None;
+    }
+    let Some(ContextValue::String(name)) = err.get(ContextKind::InvalidSubcommand) else {
+        return None;
+    };
+    let (command, feature, _) = optional
+        .iter()
+        .find(|(command, _, built)| command == name && !built)?;
+    Some(CliError::usage(format!(
+        "`memoir {command}` is not in this build of memoir: it needs the cargo feature `{feature}`, \
+         which the default build has (cargo install --locked --path crates/memoir-cli, \
+         or add --features {feature} to a --no-default-features build)"
+    )))
+}
+
 /// Report a clap parse error: help and version go to stdout with exit 0;
 /// anything else is a usage error (exit 2), as JSON under `--json`.
 pub fn report_parse_error(err: clap::Error, json: bool) -> ExitCode {
@@ -235,7 +260,7 @@ mod tests {
         }
     }
 
-    /// The README's exit-code table, row by row: every kind of the library
+    /// The exit-code table of docs/CLI.md, row by row: every kind of the library
     /// has its documented code (a new kind fails to compile in `code_of`).
     #[test]
     fn every_kind_has_the_readme_code() {

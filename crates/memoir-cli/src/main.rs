@@ -80,6 +80,7 @@ enum Command {
     #[cfg(feature = "mcp")]
     Mcp(cmd::mcp::Args),
     /// Browse every session in a local web view (127.0.0.1, per-run token).
+    #[cfg(feature = "ui")]
     Ui(cmd::ui::Args),
     /// The files a session edited, from its tool calls, as diffs.
     Changes(cmd::changes::Args),
@@ -88,11 +89,26 @@ enum Command {
     Debug(cmd::debug::Command),
 }
 
+/// The subcommands behind a cargo feature: a build without the feature
+/// answers them with a usage error that names it (exit 2), not clap's
+/// "unrecognized subcommand".
+const OPTIONAL_COMMANDS: &[exit::OptionalCommand] = &[
+    ("serve", "server", cfg!(feature = "server")),
+    ("remote", "client", cfg!(feature = "client")),
+    ("mcp", "mcp", cfg!(feature = "mcp")),
+    ("ui", "ui", cfg!(feature = "ui")),
+];
+
 fn main() -> ExitCode {
     let json = exit::json_requested();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) => return exit::report_parse_error(e, json),
+        Err(e) => {
+            return match exit::missing_feature(&e, OPTIONAL_COMMANDS) {
+                Some(err) => exit::report(&err, json),
+                None => exit::report_parse_error(e, json),
+            }
+        }
     };
     let result = match cli.command {
         Command::Demo(args) => cmd::demo::run(args),
@@ -107,6 +123,7 @@ fn main() -> ExitCode {
         Command::Completions(args) => cmd::completions::completions(args, Cli::command()),
         Command::Man => cmd::completions::man(Cli::command()),
         Command::Debug(c) => cmd::debug::run(c),
+        #[cfg(feature = "ui")]
         Command::Ui(args) => cmd::ui::run(args),
         Command::Changes(args) => cmd::changes::run(args),
         Command::Import(args) => cmd::import::run(args),
@@ -133,5 +150,58 @@ mod tests {
     #[test]
     fn clap_definitions_are_consistent() {
         Cli::command().debug_assert();
+    }
+
+    /// Each optional command is in this build exactly when its feature is;
+    /// one left out is answered with a usage error naming the feature.
+    #[test]
+    fn optional_commands_follow_the_build() {
+        for &(name, feature, built) in OPTIONAL_COMMANDS {
+            assert_eq!(
+                Cli::command().find_subcommand(name).is_some(),
+                built,
+                "{name}"
+            );
+            if built {
+                continue;
+            }
+            let err = Cli::try_parse_from(["memoir", name, "--help"])
+                .err()
+                .unwrap_or_else(|| panic!("{name} parsed"));
+            let err = exit::missing_feature(&err, OPTIONAL_COMMANDS)
+                .unwrap_or_else(|| panic!("{name}: no feature named"));
+            assert_eq!(exit::code_of(exit::kind(&err)), exit::USAGE);
+            assert!(err.to_string().contains(&format!("`{feature}`")), "{err}");
+        }
+    }
+
+    /// The parser path of a build without the optional commands, whatever
+    /// this build has: every one of them, with or without arguments, names
+    /// its feature; a mistyped command stays clap's error.
+    #[test]
+    fn a_command_left_out_names_its_feature() {
+        let lean: Vec<exit::OptionalCommand> = OPTIONAL_COMMANDS
+            .iter()
+            .map(|&(name, feature, _)| (name, feature, false))
+            .collect();
+        let parser = || clap::Command::new("memoir").subcommand(clap::Command::new("demo"));
+        for &(name, feature, _) in &lean {
+            for argv in [vec!["memoir", name], vec!["memoir", name, "--port", "8080"]] {
+                let err = parser().try_get_matches_from(&argv).unwrap_err();
+                let err = exit::missing_feature(&err, &lean)
+                    .unwrap_or_else(|| panic!("{argv:?}: no feature named"));
+                assert_eq!(exit::code_of(exit::kind(&err)), exit::USAGE);
+                let message = err.to_string();
+                assert!(
+                    message.contains(&format!("`memoir {name}`"))
+                        && message.contains(&format!("--features {feature}")),
+                    "{message}"
+                );
+            }
+        }
+        let err = parser()
+            .try_get_matches_from(["memoir", "serv"])
+            .unwrap_err();
+        assert!(exit::missing_feature(&err, &lean).is_none());
     }
 }

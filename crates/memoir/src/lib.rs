@@ -101,3 +101,8 @@ pub use record::{Record, RunConfig, SessionMeta, Summary, Taint};
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeDoctests;
+
+/// The library guide's code blocks, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/LIBRARY.md")]
+pub struct LibraryGuideDoctests;

@@ -1,12 +1,16 @@
 //! `memoir demo`: memoir's main job on the embedded store, end to end. It
 //! records a small, realistic coding-agent conversation (with tool calls, a
 //! tool error and usage) and shows it; then it imports the user's own agent
-//! history (every Claude Code, Codex, Gemini CLI or OpenCode home found) or,
-//! on a machine without any, the example sessions shipped in the repository,
-//! and answers a search across all of it. This is the README's first
-//! command. It is glue only: `memoir import` and `memoir search` do the work.
+//! history (every Claude Code, Codex, Gemini CLI or OpenCode home that holds
+//! sessions) or, on a machine without any, the example sessions bundled in
+//! the binary, and answers a search across all of it. This is the README's
+//! first command. It is glue only: `memoir import` and `memoir search` do the
+//! work.
 
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+use anyhow::Context as _;
 
 use memoir::message::{Block, Message, Role, Usage};
 use memoir::record::{Record, RunConfig, SessionMeta, Taint};
@@ -29,9 +33,61 @@ pub struct Args {
     no_import: bool,
 }
 
-/// The example sessions shipped in the repository (real public Claude Code
-/// and Codex files, see `testdata/transcripts/README.md`).
-const EXAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/transcripts");
+/// Where the bundled examples are written before they are imported:
+/// `$MEMOIR_HOME/demo-sources` (beside the store, stable across runs, so a
+/// second demo finds them unchanged).
+const EXAMPLES_DIR: &str = "demo-sources";
+
+/// Include one file of `testdata/transcripts/` as `(relative path, bytes)`.
+macro_rules! example {
+    ($path:literal) => {
+        (
+            $path,
+            include_bytes!(concat!("../../../../testdata/transcripts/", $path)) as &[u8],
+        )
+    };
+}
+
+/// The example sessions, bundled in the binary so that an installed memoir
+/// runs the demo anywhere: real public Claude Code and Codex files, with the
+/// README that names their sources and licences (`testdata/transcripts/`).
+const EXAMPLES: &[(&str, &[u8])] = &[
+    example!("README.md"),
+    example!("claude-code/55550000-0000-4000-8000-000000000001.jsonl"),
+    example!("claude-code/dag_compact_after_rewind.jsonl"),
+    example!("claude-code/sidechain_integrated.jsonl"),
+    example!("codex/rollout-2026-01-02T03-04-05-11111111-1111-4111-8111-111111111111.jsonl"),
+    example!("codex/rollout-66666666-6666-4666-8666-666666666666.malformed.jsonl"),
+    example!("codex/branch-history/2026-05-12T08-00-00-parent.jsonl"),
+    example!("codex/branch-history/2026-05-12T08-02-00-branch.jsonl"),
+];
+
+/// Write the bundled examples under `root` (a file already holding the same
+/// bytes is left alone) and return the folder to import.
+fn write_examples(root: &Path) -> anyhow::Result<PathBuf> {
+    let dir = root.join(EXAMPLES_DIR);
+    for (name, bytes) in EXAMPLES {
+        let path = dir.join(name);
+        if std::fs::read(&path).ok().as_deref() == Some(*bytes) {
+            continue;
+        }
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("creating {}", parent.display()))?;
+        }
+        std::fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(dir)
+}
+
+/// The agents whose home on this machine holds at least one session.
+fn agents_with_history() -> Vec<&'static str> {
+    memoir::import::Agent::ALL
+        .iter()
+        .filter(|a| matches!(memoir::import::sources_of(**a, None), Ok(s) if !s.is_empty()))
+        .map(|a| a.as_str())
+        .collect()
+}
 
 /// Parse `argv` as the arguments of another subcommand, so the demo runs
 /// exactly what a user typing that command would.
@@ -47,32 +103,25 @@ fn subcommand_args<A: clap::Args>(argv: &[&str]) -> anyhow::Result<A> {
 /// Import the user's agent history (or the shipped examples) into `dir` and
 /// search it for `query`.
 fn import_and_search(dir: &std::path::Path, query: &str) -> anyhow::Result<()> {
+    let found = agents_with_history();
+    let examples;
     let dir = dir.display().to_string();
-    let found: Vec<&str> = memoir::import::Agent::ALL
-        .iter()
-        .filter(|a| matches!(memoir::import::default_home(**a), Ok(Some(_))))
-        .map(|a| a.as_str())
-        .collect();
-    let examples = std::path::Path::new(EXAMPLES);
     let argv: Vec<&str> = if !found.is_empty() {
         crate::outln!(
             "\n== importing your agents' history ({}) ==",
             found.join(", ")
         );
         vec!["import", "--all", "--dir", &dir]
-    } else if examples.is_dir() {
-        crate::outln!(
-            "\n== no agent history on this machine: importing the example sessions in {} ==",
-            examples.display()
-        );
-        vec!["import", EXAMPLES, "--dir", &dir]
     } else {
-        crate::outln!("\n(no agent history found and no example sessions beside this binary: skipping the import)");
-        vec![]
+        examples = write_examples(&memoir::paths::memoir_home()?)?
+            .display()
+            .to_string();
+        crate::outln!(
+            "\n== no agent history on this machine: importing the example sessions bundled with memoir (copied to {examples}) =="
+        );
+        vec!["import", &examples, "--dir", &dir]
     };
-    if !argv.is_empty() {
-        super::import::run(subcommand_args(&argv)?)?;
-    }
+    super::import::run(subcommand_args(&argv)?)?;
     crate::outln!("\n== memoir search {query:?} (every session, hybrid ranking) ==");
     super::search::run(subcommand_args(&[
         "search", query, "-k", "5", "--dir", &dir,

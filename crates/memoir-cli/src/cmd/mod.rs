@@ -20,5 +20,6 @@ pub mod serve;
 pub mod sessions;
 pub mod stats;
 pub mod store;
+#[cfg(feature = "ui")]
 pub mod ui;
 pub mod usage;

@@ -3,10 +3,9 @@
 //! nothing changed). `--store postgres://...` searches a PostgreSQL store
 //! (the index lives in its database); otherwise the file store of `--dir`
 //! or the defaults. Hits print as `session seq role time title` plus a
-//! snippet with the match in colour on a terminal (`NO_COLOR` respected) or
-//! between `[[`/`]]` otherwise; `--json` prints the library's `SearchHit`s.
+//! snippet with the matches between `[[`/`]]`, the same on a terminal or
+//! not (memoir prints no colour); `--json` prints the library's `SearchHit`s.
 
-use std::io::IsTerminal as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -168,9 +167,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         eprintln!("no match");
         return Ok(ExitCode::from(1));
     }
-    let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     for h in &hits {
-        print_hit(h, colour);
+        crate::outln!("{}", render_hit(h));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -185,24 +183,16 @@ fn store_arg(_: &Args) -> Option<&str> {
     None
 }
 
-fn print_hit(h: &SearchHit, colour: bool) {
-    let (open, close, dim, reset) = if colour {
-        ("\x1b[1;33m", "\x1b[0m", "\x1b[2m", "\x1b[0m")
-    } else {
-        (
-            memoir::search::snippet::MARK_OPEN,
-            memoir::search::snippet::MARK_CLOSE,
-            "",
-            "",
-        )
-    };
+/// One hit as printed: a header line and the snippet with its matches
+/// between `[[`/`]]`. Plain text only, whatever stdout is.
+fn render_hit(h: &SearchHit) -> String {
     let tools = if h.tools.is_empty() {
         String::new()
     } else {
         format!(" [{}]", h.tools.join(","))
     };
-    println!(
-        "{dim}{} seq {} {}{} {} {} {}{}  {:.3}{reset}",
+    format!(
+        "{} seq {} {}{} {} {} {}{}  {:.3}\n    {}",
         h.session,
         h.seq,
         h.role.as_str(),
@@ -216,6 +206,9 @@ fn print_hit(h: &SearchHit, colour: bool) {
             format!("  {}", h.project)
         },
         h.score,
-    );
-    println!("    {}", h.snippet.marked(open, close));
+        h.snippet.marked(
+            memoir::search::snippet::MARK_OPEN,
+            memoir::search::snippet::MARK_CLOSE
+        ),
+    )
 }

@@ -1,6 +1,7 @@
 //! `memoir ui`: the store's sessions in a local web view
 //! (`memoir_server::ui`), on 127.0.0.1 with a per-run token in the URL it
-//! prints. Behind the cargo feature `ui`; a build without it says so.
+//! prints. Behind the cargo feature `ui`; a build without it names the
+//! feature (`exit::missing_feature`).
 
 use std::process::ExitCode;
 
@@ -19,17 +20,7 @@ pub struct Args {
     pub store: StoreArgs,
 }
 
-/// Run `memoir ui` (this build has no web view).
-#[cfg(not(feature = "ui"))]
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    Err(crate::exit::CliError::usage(
-        "this memoir was built without the web view: build it with the `ui` feature \
-         (cargo install memoir-cli --features ui)",
-    ))
-}
-
 /// Run `memoir ui` until Ctrl-C or SIGTERM.
-#[cfg(feature = "ui")]
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     use anyhow::Context as _;
     use memoir::store::file::FileStore;
@@ -77,7 +68,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 /// Ask the desktop to open `url`; a failure is reported, not fatal.
-#[cfg(feature = "ui")]
 fn open_browser(url: &str) {
     let opener = if cfg!(target_os = "macos") {
         "open"

@@ -8,10 +8,12 @@ mod common;
 mod postgres_common;
 
 mod conventions;
+mod demo_cli;
 mod import_cli;
 mod import_shapes_cli;
 mod integrity;
 mod mcp_stdio;
+mod no_colour;
 mod outcomes_cli;
 mod parity;
 mod processes;

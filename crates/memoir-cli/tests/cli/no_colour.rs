@@ -1,0 +1,75 @@
+//! memoir prints no colour: `memoir search` writes the same plain text
+//! (matches between `[[`/`]]`) to a real terminal, with or without
+//! `NO_COLOR`, as to a pipe.
+
+use std::path::Path;
+
+use crate::common::memoir_in;
+
+const EXAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/transcripts");
+
+/// Run `memoir search files` on a real terminal (a pseudo-terminal made by
+/// util-linux `script`), returning what the terminal received.
+#[cfg(target_os = "linux")]
+fn search_on_terminal(home: &Path, no_color: bool) -> String {
+    let command = format!(
+        "'{}' search files --dir '{}'",
+        env!("CARGO_BIN_EXE_memoir"),
+        home.join("store").display()
+    );
+    let mut c = memoir_in(home);
+    c.env_remove("NO_COLOR");
+    if no_color {
+        c.env("NO_COLOR", "1");
+    }
+    c.env("TERM", "xterm-256color");
+    let mut script = std::process::Command::new("script");
+    for (k, v) in c.get_envs() {
+        match v {
+            Some(v) => script.env(k, v),
+            None => script.env_remove(k),
+        };
+    }
+    let out = script
+        .current_dir(home)
+        .args(["-q", "-e", "-c", &command, "/dev/null"])
+        .output()
+        .expect("util-linux `script` runs the search on a pseudo-terminal");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn search_prints_no_colour_on_a_terminal_or_a_pipe() {
+    let home = tempfile::tempdir().unwrap();
+    let store = home.path().join("store");
+    let import = memoir_in(home.path())
+        .args(["import", EXAMPLES, "--dir"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(import.status.success(), "{import:?}");
+
+    let piped = memoir_in(home.path())
+        .args(["search", "files", "--dir"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(piped.status.success(), "{piped:?}");
+    let piped = String::from_utf8_lossy(&piped.stdout).into_owned();
+    for (what, text) in [
+        ("pipe", piped.clone()),
+        ("terminal", search_on_terminal(home.path(), false)),
+        ("terminal, NO_COLOR", search_on_terminal(home.path(), true)),
+    ] {
+        assert!(!text.contains('\u{1b}'), "{what}: escape codes in {text:?}");
+        assert!(text.contains("[[") && text.contains("]]"), "{what}: {text}");
+        // The terminal ends lines with CR LF; otherwise the same text.
+        assert_eq!(text.replace("\r\n", "\n"), piped, "{what}");
+    }
+}
