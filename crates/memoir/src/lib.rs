@@ -59,6 +59,7 @@
 
 pub mod blob;
 pub mod changes;
+mod classify;
 pub mod client;
 pub mod doctor;
 #[cfg(feature = "view")]
@@ -80,6 +81,11 @@ pub mod record;
 pub mod runs;
 #[cfg(feature = "search")]
 pub mod search;
+/// Dot-product kernels (portable, AVX2 + FMA, AVX-512) shared by the vector
+/// index and the embedders.
+#[cfg(feature = "view")]
+#[allow(unsafe_code)] // the one module with `unsafe`: SIMD kernels, each call argued
+pub mod simd;
 pub mod store;
 pub mod transcript;
 #[cfg(feature = "usage")]
@@ -87,6 +93,7 @@ pub mod usage;
 #[cfg(feature = "view")]
 pub mod view;
 
+pub use classify::kind_of;
 pub use error::{Error, Result};
 
 /// `skip_serializing_if` for a field written only when it differs from its

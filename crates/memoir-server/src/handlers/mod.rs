@@ -24,7 +24,7 @@ use memoir::manager::SessionManager;
 use memoir::store::LogStore;
 use serde::de::DeserializeOwned;
 
-use crate::auth::{Auth, Tokens};
+use crate::auth::{Auth, HasTokens, Tokens};
 use crate::error::{ApiError, ApiResult};
 use crate::namespace::ProjectStore;
 use crate::OPENAPI_JSON;
@@ -82,6 +82,12 @@ impl LogQuery {
 
 /// The state as handlers receive it.
 pub(crate) type Shared = Arc<AppState>;
+
+impl HasTokens for Shared {
+    fn tokens(&self) -> &Tokens {
+        &self.tokens
+    }
+}
 
 /// How a log route reads its session: live (`LogStore::read`) or from the
 /// trash (`LogStore::read_deleted`).

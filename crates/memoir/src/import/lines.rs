@@ -411,6 +411,22 @@ fn trim_line(raw: &[u8]) -> &[u8] {
     &raw[start..end]
 }
 
+/// The first line of a file (a Codex rollout's `session_meta`) (at most 4 MiB of it), read-only: read up
+/// to its newline, not the rest of the file.
+pub(super) fn first_line(path: &Path) -> Result<Option<Vec<u8>>, ImportError> {
+    use std::io::BufRead;
+    let file = open(path)?;
+    let mut reader = std::io::BufReader::with_capacity(64 << 10, file.take(4 << 20));
+    let mut buf = Vec::new();
+    reader
+        .read_until(b'\n', &mut buf)
+        .map_err(|e| ImportError::io("read", path, e))?;
+    Ok((buf.last() == Some(&b'\n')).then(|| {
+        buf.pop();
+        buf
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

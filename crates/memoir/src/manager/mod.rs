@@ -37,6 +37,7 @@ pub mod index;
 pub mod ingest;
 #[cfg(feature = "redact")]
 pub mod redact;
+mod redactions;
 mod resolve;
 mod revisions;
 #[cfg(feature = "search")]
