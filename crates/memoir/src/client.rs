@@ -449,11 +449,31 @@ pub mod wire {
 
     /// The content digest of a record: the first 16 bytes of BLAKE3, in
     /// lowercase hex, of its JSON object (the `"record"` tag and payload,
-    /// no framing). Unlike a line's `h`, it does not depend on the `seq`,
+    /// no framing), keys sorted at every level, no whitespace. Unlike a line's `h`, it does not depend on the `seq`,
     /// the batch or the chain, so a client and a server holding the same
     /// record under different headers agree on it.
     pub fn record_digest(record: &Record) -> Result<String, serde_json::Error> {
-        Ok(digest_bytes(record.to_json_string()?.as_bytes()))
+        let v = Value::Object(record.to_object()?);
+        Ok(digest_bytes(&serde_json::to_vec(&canonical(v))?))
+    }
+
+    /// `v` with every object's keys in sorted order (so the digest does not
+    /// depend on the order a writer or a redaction pass left them in).
+    fn canonical(v: Value) -> Value {
+        match v {
+            Value::Object(m) => {
+                let mut entries: Vec<(String, Value)> = m.into_iter().collect();
+                entries.sort_by(|a, b| a.0.cmp(&b.0));
+                Value::Object(
+                    entries
+                        .into_iter()
+                        .map(|(k, v)| (k, canonical(v)))
+                        .collect(),
+                )
+            }
+            Value::Array(a) => Value::Array(a.into_iter().map(canonical).collect()),
+            other => other,
+        }
     }
 
     /// [`record_digest`] of a header (`last_seq` 0): its JSON without the
@@ -461,7 +481,9 @@ pub mod wire {
     pub fn header_digest(meta: &SessionMeta) -> Result<String, serde_json::Error> {
         let mut m = meta.clone();
         m.extra.remove("project");
-        Ok(digest_bytes(&serde_json::to_vec(&m)?))
+        Ok(digest_bytes(&serde_json::to_vec(&canonical(
+            serde_json::to_value(&m)?,
+        ))?))
     }
 
     fn digest_bytes(bytes: &[u8]) -> String {

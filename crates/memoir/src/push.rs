@@ -440,15 +440,12 @@ fn redacted(
         let r = match r {
             Record::Message(m) => Record::Message(redact_message(&m, &mut out)?),
             other => {
-                let mut obj = other.to_object()?;
-                let tag = obj.remove("record");
-                let v = redact_value(&serde_json::Value::Object(obj), &mut out)?;
-                let serde_json::Value::Object(mut obj) = v else {
+                // The whole object, tag included (a kind is never a secret),
+                // so its keys keep their order.
+                let v = redact_value(&serde_json::Value::Object(other.to_object()?), &mut out)?;
+                let serde_json::Value::Object(obj) = v else {
                     return Err(Error::Invalid("a redacted record is not an object".into()));
                 };
-                if let Some(tag) = tag {
-                    obj.insert("record".into(), tag);
-                }
                 Record::from_object(obj)?
             }
         };

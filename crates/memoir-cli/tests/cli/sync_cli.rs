@@ -118,10 +118,9 @@ impl Laptop {
         )
         .unwrap();
         let out = memoir_in(&self.home)
-            .args(["import", "claude"])
-            .arg(self.src.join("claude"))
-            .arg("codex")
-            .arg(self.src.join("codex"))
+            .args(["import", "--all"])
+            .env("CLAUDE_CONFIG_DIR", self.src.join("claude"))
+            .env("CODEX_HOME", self.src.join("codex"))
             .arg("--dir")
             .arg(&self.store)
             .arg("--json")
@@ -225,11 +224,23 @@ impl Laptop {
             assert_eq!(server_meta.source, meta.source, "{id}: source");
             assert_eq!(log.last_seq, records.len() as u64, "{id}: record count");
             assert_eq!(head.last_seq, records.len() as u64);
-            if let Some(last) = records.last() {
-                assert_eq!(head.last_digest, wire::record_digest(last).unwrap());
-            }
             let got: Vec<_> = log.records.iter().map(|r| r.record.clone()).collect();
-            assert!(got == records, "{id}: records differ");
+            for (a, b) in got.iter().zip(&records) {
+                assert_eq!(
+                    wire::record_digest(a).unwrap(),
+                    wire::record_digest(b).unwrap(),
+                    "{id}: records differ: {}\n{}",
+                    a.to_json_string().unwrap(),
+                    b.to_json_string().unwrap()
+                );
+            }
+            if let Some(last) = records.last() {
+                assert_eq!(
+                    head.last_digest,
+                    wire::record_digest(last).unwrap(),
+                    "{id}: last digest"
+                );
+            }
             // Usage as the server replays it equals the laptop's.
             let local = memoir::transcript::read_in(store.as_ref(), id).unwrap();
             let remote = client.load(id).unwrap();
