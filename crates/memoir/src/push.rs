@@ -212,7 +212,12 @@ pub fn push(
     // The filter, closed over fork parents (a fork needs its parent there).
     let mut chosen: HashSet<String> = listed
         .iter()
-        .filter(|l| options.agent.as_deref().is_none_or(|a| agent_of(&l.meta) == a))
+        .filter(|l| {
+            options
+                .agent
+                .as_deref()
+                .is_none_or(|a| agent_of(&l.meta) == a)
+        })
         .map(|l| l.meta.id.clone())
         .collect();
     let mut stack: Vec<String> = chosen.iter().cloned().collect();
@@ -542,26 +547,24 @@ fn push_one(
     let mut start = have as usize;
     let mut conflicts = 0;
     while start < records.len() {
-        // One batch: bounded by records and by bytes.
+        // One batch: bounded by records and by bytes. The body is the
+        // `AppendRequest` JSON, written from each record's own JSON.
         let mut end = start;
-        let mut bytes = 0usize;
-        let mut objects = Vec::new();
+        let mut body = Vec::with_capacity(64 << 10);
+        body.extend_from_slice(b"{\"records\":[");
         while end < records.len() && end - start < options.batch_records {
-            let o = records[end].to_object()?;
-            let n = serde_json::to_vec(&o)?.len() + 1;
-            if end > start && bytes + n > options.batch_bytes {
+            let line = records[end].to_json_string()?;
+            if end > start && body.len() + line.len() + 1 > options.batch_bytes {
                 break;
             }
-            bytes += n;
-            objects.push(o);
+            if end > start {
+                body.push(b',');
+            }
+            body.extend_from_slice(line.as_bytes());
             end += 1;
         }
-        let body = wire::AppendRequest {
-            records: objects,
-            messages: Vec::new(),
-            expected_seq: Some(start as u64 + 1),
-        };
-        let bytes = serde_json::to_vec(&body)?;
+        body.extend_from_slice(format!("],\"expected_seq\":{}}}", start + 1).as_bytes());
+        let bytes = body;
         if options.dry_run {
             report.records += (end - start) as u64;
             report.bytes += bytes.len() as u64;
@@ -600,5 +603,52 @@ fn refresh(client: &Client, id: &str, meta: &SessionMeta, records: &[Record]) ->
         None => Err(Error::Invalid(format!(
             "session {id} is no longer on the server (deleted there?)"
         ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::ForkPoint;
+
+    #[test]
+    fn forks_come_after_their_parents_whatever_the_listing_order() {
+        let mut metas = HashMap::new();
+        for (id, parent) in [("c", Some("b")), ("b", Some("a")), ("a", None), ("x", None)] {
+            let mut m = SessionMeta::new(id.to_string());
+            m.parent = parent.map(|p| ForkPoint::new(p, 1, 1));
+            metas.insert(id.to_string(), m);
+        }
+        let todo: Vec<(String, Option<u64>)> = ["c", "x", "b", "a"]
+            .iter()
+            .map(|s| (s.to_string(), Some(1)))
+            .collect();
+        let order: Vec<String> = parents_first(&todo, &metas)
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect();
+        let pos = |id: &str| order.iter().position(|s| s == id).unwrap();
+        assert_eq!(order.len(), 4);
+        assert!(pos("a") < pos("b") && pos("b") < pos("c"), "{order:?}");
+    }
+
+    #[test]
+    fn record_digest_ignores_key_order_but_not_content() {
+        let a = Record::from_object(
+            serde_json::from_str(r#"{"record":"x-app","a":1,"b":{"c":2,"d":3}}"#).unwrap(),
+        )
+        .unwrap();
+        let b = Record::from_object(
+            serde_json::from_str(r#"{"b":{"d":3,"c":2},"record":"x-app","a":1}"#).unwrap(),
+        )
+        .unwrap();
+        let c = Record::from_object(
+            serde_json::from_str(r#"{"record":"x-app","a":1,"b":{"c":2,"d":4}}"#).unwrap(),
+        )
+        .unwrap();
+        let d = |r: &Record| wire::record_digest(r).unwrap();
+        assert_eq!(d(&a), d(&b));
+        assert_ne!(d(&a), d(&c));
+        assert_eq!(d(&a).len(), 32);
     }
 }

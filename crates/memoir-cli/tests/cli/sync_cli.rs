@@ -66,7 +66,10 @@ fn serve(home: &Path, store: &str) -> Server {
     let client = Client::new(&url, Some(TOKEN.into())).unwrap();
     let t0 = Instant::now();
     while client.list().is_err() {
-        assert!(t0.elapsed() < Duration::from_secs(30), "server did not start");
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "server did not start"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     Server { child, url }
@@ -126,7 +129,11 @@ impl Laptop {
             .arg("--json")
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 
     fn files(&self) -> Arc<dyn LogStore> {
@@ -153,7 +160,9 @@ impl Laptop {
         let mut fork = SessionMeta::new("native-fork".to_string());
         fork.parent = Some(memoir::record::ForkPoint::new(&id, 2, 2));
         store.create(&fork).unwrap();
-        store.append("native-fork", &[m("a different ending")], None).unwrap();
+        store
+            .append("native-fork", &[m("a different ending")], None)
+            .unwrap();
     }
 
     /// Append to the planted session (a session growing between syncs).
@@ -245,7 +254,11 @@ impl Laptop {
             let local = memoir::transcript::read_in(store.as_ref(), id).unwrap();
             let remote = client.load(id).unwrap();
             assert_eq!(remote.usage, local.usage, "{id}: usage");
-            assert_eq!(remote.messages.len(), local.messages.len(), "{id}: messages");
+            assert_eq!(
+                remote.messages.len(),
+                local.messages.len(),
+                "{id}: messages"
+            );
         }
         ids.len()
     }
@@ -283,7 +296,10 @@ fn scenario(root: &Path, urls: &[String]) {
     let killed_mid_way = laptops[0].sync_killed(&urls[0], &client(0));
     assert!(killed_mid_way, "the sync finished before the kill");
     let resumed = laptops[0].sync(&urls[1 % urls.len()], &[]);
-    assert!(resumed["failed"].as_array().unwrap().is_empty(), "{resumed}");
+    assert!(
+        resumed["failed"].as_array().unwrap().is_empty(),
+        "{resumed}"
+    );
 
     // First syncs of the others; the dry run's counts were right.
     let mut total = 0;
