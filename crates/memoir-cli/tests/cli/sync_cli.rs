@@ -8,11 +8,12 @@
 //! session, its header's fork parent, every record, hence the same record
 //! count, last digest and usage; a re-sync sends nothing; a sync killed with
 //! SIGKILL mid-way and re-run leaves every record there once; `--dry-run`
-//! sends nothing; the secret never reaches the server.
+//! sends nothing; the secret never reaches the server. And `memoir import
+//! --watch --push` keeps a server current as the agents write.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -371,4 +372,81 @@ fn laptops_sync_into_two_servers_over_one_postgres() {
     let a = serve(tmp.path(), &spec);
     let b = serve(tmp.path(), &spec);
     scenario(tmp.path(), &[a.url.clone(), b.url.clone()]);
+}
+
+/// `memoir import --all --watch --push URL`: the laptop's history reaches
+/// the server after the first round, and what the agents write later after
+/// the round that imports it.
+#[test]
+fn import_watch_push_keeps_the_server_current() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = serve(tmp.path(), tmp.path().join("server").to_str().unwrap());
+    let client = Client::new(&server.url, Some(TOKEN.into())).unwrap();
+    let laptop = Laptop::new(tmp.path(), 7, 3);
+    let mut watcher = memoir_in(&laptop.home)
+        .args(["import", "--all", "--watch", "--interval", "0.2", "--json"])
+        .env("CLAUDE_CONFIG_DIR", laptop.src.join("claude"))
+        .env("CODEX_HOME", laptop.src.join("codex"))
+        .arg("--dir")
+        .arg(&laptop.store)
+        .args(["--push", &server.url, "--token", TOKEN])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let caught_up = |laptop: &Laptop| {
+        let store = laptop.files();
+        let (listed, _) = store.list().unwrap();
+        let ids: Vec<String> = listed.iter().map(|l| l.meta.id.clone()).collect();
+        let heads = client.heads(&ids).unwrap();
+        heads.len() == ids.len()
+            && ids.iter().zip(&heads).all(|(id, h)| {
+                let (_, records) = memoir::push::prepare(store.as_ref(), id, true).unwrap();
+                h.last_seq == records.len() as u64
+            })
+    };
+    let wait = |what: &str| {
+        let t0 = Instant::now();
+        while !caught_up(&laptop) {
+            assert!(t0.elapsed() < Duration::from_secs(60), "{what}: not pushed");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    wait("first round");
+    let first: u64 = client.heads(&[]).map(|h| h.len() as u64).unwrap();
+    assert_eq!(first, 0, "an empty heads query answers nothing");
+    let total = |laptop: &Laptop| -> u64 {
+        let store = laptop.files();
+        let (listed, _) = store.list().unwrap();
+        listed
+            .iter()
+            .map(|l| store.read(&l.meta.id).unwrap().last_seq)
+            .sum()
+    };
+    let records_before = total(&laptop);
+    // The agents keep writing: the sources grow.
+    generate(
+        &CorpusSpec {
+            grow: 0.5,
+            ..laptop.spec.clone()
+        },
+        &laptop.src,
+    )
+    .unwrap();
+    let t0 = Instant::now();
+    while total(&laptop) == records_before {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the growth was not imported"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    wait("after growth");
+    // A round that began while the generator was writing is followed by one
+    // that imports the rest: let it finish and push too.
+    std::thread::sleep(Duration::from_secs(1));
+    wait("settled");
+    watcher.kill().unwrap();
+    watcher.wait().unwrap();
+    laptop.check_on(&client);
 }
