@@ -20,6 +20,8 @@
 //! - [`frame`]: the line framing (seq, batch marker, hash chain) on bytes,
 //!   below both [`store`] and [`transcript`];
 //! - [`doctor`]: the whole-store health check behind `memoir doctor`;
+//! - `push` (with `client`): `memoir sync`, the incremental, resumable copy
+//!   of a local store to a server;
 //! - [`notes`]: explicit per-project notes (`remember`/`forget`) as records;
 //! - [`id`], [`paths`], [`error`]: session ids, store locations, errors.
 //!
@@ -74,6 +76,8 @@ pub mod message;
 // Explicit per-project notes (`remember`/`forget`).
 pub mod notes;
 pub mod paths;
+#[cfg(feature = "client")]
+pub mod push;
 // Promotion of nominated records to durable project facts (needs the view).
 #[cfg(feature = "view")]
 pub mod promote;

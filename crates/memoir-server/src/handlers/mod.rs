@@ -4,6 +4,7 @@
 
 pub(crate) mod blobs; // PUT/GET /v1/blobs/{hash}
 pub(crate) mod fork;
+pub(crate) mod heads; // POST /v1/heads
 pub(crate) mod lease; // /v1/sessions/{id}/lease
 pub(crate) mod read;
 pub(crate) mod search;
