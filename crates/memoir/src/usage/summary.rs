@@ -510,7 +510,10 @@ impl SessionSource for Summaries {
 fn write_atomic(path: &Path, bytes: &[u8], sync: bool) -> Result<()> {
     let dir = path.parent().unwrap_or_else(|| Path::new("."));
     crate::paths::create_private_dir(dir)?;
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("summary");
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("summary");
     let tmp = dir.join(format!(
         ".{name}.{}.{}.tmp",
         std::process::id(),
@@ -526,7 +529,9 @@ fn write_atomic(path: &Path, bytes: &[u8], sync: bool) -> Result<()> {
         }
         fs::rename(&tmp, path).ctx("rename", path)?;
         if sync {
-            File::open(dir).and_then(|d| d.sync_all()).ctx("sync", dir)?;
+            File::open(dir)
+                .and_then(|d| d.sync_all())
+                .ctx("sync", dir)?;
         }
         Ok(())
     })();
@@ -566,7 +571,9 @@ pub(crate) fn decode_file(bytes: &[u8]) -> std::result::Result<Vec<Entry>, Strin
     let mut r = Reader(&body[MAGIC.len()..]);
     let version = u32::from_le_bytes(r.take(4)?.try_into().map_err(|_| "short")?);
     if version != SUMMARY_VERSION {
-        return Err(format!("version {version}, this build reads {SUMMARY_VERSION}"));
+        return Err(format!(
+            "version {version}, this build reads {SUMMARY_VERSION}"
+        ));
     }
     let n = r.uint()?;
     let mut out = Vec::with_capacity(n.min(1 << 20) as usize);

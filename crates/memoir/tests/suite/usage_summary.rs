@@ -216,7 +216,10 @@ fn summaries_written_by_import_give_every_report_of_a_full_scan() {
         assert_eq!(first.from_appends, listed.len(), "seed {seed}");
         assert!(summary_file(&dir).exists());
         let reports = assert_same_as_scan(&store);
-        assert!(reports[0].total.requests > 0, "seed {seed}: no usage at all");
+        assert!(
+            reports[0].total.requests > 0,
+            "seed {seed}: no usage at all"
+        );
         // Nothing changed since: the store-wide file is current.
         let again = usage::refresh(store.as_ref()).unwrap();
         assert_eq!((again.recomputed, again.from_appends), (0, 0), "{again:?}");
@@ -453,7 +456,10 @@ fn a_response_two_sessions_hold_is_counted_once_from_the_summaries() {
         .map(|row| (row.key()[0].to_string(), row.totals.output_tokens))
         .collect();
     assert_eq!(keys, [("a".to_string(), 5), ("b".to_string(), 7)]);
-    assert_eq!(r, usage::report(&Scan(store.clone()), &q, &prices()).unwrap());
+    assert_eq!(
+        r,
+        usage::report(&Scan(store.clone()), &q, &prices()).unwrap()
+    );
     // A later append to the older session does not change who owns it.
     m.append_records_to(
         "a",
@@ -468,5 +474,8 @@ fn a_response_two_sessions_hold_is_counted_once_from_the_summaries() {
     let r = usage::report(store.as_ref(), &q, &prices()).unwrap();
     assert_eq!((r.total.requests, r.total.output_tokens), (2, 12));
     assert_eq!(r.duplicate_responses, 2);
-    assert_eq!(r, usage::report(&Scan(store.clone()), &q, &prices()).unwrap());
+    assert_eq!(
+        r,
+        usage::report(&Scan(store.clone()), &q, &prices()).unwrap()
+    );
 }
