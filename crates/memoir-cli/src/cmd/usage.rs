@@ -143,6 +143,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             usize::MAX
         });
     if args.blocks {
+        // Damaged usage summaries are rebuilt first, with a word on stderr.
+        for notice in usage::refresh(&store)?.notices {
+            eprintln!("memoir: {notice}");
+        }
         let blocks = usage::blocks_report(&store, &query, &prices, Utc::now())?;
         if args.json {
             let v = serde_json::json!({"format": usage::USAGE_FORMAT, "blocks": blocks, "prices": prices.origin});
@@ -155,6 +159,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let report = usage::report(&store, &query, &prices)?;
+    for notice in &report.notices {
+        eprintln!("memoir: {notice}");
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else if args.csv {
