@@ -535,7 +535,12 @@ fn run_size(
         walls.push(m.wall);
         cpus.push(m.cpu);
         rss = rss.max(m.rss_mb);
-        if fs::read_to_string(&hits).is_ok_and(|s| s.contains(&q.tag)) {
+        // The hits (not the echoed query) hold the planted tag.
+        let in_hits = fs::read_to_string(&hits)
+            .ok()
+            .and_then(|s| serde_json::from_str::<serde_json::Value>(&s).ok())
+            .is_some_and(|v| v["hits"].to_string().contains(&q.tag));
+        if in_hits {
             found += 1;
         }
     }
