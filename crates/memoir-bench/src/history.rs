@@ -17,9 +17,10 @@
 //! - `memoir import --all`: first import, unchanged re-run, and a re-run
 //!   after the generator appended 1% more bytes to the newest sessions;
 //! - `memoir sessions list`, first after the import and warm;
-//! - `memoir usage --json --by session|day|model` and `--blocks`, against
-//!   ccusage `session|daily|monthly|blocks --offline --json` (the version
-//!   pinned in `.ci/ccusage.sh`), both over the same tree in UTC;
+//! - `memoir usage --json --by session|day|model` and `--blocks --agent
+//!   claude-code`, against ccusage `session|daily|monthly|blocks --offline
+//!   --json` (the version pinned in `.ci/ccusage.sh`; its blocks report
+//!   reads Claude Code only), both over the same tree in UTC;
 //! - `memoir index` (full), and `memoir search` over a fixed query set:
 //!   each query names one prompt's unique reference tag (planted by the
 //!   generator) and its first word, recall@10 = the tag is in the hits;
@@ -295,22 +296,30 @@ fn fmt_s(s: f64) -> String {
 }
 
 fn print_table(rows: &[Row]) {
-    println!("| step | memoir wall | CPU | peak RSS | | peer | wall | CPU | peak RSS | memoir ÷ peer (wall) |");
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("| step | memoir wall | CPU | peak RSS | | peer | wall | CPU | peak RSS | memoir ÷ peer, wall | memoir ÷ peer, CPU |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for r in rows {
         let m = &r.memoir;
-        let (peer, pw, pc, pr, ratio) = match &r.peer {
+        let (peer, pw, pc, pr, ratio, cpu_ratio) = match &r.peer {
             Some((name, p)) => (
                 name.clone(),
                 fmt_s(p.wall),
                 fmt_s(p.cpu),
                 format!("{:.0} MB", p.rss_mb),
                 format!("**{:.2}×**", m.wall / p.wall.max(1e-9)),
+                format!("{:.2}×", m.cpu / p.cpu.max(1e-9)),
             ),
-            None => ("—".into(), String::new(), String::new(), String::new(), "—".into()),
+            None => (
+                "—".into(),
+                String::new(),
+                String::new(),
+                String::new(),
+                "—".into(),
+                "—".into(),
+            ),
         };
         println!(
-            "| {} | {} | {} | {:.0} MB | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {:.0} MB | {} | {} | {} | {} | {} | {} | {} |",
             r.name,
             fmt_s(m.wall),
             fmt_s(m.cpu),
@@ -320,7 +329,8 @@ fn print_table(rows: &[Row]) {
             pw,
             pc,
             pr,
-            ratio
+            ratio,
+            cpu_ratio
         );
     }
 }
@@ -424,7 +434,10 @@ fn run_size(
 
     let mut rows = Vec::new();
     let _ = Command::new("sync").status();
-    let first = mem(&["import", "--all", "--json"], Some(&out.join("import.json")));
+    let first = mem(
+        &["import", "--all", "--json"],
+        Some(&out.join("import.json")),
+    );
     rows.push(Row {
         name: "first import (`import --all`)".into(),
         memoir: first,
@@ -466,7 +479,10 @@ fn run_size(
         ),
         peer: None,
     });
-    let list_first = mem(&["sessions", "list", "--json"], Some(&out.join("list.json")));
+    let list_first = mem(
+        &["sessions", "list", "--json"],
+        Some(&out.join("list.json")),
+    );
     let listed = fs::read_to_string(out.join("list.json"))
         .ok()
         .and_then(|s| serde_json::from_str::<serde_json::Value>(&s).ok())
@@ -497,7 +513,8 @@ fn run_size(
         ("session", &["--by", "session"], "session"),
         ("day", &["--by", "day"], "daily"),
         ("model", &["--by", "model"], "monthly"),
-        ("blocks", &["--blocks"], "blocks"),
+        // ccusage's blocks report reads Claude Code only.
+        ("blocks", &["--blocks", "--agent", "claude-code"], "blocks"),
     ];
     for (what, margs, cc_cmd) in usage_rows {
         let mut a = vec!["usage", "--json", "--timezone", "UTC"];
@@ -583,8 +600,10 @@ fn run_size(
     }
     print_table(&rows);
     println!(
-        "\nPeak RSS of `search` rows is the largest of the queries'. Usage and list rows \
-         are medians of {runs} runs. Load average after this size: {}.",
+        "\nPeak RSS of `search` rows is the largest of the queries'. Caveat: Linux keeps a \
+         process's RSS high-water mark across fork and exec, so a child's peak is at least this \
+         bench's own RSS when it was spawned (rows equal to it are that floor, not the child). \
+         Usage and list rows are medians of {runs} runs. Load average after this size: {}.",
         load()
     );
 
@@ -634,9 +653,23 @@ fn run_size(
         if let Some((pn, p)) = &r.peer {
             push(
                 format!("{}, {label}", r.name),
-                format!("{}, {:.0} MB RSS", fmt_s(r.memoir.wall), r.memoir.rss_mb),
-                format!("{pn}: {}, {:.0} MB RSS", fmt_s(p.wall), p.rss_mb),
-                format!("{:.2}×", r.memoir.wall / p.wall.max(1e-9)),
+                format!(
+                    "{} wall, {} CPU, {:.0} MB RSS",
+                    fmt_s(r.memoir.wall),
+                    fmt_s(r.memoir.cpu),
+                    r.memoir.rss_mb
+                ),
+                format!(
+                    "{pn}: {} wall, {} CPU, {:.0} MB RSS",
+                    fmt_s(p.wall),
+                    fmt_s(p.cpu),
+                    p.rss_mb
+                ),
+                format!(
+                    "{:.2}× wall, {:.2}× CPU",
+                    r.memoir.wall / p.wall.max(1e-9),
+                    r.memoir.cpu / p.cpu.max(1e-9)
+                ),
             );
         }
     }
@@ -655,7 +688,9 @@ fn run_size(
     }
     if let (Some(p50), Some(p99)) = (by("`search` p50"), by("`search` p99")) {
         let peer = match (&p50.peer, &p99.peer) {
-            (Some((_, a)), Some((_, b))) => format!("`grep -rlF`: {} / {}", fmt_s(a.wall), fmt_s(b.wall)),
+            (Some((_, a)), Some((_, b))) => {
+                format!("`grep -rlF`: {} / {}", fmt_s(a.wall), fmt_s(b.wall))
+            }
             _ => "—".into(),
         };
         let ratio = match &p50.peer {
@@ -745,10 +780,18 @@ pub fn main() {
     println!("{CASS}.");
     let mut summary = Vec::new();
     for &n in &sizes {
-        summary.extend(run_size(n, &base.join(format!("hist-{n}")), &memoir, &cc, &opts));
+        summary.extend(run_size(
+            n,
+            &base.join(format!("hist-{n}")),
+            &memoir,
+            &cc,
+            &opts,
+        ));
     }
     println!("\n## Rows for docs/BENCHMARKS.md (History at scale)\n");
-    println!("| row | memoir | peer | ratio (memoir ÷ peer, wall) | command | commit | machine |");
+    println!(
+        "| measurement | memoir | peer | ratio (memoir ÷ peer) | command | commit | machine |"
+    );
     println!("|---|---|---|---|---|---|---|");
     for r in summary {
         println!("{r}");
