@@ -14,7 +14,9 @@
 //! - [`locomo`]: LoCoMo retrieval recall, with a held-out part;
 //! - [`search`]: cross-session search against SQLite FTS5 and the view BM25;
 //! - [`catchup`]: the search index's per-request catch-up from the change
-//!   journal against the full pass.
+//!   journal against the full pass;
+//! - [`history`]: agent history at scale (import, listing, usage, index,
+//!   search) on generated trees, against ccusage and `grep`.
 //!
 //! [`quick`] lists the small-size arguments of each, for
 //! `memoir-bench all --quick`.
@@ -23,6 +25,7 @@
 
 pub mod catchup; // search catch-up from the change journal
 pub mod embed;
+pub mod history; // agent history at scale, against ccusage
 pub mod load;
 pub mod locomo;
 pub mod manager;
@@ -81,6 +84,7 @@ pub const BENCHES: &[Bench] = &[
     ("locomo", locomo::main),
     ("search", search::main),
     ("catchup", catchup::main),
+    ("history", history::main),
 ];
 
 /// The small-size arguments and environment of each benchmark for
@@ -137,6 +141,10 @@ pub fn quick(name: &str) -> (Vec<&'static str>, Vec<(&'static str, &'static str)
             vec![],
         ),
         "catchup" => (vec!["--sessions", "1000", "--runs", "10"], vec![]),
+        "history" => (
+            vec!["--sessions", "1000", "--runs", "1", "--queries", "20"],
+            vec![],
+        ),
         _ => (vec![], vec![]),
     }
 }
