@@ -23,9 +23,10 @@ use std::path::Path;
 
 use serde_json::{json, Map, Value};
 
-use super::codex_history::{self, HISTORY_ITEM};
+#[cfg(feature = "import-opencode")]
+use super::codex_history;
 use super::cursor::TailState;
-use super::lines::{self, Line};
+use super::lines::{self, Line, HISTORY_ITEM};
 use super::segments;
 use super::{
     make_id, source_record, str_of, time_of, Agent, ForkAt, ForkFrom, ParentRef, ParseContext,

@@ -23,13 +23,9 @@ use rusqlite::Connection;
 
 use serde_json::{json, Map, Value};
 
-use super::lines::Line;
+use super::lines::{Line, HISTORY_ITEM};
 use super::opencode::{columns, open, sql_err};
 use super::{segments, ImportError, Skipped};
-
-/// The `type` of the lines made from items of Codex's thread-history
-/// projection that the rollout lacks.
-pub(crate) const HISTORY_ITEM: &str = "thread_history_item";
 
 /// The newest `thread_history_<N>.sqlite` of the Codex home holding `rollout`.
 pub fn database_for(rollout: &Path) -> Option<PathBuf> {

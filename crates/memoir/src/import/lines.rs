@@ -46,6 +46,10 @@ pub struct JsonlFile {
     pub complete_lines: u64,
 }
 
+/// The `type` of the lines a Codex import makes from items of Codex's
+/// thread-history projection that the rollout lacks.
+pub(super) const HISTORY_ITEM: &str = "thread_history_item";
+
 /// The name ending of a zstd-compressed JSONL file.
 pub const ZSTD_SUFFIX: &str = ".jsonl.zst";
 

@@ -315,6 +315,15 @@ impl Db {
             if generation::live_id(root) != live {
                 continue; // replaced by another process meanwhile
             }
+            // Under the lock no one publishes or sweeps: a live generation
+            // that failed a moment ago only because another connection was
+            // switching its modes opens now, and is never replaced by an
+            // empty one for that.
+            if let Some(id) = &live {
+                if let Some(db) = open_generation(root, id)? {
+                    return Ok((db, false));
+                }
+            }
             let id = generation::new_id();
             let dir = generation::gen_dir(root, &id);
             crate::paths::create_private_dir(&dir)?;
