@@ -39,7 +39,7 @@ use std::time::Instant;
 use memoir_testkit::corpus::{generate, CorpusSpec, Manifest, SessionKind};
 use memoir_testkit::Rng;
 
-use crate::{arg, num, percentile};
+use crate::{arg, load_average, num, percentile};
 
 /// The ccusage version CI pins (`.ci/ccusage.sh`), read from that script so
 /// there is one pin.
@@ -138,33 +138,7 @@ fn median(ms: &[Measure]) -> Measure {
     }
 }
 
-/// Files and bytes of `*.jsonl` under `dir`.
-fn tree_stats(dir: &Path) -> (u64, u64) {
-    let (mut files, mut bytes) = (0, 0);
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(rd) = fs::read_dir(&d) else { continue };
-        for e in rd.flatten() {
-            let p = e.path();
-            match e.metadata() {
-                Ok(m) if m.is_dir() => stack.push(p),
-                Ok(m) => {
-                    files += 1;
-                    bytes += m.len();
-                }
-                Err(_) => {}
-            }
-        }
-    }
-    (files, bytes)
-}
-
-/// Bytes under `dir` (every file).
-fn du(dir: &Path) -> u64 {
-    tree_stats(dir).1
-}
-
-/// Each file's size under `dir`, to count the files a growth touched.
+/// Each file's size under `dir` (every file, at any depth).
 fn sizes(dir: &Path) -> std::collections::BTreeMap<PathBuf, u64> {
     let mut out = std::collections::BTreeMap::new();
     let mut stack = vec![dir.to_path_buf()];
@@ -181,6 +155,12 @@ fn sizes(dir: &Path) -> std::collections::BTreeMap<PathBuf, u64> {
         }
     }
     out
+}
+
+/// Files and bytes under `dir`.
+fn tree_stats(dir: &Path) -> (u64, u64) {
+    let sizes = sizes(dir);
+    (sizes.len() as u64, sizes.values().sum())
 }
 
 /// The ccusage binary: `--ccusage`, `$CCUSAGE`, else the pinned version
@@ -234,15 +214,6 @@ fn commit() -> String {
         .filter(|o| o.status.success())
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_else(|| "?".into())
-}
-
-fn load() -> String {
-    fs::read_to_string("/proc/loadavg")
-        .unwrap_or_default()
-        .split_whitespace()
-        .take(3)
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 /// A known-answer query: a prompt's reference tag and its first word.
@@ -534,7 +505,7 @@ fn run_size(
     }
 
     let index = mem(&["index", "--json"], Some(&out.join("index.json")));
-    let index_mb = du(&store.join("search")) as f64 / 1_048_576.0;
+    let index_mb = tree_stats(&store.join("search")).1 as f64 / 1_048_576.0;
     rows.push(Row {
         name: "`index` (full)".into(),
         memoir: index,
@@ -604,7 +575,7 @@ fn run_size(
          process's RSS high-water mark across fork and exec, so a child's peak is at least this \
          bench's own RSS when it was spawned (rows equal to it are that floor, not the child). \
          Usage and list rows are medians of {runs} runs. Load average after this size: {}.",
-        load()
+        load_average()
     );
 
     // Summary rows (docs/BENCHMARKS.md, "History at scale").
@@ -773,7 +744,7 @@ pub fn main() {
         },
         opts.machine,
         std::thread::available_parallelism().map_or(0, |n| n.get()),
-        load(),
+        load_average(),
         opts.mb_per_session,
         opts.seed
     );

@@ -71,6 +71,17 @@ pub fn percentile(v: &mut [f64], p: f64) -> f64 {
     v[((v.len() as f64 - 1.0) * p).round() as usize]
 }
 
+/// The machine's 1-, 5- and 15-minute load averages, as `/proc/loadavg`
+/// gives them (empty where there is none), printed beside every run.
+pub fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// One benchmark: its subcommand name and entry point.
 pub type Bench = (&'static str, fn());
 

@@ -13,43 +13,45 @@ use crate::error::{Error, ErrorKind, StoreError};
 /// [`crate::blob::BlobError`] or, with their features,
 /// [`crate::embed::EmbeddingError`], [`crate::view::ViewError`],
 /// [`crate::search::SearchError`] and [`crate::import::ImportError`]);
-/// `None` when there is none. Each wrapper
-/// is classified itself, because a `#[error(transparent)]` variant's
-/// `source()` skips the error it wraps. The one classification every front maps (CLI exit codes, HTTP
-/// statuses, JSON error bodies).
+/// `None` when there is none. Each wrapper is classified itself, because a
+/// `#[error(transparent)]` variant's `source()` skips the error it wraps.
 pub fn kind_of(err: &(dyn std::error::Error + 'static)) -> Option<ErrorKind> {
     let mut next = Some(err);
     while let Some(e) = next {
-        if let Some(e) = e.downcast_ref::<Error>() {
-            return Some(e.kind());
-        }
-        if let Some(e) = e.downcast_ref::<StoreError>() {
-            return Some(e.kind());
-        }
-        if let Some(e) = e.downcast_ref::<crate::manager::ManagerError>() {
-            return Some(e.kind());
-        }
-        if let Some(e) = e.downcast_ref::<crate::blob::BlobError>() {
-            return Some(e.kind());
-        }
-        #[cfg(feature = "view")]
-        if let Some(e) = e.downcast_ref::<crate::embed::EmbeddingError>() {
-            return Some(e.kind());
-        }
-        #[cfg(feature = "view")]
-        if let Some(e) = e.downcast_ref::<crate::view::ViewError>() {
-            return Some(e.kind());
-        }
-        #[cfg(feature = "search")]
-        if let Some(e) = e.downcast_ref::<crate::search::SearchError>() {
-            return Some(e.kind());
-        }
-        #[cfg(feature = "import")]
-        if let Some(e) = e.downcast_ref::<crate::import::ImportError>() {
-            return Some(e.kind());
+        if let Some(kind) = kind_here(e) {
+            return Some(kind);
         }
         next = e.source();
     }
+    None
+}
+
+/// The kind of `e` itself when it is one of the library's error types.
+fn kind_here(e: &(dyn std::error::Error + 'static)) -> Option<ErrorKind> {
+    macro_rules! first_of {
+        ($($(#[$gate:meta])* $ty:ty),+ $(,)?) => {
+            $(
+                $(#[$gate])*
+                if let Some(e) = e.downcast_ref::<$ty>() {
+                    return Some(e.kind());
+                }
+            )+
+        };
+    }
+    first_of!(
+        Error,
+        StoreError,
+        crate::manager::ManagerError,
+        crate::blob::BlobError,
+        #[cfg(feature = "view")]
+        crate::embed::EmbeddingError,
+        #[cfg(feature = "view")]
+        crate::view::ViewError,
+        #[cfg(feature = "search")]
+        crate::search::SearchError,
+        #[cfg(feature = "import")]
+        crate::import::ImportError,
+    );
     None
 }
 

@@ -67,6 +67,7 @@ pub mod doctor;
 #[cfg(feature = "view")]
 pub mod embed;
 pub mod error;
+mod fan_out;
 pub mod frame;
 pub mod id;
 #[cfg(feature = "import")]

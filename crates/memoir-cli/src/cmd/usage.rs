@@ -143,11 +143,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             usize::MAX
         });
     if args.blocks {
-        // Damaged usage summaries are rebuilt first, with a word on stderr.
-        for notice in usage::refresh(&store)?.notices {
+        let usage::BlocksReport { blocks, notices } =
+            usage::blocks_report(&store, &query, &prices, Utc::now())?;
+        for notice in notices {
             eprintln!("memoir: {notice}");
         }
-        let blocks = usage::blocks_report(&store, &query, &prices, Utc::now())?;
         if args.json {
             let v = serde_json::json!({"format": usage::USAGE_FORMAT, "blocks": blocks, "prices": prices.origin});
             println!("{}", serde_json::to_string_pretty(&v)?);

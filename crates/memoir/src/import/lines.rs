@@ -415,8 +415,8 @@ fn trim_line(raw: &[u8]) -> &[u8] {
     &raw[start..end]
 }
 
-/// The first line of a file (a Codex rollout's `session_meta`) (at most 4 MiB of it), read-only: read up
-/// to its newline, not the rest of the file.
+/// The first line of a file (a Codex rollout's `session_meta`), at most
+/// 4 MiB of it: read up to its newline, never the rest of the file.
 pub(super) fn first_line(path: &Path) -> Result<Option<Vec<u8>>, ImportError> {
     use std::io::BufRead;
     let file = open(path)?;

@@ -53,6 +53,9 @@ pub use crate::store::file::INDEX_DIR;
 /// Version of the entry format written by this build.
 pub const ENTRY_VERSION: u32 = 1;
 
+/// Entries rebuilt per thread at least (fewer run on one thread).
+const REBUILD_SHARE: usize = 32;
+
 /// What a transcript looked like on disk when its entry was computed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stamp {
@@ -678,24 +681,8 @@ impl Index {
         reader: &dyn LogStore,
         ids: &[&'a str],
     ) -> Vec<(&'a str, Option<IndexEntry>)> {
-        let one = |id: &'a str| (id, self.rebuild(reader, id).ok().map(|(e, _)| e));
-        let threads = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(ids.len() / 32)
-            .clamp(1, 8);
-        if threads == 1 {
-            return ids.iter().map(|id| one(id)).collect();
-        }
-        let share = ids.len().div_ceil(threads);
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = ids
-                .chunks(share)
-                .map(|part| scope.spawn(move || part.iter().map(|id| one(id)).collect::<Vec<_>>()))
-                .collect();
-            handles
-                .into_iter()
-                .flat_map(|h| h.join().unwrap_or_default())
-                .collect()
+        crate::fan_out::map(ids, REBUILD_SHARE, |id| {
+            (*id, self.rebuild(reader, id).ok().map(|(e, _)| e))
         })
     }
 

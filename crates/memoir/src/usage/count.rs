@@ -186,6 +186,20 @@ impl Owned {
         }
     }
 
+    /// For a fork whose header names no model, with responses that name
+    /// none: the model its parent chain last used ([`inherited_model`]),
+    /// read once (kept in `fallback_model`).
+    pub(crate) fn inherit_model(&mut self, store: &dyn LogStore, meta: &SessionMeta) {
+        let (found, _) = self.found();
+        if self.fallback_model.is_none()
+            && meta.model.is_empty()
+            && meta.parent.is_some()
+            && found.iter().any(|f| f.model.is_none())
+        {
+            self.fallback_model = inherited_model(store, meta);
+        }
+    }
+
     /// Fold records appended after the ones this was computed from. False
     /// (`self` then partly updated: discard it) when that cannot be done
     /// without the earlier records: a `rewrite` needs what was present.
@@ -433,7 +447,7 @@ pub fn inherited(
 /// The model a fork's parent chain last used (its last response naming one,
 /// else a header naming one), for a fork's responses that name none: an
 /// agent states its model once, and a fork inherits it by reference.
-pub(crate) fn inherited_model(store: &dyn LogStore, meta: &SessionMeta) -> Option<String> {
+fn inherited_model(store: &dyn LogStore, meta: &SessionMeta) -> Option<String> {
     let mut next = meta.parent.clone();
     for _ in 0..MAX_CHAIN {
         let fork = next?;
@@ -592,10 +606,7 @@ fn content_hash(m: &Message) -> Result<u128> {
 /// responses that name none fall back on (a fork's parent chain).
 pub(crate) fn owned(store: &dyn LogStore, meta: &SessionMeta, raw: &RawLog) -> Result<Owned> {
     let mut owned = owned_upto(store, meta, raw, None)?;
-    let (found, _) = owned.found();
-    if meta.model.is_empty() && meta.parent.is_some() && found.iter().any(|f| f.model.is_none()) {
-        owned.fallback_model = inherited_model(store, meta);
-    }
+    owned.inherit_model(store, meta);
     Ok(owned)
 }
 

@@ -564,23 +564,36 @@ pub fn session_usage(store: &dyn LogStore, id: &str, prices: &PriceTable) -> Res
     })
 }
 
+/// 5-hour billing blocks (`memoir usage --blocks`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BlocksReport {
+    /// The blocks, oldest first.
+    pub blocks: Vec<BillingBlock>,
+    /// Damaged usage summaries met (each was rebuilt from the session
+    /// logs; the figures are unaffected).
+    pub notices: Vec<String>,
+}
+
 /// 5-hour billing blocks of the responses `query` selects (its grouping is ignored).
 pub fn blocks_report(
     store: &dyn LogStore,
     query: &UsageQuery,
     prices: &PriceTable,
     now: DateTime<Utc>,
-) -> Result<Vec<BillingBlock>> {
+) -> Result<BlocksReport> {
     let filters = Filters::new(store, query)?;
     let mut entries = Vec::new();
-    filters.walk(store, prices, &mut |event| {
+    let (_, notices) = filters.walk(store, prices, &mut |event| {
         if let count::Event::Response(c) = event {
             let mut t = Totals::default();
             t.add(c);
             entries.push((c.at, c.model.to_string(), t));
         }
     })?;
-    Ok(billing_blocks(entries, now, query.timezone))
+    Ok(BlocksReport {
+        blocks: billing_blocks(entries, now, query.timezone),
+        notices,
+    })
 }
 
 fn inherited_totals(

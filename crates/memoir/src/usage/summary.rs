@@ -31,8 +31,8 @@
 //! long-context prices stay exactly those of a scan of the logs.
 
 use std::collections::HashMap;
-use std::fs::{self, File};
-use std::io::{ErrorKind, Write};
+use std::fs;
+use std::io::ErrorKind;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -175,7 +175,6 @@ pub(crate) fn load(store: &dyn LogStore, store_dir: &Path) -> Result<Summaries> 
         }
     };
     let (live, not_files) = live_logs(store_dir)?;
-    let mut changed = cached.len() != live.len();
     let mut entries: HashMap<String, Entry> = HashMap::with_capacity(live.len());
     let mut stale: Vec<&str> = Vec::new();
     for (id, stamp) in &live {
@@ -186,7 +185,8 @@ pub(crate) fn load(store: &dyn LogStore, store_dir: &Path) -> Result<Summaries> 
             _ => stale.push(id.as_str()),
         }
     }
-    changed |= !stale.is_empty() || !cached.is_empty();
+    // Something to write back: a session changed, appeared or went away.
+    let changed = !stale.is_empty() || !cached.is_empty();
     let mut recompute: Vec<&str> = Vec::new();
     for id in stale {
         match read_session_file(store_dir, id) {
@@ -218,7 +218,7 @@ pub(crate) fn load(store: &dyn LogStore, store_dir: &Path) -> Result<Summaries> 
         let mut all: Vec<&Entry> = entries.values().collect();
         all.sort_by(|a, b| a.id.cmp(&b.id));
         // A store that cannot be written still reports; the next one retries.
-        let _ = write_atomic(&path, &encode_file(all.iter().copied()), true);
+        let _ = write_all(store_dir, &all);
     }
     refresh.sessions = entries.len();
     Ok(Summaries {
@@ -268,25 +268,7 @@ fn recompute_all<'a>(
     store_dir: &Path,
     ids: &[&'a str],
 ) -> Vec<(&'a str, Result<Option<Entry>>)> {
-    let one = |id: &'a str| (id, recompute(store, store_dir, id));
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(ids.len() / SHARE)
-        .clamp(1, 8);
-    if threads == 1 {
-        return ids.iter().map(|id| one(id)).collect();
-    }
-    let share = ids.len().div_ceil(threads);
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = ids
-            .chunks(share)
-            .map(|part| scope.spawn(move || part.iter().map(|id| one(id)).collect::<Vec<_>>()))
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_default())
-            .collect()
-    })
+    crate::fan_out::map(ids, SHARE, |id| (*id, recompute(store, store_dir, id)))
 }
 
 /// Recompute one session's summary from its log, under the log's shared
@@ -329,11 +311,7 @@ fn recompute(store: &dyn LogStore, store_dir: &Path, id: &str) -> Result<Option<
         owned,
     };
     if lock.is_some() {
-        let _ = write_atomic(
-            &session_path(store_dir, id),
-            &encode_file(std::iter::once(&entry)),
-            false,
-        );
+        let _ = write_session(store_dir, &entry);
     }
     Ok(Some(entry))
 }
@@ -395,11 +373,7 @@ pub fn note_append(
             return recompute(store, store_dir, id).map(|_| ());
         }
     };
-    write_atomic(
-        &session_path(store_dir, id),
-        &encode_file(std::iter::once(&entry)),
-        false,
-    )
+    write_session(store_dir, &entry)
 }
 
 /// A record that can change what a session owns.
@@ -435,14 +409,7 @@ fn fold(
     if !owned.apply(records) {
         return None;
     }
-    let (found, _) = owned.found();
-    if owned.fallback_model.is_none()
-        && meta.model.is_empty()
-        && meta.parent.is_some()
-        && found.iter().any(|f| f.model.is_none())
-    {
-        owned.fallback_model = count::inherited_model(store, &meta);
-    }
+    owned.inherit_model(store, &meta);
     Some((meta, owned))
 }
 
@@ -464,11 +431,7 @@ fn refresh_stamp(store_dir: &Path, id: &str, appended: &Appended) -> Result<()> 
         return Ok(());
     }
     entry.stamp = Stamp::of(&fstat, appended.last_seq);
-    write_atomic(
-        &session_path(store_dir, id),
-        &encode_file(std::iter::once(&entry)),
-        false,
-    )
+    write_session(store_dir, &entry)
 }
 
 /// Rebuild every summary of the file store in `store_dir` now (what a
@@ -505,40 +468,19 @@ impl SessionSource for Summaries {
     }
 }
 
-/// Write `bytes` to `path` through a temporary file renamed into place
-/// (`sync`: synced first, and the directory after).
-fn write_atomic(path: &Path, bytes: &[u8], sync: bool) -> Result<()> {
-    let dir = path.parent().unwrap_or_else(|| Path::new("."));
-    crate::paths::create_private_dir(dir)?;
-    let name = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or("summary");
-    let tmp = dir.join(format!(
-        ".{name}.{}.{}.tmp",
-        std::process::id(),
-        uuid::Uuid::new_v4().simple()
-    ));
-    let written = (|| {
-        let mut f = crate::paths::private_new_file()
-            .open(&tmp)
-            .ctx("create", &tmp)?;
-        f.write_all(bytes).ctx("write", &tmp)?;
-        if sync {
-            f.sync_all().ctx("sync", &tmp)?;
-        }
-        fs::rename(&tmp, path).ctx("rename", path)?;
-        if sync {
-            File::open(dir)
-                .and_then(|d| d.sync_all())
-                .ctx("sync", dir)?;
-        }
-        Ok(())
-    })();
-    if written.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    written
+/// Write one session's summary file (not synced: a crash leaves it old or
+/// missing, and its stamp says so).
+fn write_session(store_dir: &Path, entry: &Entry) -> Result<()> {
+    let path = session_path(store_dir, entry.id.as_str());
+    crate::paths::create_private_dir(path.parent().unwrap_or(store_dir))?;
+    crate::paths::replace_file(&path, &encode_file(std::iter::once(entry)))
+}
+
+/// Write the store-wide summary file, synced.
+fn write_all(store_dir: &Path, entries: &[&Entry]) -> Result<()> {
+    let path = summary_path(store_dir);
+    crate::paths::create_private_dir(path.parent().unwrap_or(store_dir))?;
+    crate::paths::atomic_write(&path, &encode_file(entries.iter().copied()))
 }
 
 // ---- the binary format (docs/FORMAT.md, "Usage summaries")
