@@ -48,6 +48,7 @@ const fn r(method: &'static str, path: &'static str, access: Access) -> Route {
 }
 
 /// Every route of the API and its rule.
+#[rustfmt::skip]
 pub const ROUTES: &[Route] = &[
     r("GET", "/healthz", Access::Public),
     r("GET", "/openapi.json", Access::Public),
@@ -55,41 +56,17 @@ pub const ROUTES: &[Route] = &[
     r("POST", "/v1/sessions", Access::Project(PUBLISH)),
     r("GET", "/v1/sessions/{id}", Access::Project(READ_OR_OWN)),
     r("DELETE", "/v1/sessions/{id}", Access::Project(MANAGE)),
-    r(
-        "GET",
-        "/v1/sessions/{id}/meta",
-        Access::Project(READ_OR_OWN),
-    ),
+    r("GET", "/v1/sessions/{id}/meta", Access::Project(READ_OR_OWN)),
     r("GET", "/v1/sessions/{id}/log", Access::Project(READ_OR_OWN)),
-    r(
-        "POST",
-        "/v1/sessions/{id}/records",
-        Access::Project(PUBLISH),
-    ),
+    r("POST", "/v1/sessions/{id}/records", Access::Project(PUBLISH)),
     r("POST", "/v1/sessions/{id}/fork", Access::Project(PUBLISH)),
-    r(
-        "GET",
-        "/v1/sessions/{id}/export",
-        Access::Project(READ_OR_OWN),
-    ),
+    r("GET", "/v1/sessions/{id}/export", Access::Project(READ_OR_OWN)),
     r("POST", "/v1/sessions/{id}/restore", Access::Project(MANAGE)),
     r("POST", "/v1/sessions/{id}/purge", Access::Project(MANAGE)),
-    r(
-        "POST",
-        "/v1/sessions/{id}/search",
-        Access::Project(READ_OR_OWN),
-    ),
+    r("POST", "/v1/sessions/{id}/search", Access::Project(READ_OR_OWN)),
     r("POST", "/v1/sessions/{id}/lease", Access::Project(PUBLISH)),
-    r(
-        "POST",
-        "/v1/sessions/{id}/lease/{lease}",
-        Access::Project(PUBLISH),
-    ),
-    r(
-        "DELETE",
-        "/v1/sessions/{id}/lease/{lease}",
-        Access::Project(PUBLISH),
-    ),
+    r("POST", "/v1/sessions/{id}/lease/{lease}", Access::Project(PUBLISH)),
+    r("DELETE", "/v1/sessions/{id}/lease/{lease}", Access::Project(PUBLISH)),
     r("POST", "/v1/heads", Access::Project(READ_OR_OWN)),
     r("GET", "/v1/trash", Access::Project(MANAGE)),
     r("GET", "/v1/trash/{id}/log", Access::Project(MANAGE)),
