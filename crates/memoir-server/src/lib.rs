@@ -175,7 +175,24 @@ mod tests {
         .unwrap();
         assert_eq!(ok[0].project, "a");
         assert!(ok[0].expires_at.is_some());
+        // No roles: every role (what a project token could do before roles).
+        let legacy = ok[0].caller();
+        for role in memoir::access::Role::ALL {
+            assert!(legacy.has("a", role), "{role}");
+        }
+        let narrowed = parse_tokens(
+            r#"{"tokens":[{"token":"0123456789abcdef","project":"a","roles":["read"],"name":"ci"}]}"#,
+        )
+        .unwrap();
+        let c = narrowed[0].caller();
+        assert_eq!(c.member, "ci");
+        assert!(c.has("a", memoir::access::Role::Read));
+        assert!(!c.has("a", memoir::access::Role::Publish));
+        assert!(legacy.member.starts_with("token-") && !legacy.member.contains("0123456789abcdef"));
         for bad in [
+            r#"{"tokens":[{"token":"0123456789abcdef","project":"a","roles":[]}]}"#,
+            r#"{"tokens":[{"token":"0123456789abcdef","project":"a","roles":["owner"]}]}"#,
+            r#"{"tokens":[{"token":"0123456789abcdef","project":"a","name":"a b"}]}"#,
             r#"{"tokens":[{"token":"short","project":"a"}]}"#,
             r#"{"tokens":[{"token":"0123456789abcdef","project":"../a"}]}"#,
             r#"{"tokens":[{"token":"0123456789abcdef","project":"a","scope":"all"}]}"#,

@@ -235,8 +235,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     check_listen(&args.listen, args.allow_public)?;
     let durability = args.durability;
     let spec = store_spec(args.store)?;
-    let tokens = load_tokens(args.tokens, &args.token)?;
+    let tokens = configured_tokens(args.tokens, &args.token)?;
     let mut config = open_store(&spec, durability).with_context(|| format!("opening {spec}"))?;
+    if tokens.is_empty() {
+        let minted = match memoir::access::book_of(&config.store) {
+            Some(book) => book.list()?.iter().any(|t| t.revoked_at.is_none()),
+            None => false,
+        };
+        if !minted {
+            return Err(CliError::usage(
+                "no tokens: create one with `memoir serve tokens create`, or give --token \
+                 PROJECT=TOKEN or --tokens FILE (or $MEMOIR_SERVER_TOKENS)",
+            ));
+        }
+    }
     config.tokens = tokens;
     config.max_body = args.max_body_mib.max(1) << 20;
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -271,6 +283,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 /// Shared by `memoir serve` and `memoir mcp --http`.
 #[cfg(feature = "server")]
 pub fn load_tokens(file: Option<PathBuf>, token: &[String]) -> anyhow::Result<Vec<TokenGrant>> {
+    let tokens = configured_tokens(file, token)?;
+    if tokens.is_empty() {
+        return Err(CliError::usage(
+            "no tokens: give --token PROJECT=TOKEN or --tokens FILE (or $MEMOIR_SERVER_TOKENS)",
+        ));
+    }
+    Ok(tokens)
+}
+
+/// The tokens of `--tokens FILE` and `--token`, checked (possibly none).
+#[cfg(feature = "server")]
+fn configured_tokens(file: Option<PathBuf>, token: &[String]) -> anyhow::Result<Vec<TokenGrant>> {
     let mut tokens: Vec<TokenGrant> = Vec::new();
     if let Some(path) = file.or_else(|| env_nonempty("MEMOIR_SERVER_TOKENS").map(PathBuf::from)) {
         let text = std::fs::read_to_string(&path)
@@ -292,11 +316,6 @@ pub fn load_tokens(file: Option<PathBuf>, token: &[String]) -> anyhow::Result<Ve
         tokens.extend(parse_tokens(&serde_json::to_string(
             &serde_json::json!({ "tokens": [grant] }),
         )?)?);
-    }
-    if tokens.is_empty() {
-        return Err(CliError::usage(
-            "no tokens: give --token PROJECT=TOKEN or --tokens FILE (or $MEMOIR_SERVER_TOKENS)",
-        ));
     }
     Ok(tokens)
 }
