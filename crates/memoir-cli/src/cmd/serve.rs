@@ -210,7 +210,10 @@ fn run_tokens(command: TokensCommand) -> anyhow::Result<ExitCode> {
         }
         TokensCommand::Revoke { id, .. } => {
             if !book.revoke(&id)? {
-                return Err(memoir::Error::NotFound(format!("live token {id}")).into());
+                return Err(memoir::Error::Invalid(format!(
+                    "no live token {id} (see `memoir serve tokens list`)"
+                ))
+                .into());
             }
             if json {
                 return print_json(&json!({"revoked": id}));

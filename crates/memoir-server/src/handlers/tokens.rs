@@ -67,6 +67,14 @@ fn book(st: &Shared) -> ApiResult<std::sync::Arc<dyn TokenBook>> {
     })
 }
 
+fn no_token(id: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        format!("no live token {id} among those this token manages"),
+    )
+}
+
 /// `GET /v1/tokens`.
 pub(crate) async fn list(
     State(st): State<Shared>,
@@ -135,7 +143,7 @@ pub(crate) async fn revoke(
                     .iter()
                     .any(|g| caller.has(&g.project, Role::Manage))
             })
-            .ok_or_else(|| ApiError::from(memoir::Error::NotFound(format!("token {id}"))))?;
+            .ok_or_else(|| no_token(&id))?;
         if let Some(g) = entry
             .grants
             .iter()
@@ -147,9 +155,7 @@ pub(crate) async fn revoke(
             )));
         }
         if !book.revoke(&id)? {
-            return Err(ApiError::from(memoir::Error::NotFound(format!(
-                "live token {id}"
-            ))));
+            return Err(no_token(&id));
         }
         Ok(())
     })

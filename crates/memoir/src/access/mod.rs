@@ -14,7 +14,7 @@
 //! book, so servers sharing a store are interchangeable.
 //!
 //! Secrets look like `memoir_<id>_<secret>`: `<id>` (16 hex digits) names the
-//! entry, `<secret>` is 256 bits from the OS generator (through v4 UUIDs).
+//! entry, `<secret>` is two v4 UUIDs from the OS generator (244 random bits).
 
 mod file;
 
