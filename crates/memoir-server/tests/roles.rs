@@ -26,7 +26,8 @@ const EXPIRED: &str = "expired-token-for-alpha-0123456789";
 fn home() {
     static HOME: Once = Once::new();
     HOME.call_once(|| {
-        let dir = std::env::temp_dir().join(format!("memoir-roles-home-{}", std::process::id()));
+        // Empty (no price configuration): shared by every run, never grows.
+        let dir = std::env::temp_dir().join("memoir-roles-test-home");
         std::fs::create_dir_all(&dir).unwrap();
         std::env::set_var("MEMOIR_HOME", dir);
     });
