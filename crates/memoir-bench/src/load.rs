@@ -337,6 +337,7 @@ pub fn main() {
                         token: TOKEN.into(),
                         project: "bench".into(),
                         expires_at: None,
+                        ..TokenGrant::default()
                     }],
                 );
                 let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();

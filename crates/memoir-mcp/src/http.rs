@@ -39,6 +39,12 @@ async fn authenticate(
         .get(header::AUTHORIZATION)
         .map(|v| v.as_bytes());
     match tokens.authenticate(header) {
+        // Every tool reads the project's sessions: `read` is required.
+        Ok(grant) if !grant.roles().contains(&memoir::access::Role::Read) => json_error(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            "this token may not do that (the MCP tools need the read role)",
+        ),
         Ok(grant) => {
             let tenant = Tenant(grant.project.clone());
             request.extensions_mut().insert(tenant);

@@ -29,6 +29,7 @@ fn start(dir: &std::path::Path, auth: bool) -> (tokio::runtime::Runtime, SocketA
             token: TOKEN.into(),
             project: "p".into(),
             expires_at: None,
+            ..TokenGrant::default()
         }])
     });
     let rt = tokio::runtime::Builder::new_multi_thread()

@@ -1,26 +1,84 @@
-//! Bearer-token authentication: the [`Auth`] extractor turns an
-//! `Authorization: Bearer <token>` header into the caller's project
-//! ([`TokenIndex::authenticate`]: tokens are kept as BLAKE3 digests), or a 401.
+//! Bearer-token authentication and the role check: the [`Auth`] extractor
+//! turns an `Authorization: Bearer <token>` header into the caller
+//! ([`memoir::access::Caller`]: a member with roles per project) and the
+//! project the request works on, and refuses it unless the caller holds
+//! what the route's rule ([`crate::rules`]) requires.
+//!
+//! Statuses: a missing, malformed, unknown, expired or revoked token is 401;
+//! a known token without the role is 403 `forbidden`. Minted tokens
+//! (`memoir_<id>_...`) are read from the store's token book on every
+//! request (no cache: a revocation holds at once on every server over the
+//! same store); tokens-file tokens from the [`TokenIndex`] built at start.
 
-use axum::extract::FromRequestParts;
+use std::sync::Arc;
+
+use axum::extract::{FromRequestParts, MatchedPath};
 use axum::http::request::Parts;
 use axum::http::{header, StatusCode};
+use memoir::access::{self, AuthError, Caller, Role, TokenBook};
 
 use crate::config::TokenIndex;
 use crate::error::ApiError;
+use crate::rules::{self, Access};
 
-/// Accepted tokens by BLAKE3 digest.
-pub(crate) type Tokens = TokenIndex;
-
-/// Index `grants` by the digest of their token.
-pub(crate) fn index(grants: Vec<crate::config::TokenGrant>) -> Tokens {
-    TokenIndex::new(grants)
+/// The tokens a server accepts: its tokens file and its store's book.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Tokens {
+    /// The tokens file's tokens.
+    pub index: TokenIndex,
+    /// Tokens minted at run time (`None`: a store that keeps none).
+    pub book: Option<Arc<dyn TokenBook>>,
 }
 
-/// The authenticated caller: its project.
+impl Tokens {
+    /// The caller a presented token is: a minted secret from the book (read
+    /// on the blocking pool), any other from the tokens file.
+    pub async fn caller(&self, token: String) -> Result<Caller, ApiError> {
+        if let (Some(book), Some(_)) = (&self.book, access::secret_id(&token)) {
+            let book = book.clone();
+            let secret = token.clone();
+            let found = crate::error::blocking(move || book.authenticate(&secret)).await?;
+            match found {
+                Some(Ok(caller)) => return Ok(caller),
+                // Not in the book: maybe a tokens-file token of that shape.
+                Some(Err(AuthError::Unknown)) | None => {}
+                Some(Err(e)) => return Err(unauthorized(e)),
+            }
+        }
+        self.index
+            .find(&token)
+            .map(|g| g.caller())
+            .map_err(unauthorized)
+    }
+}
+
+fn unauthorized(e: AuthError) -> ApiError {
+    ApiError::new(StatusCode::UNAUTHORIZED, e.code(), e.to_string())
+}
+
+pub(crate) fn forbidden(message: impl Into<String>) -> ApiError {
+    ApiError::new(StatusCode::FORBIDDEN, "forbidden", message)
+}
+
+/// The authenticated caller and the project the request works on.
 pub(crate) struct Auth {
-    /// The project the token reads and writes.
+    /// The project (for a team route: the one named by the header, or empty).
     pub project: String,
+    /// Who is calling.
+    pub caller: Caller,
+}
+
+impl Auth {
+    /// Whether the caller may read every session of the project (else only
+    /// its own, through `publish`).
+    pub fn reads_all(&self) -> bool {
+        self.caller.has(&self.project, Role::Read)
+    }
+
+    /// The caller's member name.
+    pub fn member(&self) -> &str {
+        &self.caller.member
+    }
 }
 
 /// A router state that holds the accepted tokens: what [`Auth`] needs of
@@ -34,17 +92,72 @@ impl<S: HasTokens + Send + Sync> FromRequestParts<S> for Auth {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        let grant = state
-            .tokens()
-            .authenticate(
-                parts
-                    .headers
-                    .get(header::AUTHORIZATION)
-                    .map(|v| v.as_bytes()),
-            )
-            .map_err(|e| ApiError::new(StatusCode::UNAUTHORIZED, e.code(), e.to_string()))?;
-        Ok(Auth {
-            project: grant.project.clone(),
-        })
+        let path = parts
+            .extensions
+            .get::<MatchedPath>()
+            .map(|p| p.as_str().to_string())
+            .unwrap_or_default();
+        let rule = rules::rule(parts.method.as_str(), &path);
+        let token = access::bearer(
+            parts
+                .headers
+                .get(header::AUTHORIZATION)
+                .map(|v| v.as_bytes()),
+        )
+        .map_err(unauthorized)?
+        .to_string();
+        let caller = state.tokens().caller(token).await?;
+        let named = match parts.headers.get(access::PROJECT_HEADER) {
+            Some(v) => Some(
+                v.to_str()
+                    .map_err(|_| ApiError::bad_request("the project header is not text"))?
+                    .to_string(),
+            ),
+            None => None,
+        };
+        let project = match (&named, rule) {
+            (Some(p), _) => p.clone(),
+            (None, Some(Access::Project(_))) => {
+                let mut projects = caller.grants.keys();
+                match (projects.next(), projects.next()) {
+                    (Some(p), None) => p.clone(),
+                    _ => {
+                        return Err(ApiError::bad_request(format!(
+                            "the token has roles on several projects: name one with {}",
+                            access::PROJECT_HEADER
+                        )))
+                    }
+                }
+            }
+            (None, _) => String::new(),
+        };
+        let allowed = match rule {
+            None | Some(Access::Public) => false,
+            Some(Access::Project(roles)) => caller.has_any(&project, roles),
+            Some(Access::Team(role)) if project.is_empty() => {
+                !caller.projects_with(role).is_empty()
+            }
+            Some(Access::Team(role)) => caller.has(&project, role),
+        };
+        if !allowed {
+            let need = match rule {
+                Some(Access::Project(roles)) => roles
+                    .iter()
+                    .map(|r| r.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" or "),
+                Some(Access::Team(role)) => role.as_str().to_string(),
+                _ => "a rule".to_string(),
+            };
+            return Err(forbidden(format!(
+                "this token may not do that (it needs the {need} role{})",
+                if project.is_empty() {
+                    String::new()
+                } else {
+                    format!(" on project {project}")
+                }
+            )));
+        }
+        Ok(Auth { project, caller })
     }
 }

@@ -4,18 +4,19 @@
 //! start-up error type ([`ServeError`]), and [`TokenIndex`]: who a bearer
 //! token is (shared with `memoir mcp --http`).
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
+pub use memoir::access::AuthError;
+use memoir::access::{Caller, Grant, Role};
 use memoir::error::ErrorKind;
 use memoir::store::file::FileStore;
 use memoir::store::{Durability, LogStore};
 use memoir::Error;
 use serde::Deserialize;
 
-use crate::namespace::SEPARATOR;
 use crate::{DEFAULT_MAX_BLOB, DEFAULT_MAX_BODY};
 
 /// Errors starting the server (bad configuration, store, socket).
@@ -44,17 +45,69 @@ impl ServeError {
     }
 }
 
-/// One bearer token and what it may do.
-#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq, Eq)]
+/// One bearer token of the tokens file and what it may do.
+#[derive(Debug, Clone, Default, Deserialize, serde::Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct TokenGrant {
     /// The secret the client sends as `Authorization: Bearer <token>`.
     pub token: String,
-    /// The project it reads and writes.
+    /// The project it works on.
     pub project: String,
     /// After this instant the token is refused (401 `token_expired`).
     #[serde(default)]
     pub expires_at: Option<DateTime<Utc>>,
+    /// Its roles on the project; absent: every role ([`LEGACY_ROLES`],
+    /// what a project token could do before roles).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub roles: Option<BTreeSet<Role>>,
+    /// The member it belongs to; absent: `token-` and the first 8 hex
+    /// digits of the token's BLAKE3 digest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+/// The roles of a tokens-file entry without `roles`: all of them, on its project.
+pub const LEGACY_ROLES: [Role; 4] = Role::ALL;
+
+impl TokenGrant {
+    /// A grant of every role on `project` (a tokens-file entry without `roles`).
+    pub fn new(token: impl Into<String>, project: impl Into<String>) -> TokenGrant {
+        TokenGrant {
+            token: token.into(),
+            project: project.into(),
+            ..TokenGrant::default()
+        }
+    }
+
+    /// Its roles ([`LEGACY_ROLES`] when the entry names none).
+    pub fn roles(&self) -> BTreeSet<Role> {
+        self.roles
+            .clone()
+            .unwrap_or_else(|| LEGACY_ROLES.into_iter().collect())
+    }
+
+    /// Its member name.
+    pub fn member(&self) -> String {
+        match &self.name {
+            Some(n) => n.clone(),
+            None => format!(
+                "token-{}",
+                &blake3::hash(self.token.as_bytes()).to_hex()[..8]
+            ),
+        }
+    }
+
+    /// The caller it authenticates as.
+    pub fn caller(&self) -> Caller {
+        Caller::new(
+            None,
+            &self.member(),
+            &[Grant {
+                project: self.project.clone(),
+                roles: self.roles(),
+            }],
+        )
+    }
 }
 
 #[derive(Deserialize)]
@@ -63,7 +116,7 @@ struct TokensFile {
     tokens: Vec<TokenGrant>,
 }
 
-/// Parse a tokens file: `{"tokens":[{"token":"...","project":"a","expires_at":"2027-01-01T00:00:00Z"}]}`.
+/// Parse a tokens file: `{"tokens":[{"token":"...","project":"a","expires_at":"2027-01-01T00:00:00Z","roles":["read"],"name":"ci"}]}`.
 pub fn parse_tokens(text: &str) -> Result<Vec<TokenGrant>, ServeError> {
     let file: TokensFile =
         serde_json::from_str(text).map_err(|e| ServeError::Config(format!("tokens file: {e}")))?;
@@ -80,48 +133,25 @@ fn check_grant(g: &TokenGrant) -> Result<(), ServeError> {
             g.project
         )));
     }
-    memoir::id::validate(&g.project)
+    memoir::access::check_project(&g.project)
         .map_err(|e| ServeError::Config(format!("project name: {e}")))?;
-    if g.project.contains(SEPARATOR) {
+    if g.roles.as_ref().is_some_and(|r| r.is_empty()) {
         return Err(ServeError::Config(format!(
-            "project name {:?} contains {SEPARATOR:?} (it separates project and session ids)",
+            "the token for project {:?} names no role",
             g.project
         )));
+    }
+    if let Some(name) = &g.name {
+        memoir::access::check_member(name).map_err(|e| ServeError::Config(e.to_string()))?;
     }
     Ok(())
 }
 
-/// Accepted tokens by BLAKE3 digest (the secrets are not kept): the one
-/// bearer-token check of `memoir serve` and `memoir mcp --http`.
+/// The tokens of the server's tokens file by BLAKE3 digest (the secrets are
+/// not kept; `blake3::Hash` compares in constant time): the bearer-token
+/// check of `memoir serve` and `memoir mcp --http` for configured tokens.
 #[derive(Debug, Clone, Default)]
-pub struct TokenIndex(HashMap<[u8; 32], TokenGrant>);
-
-/// Why a request's `Authorization` header was refused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum AuthError {
-    /// No `Authorization` header.
-    #[error("missing Authorization: Bearer <token>")]
-    Missing,
-    /// Not valid text, or not `Bearer <token>`.
-    #[error("the Authorization header must be `Bearer <token>`")]
-    Malformed,
-    /// No such token.
-    #[error("unknown token")]
-    Unknown,
-    /// The token's `expires_at` has passed.
-    #[error("the token has expired")]
-    Expired,
-}
-
-impl AuthError {
-    /// The stable error code (`unauthorized` or `token_expired`).
-    pub fn code(self) -> &'static str {
-        match self {
-            AuthError::Expired => "token_expired",
-            _ => "unauthorized",
-        }
-    }
-}
+pub struct TokenIndex(HashMap<blake3::Hash, TokenGrant>);
 
 impl TokenIndex {
     /// Index `grants` by the digest of their token.
@@ -129,22 +159,21 @@ impl TokenIndex {
         TokenIndex(
             grants
                 .into_iter()
-                .map(|g| (*blake3::hash(g.token.as_bytes()).as_bytes(), g))
+                .map(|g| (blake3::hash(g.token.as_bytes()), g))
                 .collect(),
         )
     }
 
     /// The grant of an `Authorization` header's value (`Bearer <token>`).
     pub fn authenticate(&self, header: Option<&[u8]>) -> Result<&TokenGrant, AuthError> {
-        let value = header.ok_or(AuthError::Missing)?;
-        let text = std::str::from_utf8(value).map_err(|_| AuthError::Malformed)?;
-        let token = text
-            .strip_prefix("Bearer ")
-            .ok_or(AuthError::Malformed)?
-            .trim();
+        self.find(memoir::access::bearer(header)?)
+    }
+
+    /// The grant of a presented token.
+    pub fn find(&self, token: &str) -> Result<&TokenGrant, AuthError> {
         let grant = self
             .0
-            .get(blake3::hash(token.as_bytes()).as_bytes())
+            .get(&blake3::hash(token.as_bytes()))
             .ok_or(AuthError::Unknown)?;
         if grant.expires_at.is_some_and(|t| t <= Utc::now()) {
             return Err(AuthError::Expired);

@@ -8,8 +8,9 @@
 //! wrapper; the blocking client and the JSON bodies live in `memoir::client`.
 //!
 //! Modules: [`config`] (tokens, store specs, listen rule), [`background`]
-//! (a server in a background thread, for non-async callers), `auth` (the
-//! bearer extractor), [`error`] (status mapping), [`namespace`] (per-project
+//! (a server in a background thread, for non-async callers), [`rules`]
+//! (every route and the role it needs), `auth` (the bearer extractor and
+//! role check), [`error`] (status mapping), [`namespace`] (per-project
 //! ids), `handlers` (one file per concern; each calls the library).
 //!
 //! Projects: session `X` of project `P` is stored as `P~X`
@@ -27,6 +28,7 @@ pub mod config;
 pub mod error;
 mod handlers;
 pub mod namespace;
+pub mod rules;
 /// `memoir ui`: the local web view.
 #[cfg(feature = "ui")]
 pub mod ui;
@@ -34,16 +36,17 @@ pub mod ui;
 use std::sync::Arc;
 
 use axum::extract::DefaultBodyLimit;
-use axum::routing::{get, post, put};
+use axum::routing::{delete, get, post, put, MethodRouter};
 use axum::Router;
 
 pub use background::BackgroundServer;
 pub use config::{
     check_listen, open_store, parse_tokens, AuthError, ServeError, ServerConfig, TokenGrant,
-    TokenIndex,
+    TokenIndex, LEGACY_ROLES,
 };
 pub use error::ApiError;
 use handlers::{blobs, fork, heads, lease, read, search, trash, write, AppState};
+pub use rules::{Access, Route, ROUTES};
 
 /// The OpenAPI 3.1 description of the API (served at `/openapi.json`).
 pub const OPENAPI_JSON: &str = include_str!("openapi.json");
@@ -60,61 +63,67 @@ pub const MAX_RECORDS_PER_APPEND: usize = 10_000;
 /// The header field naming a session's project.
 pub const PROJECT_FIELD: &str = "project";
 
-/// The API's router over `config`.
+/// The API's router over `config`: every route of [`rules::ROUTES`], each
+/// behind its access rule.
 pub fn router(config: ServerConfig) -> Router {
+    let book = memoir::access::book_of(&config.store);
     let state = Arc::new(AppState {
         store: config.store,
-        tokens: auth::index(config.tokens),
+        tokens: auth::Tokens {
+            index: TokenIndex::new(config.tokens),
+            book,
+        },
         #[cfg(feature = "search")]
         search: Default::default(),
         leases: Default::default(),
         blob_grants: Default::default(),
     });
-    // Trash reads, owner leases and payload blobs: what
-    // `RemoteStore` needs to run the manager like any other store.
-    let engine_routes = Router::new()
-        .route("/v1/trash", get(trash::list_trash))
-        .route("/v1/trash/{id}/log", get(trash::get_trashed_log))
-        .route("/v1/sessions/{id}/lease", post(lease::acquire))
-        .route(
-            "/v1/sessions/{id}/lease/{lease}",
-            post(lease::renew).delete(lease::release),
-        )
-        .route(
-            "/v1/blobs/{hash}",
-            put(blobs::put_blob)
-                .get(blobs::get_blob)
-                .layer(DefaultBodyLimit::max(config.max_blob)),
-        );
-    let router = Router::new()
-        .merge(engine_routes)
-        .route("/healthz", get(handlers::health))
-        .route("/openapi.json", get(handlers::openapi))
-        .route(
-            "/v1/sessions",
-            get(read::list_sessions).post(write::create_session),
-        )
-        .route(
-            "/v1/sessions/{id}",
-            get(read::load_session).delete(write::delete_session),
-        )
-        .route("/v1/sessions/{id}/meta", get(read::get_meta))
-        .route("/v1/sessions/{id}/log", get(read::get_log))
-        .route("/v1/sessions/{id}/records", post(write::append_records))
-        .route("/v1/sessions/{id}/fork", post(fork::fork_session))
-        .route("/v1/sessions/{id}/export", get(read::export_session))
-        .route("/v1/sessions/{id}/restore", post(write::restore_session))
-        .route("/v1/sessions/{id}/purge", post(write::purge_session))
-        .route("/v1/sessions/{id}/search", post(search::search_session))
-        .route("/v1/heads", post(heads::heads))
-        .route("/v1/usage", get(handlers::usage::get_usage));
-    // Cross-session search.
-    #[cfg(feature = "search")]
-    let router = router.route("/v1/search", post(handlers::search_all::search_all));
+    let mut router = Router::new();
+    for route in rules::ROUTES {
+        if let Some(h) = handler(route.method, route.path, config.max_blob) {
+            router = router.route(route.path, h);
+        }
+    }
     router
         .fallback(handlers::fallback)
         .layer(DefaultBodyLimit::max(config.max_body))
         .with_state(state)
+}
+
+/// The handler of one route of [`rules::ROUTES`].
+fn handler(method: &str, path: &str, max_blob: usize) -> Option<MethodRouter<handlers::Shared>> {
+    use handlers::{tokens, usage};
+    Some(match (method, path) {
+        ("GET", "/healthz") => get(handlers::health),
+        ("GET", "/openapi.json") => get(handlers::openapi),
+        ("GET", "/v1/sessions") => get(read::list_sessions),
+        ("POST", "/v1/sessions") => post(write::create_session),
+        ("GET", "/v1/sessions/{id}") => get(read::load_session),
+        ("DELETE", "/v1/sessions/{id}") => delete(write::delete_session),
+        ("GET", "/v1/sessions/{id}/meta") => get(read::get_meta),
+        ("GET", "/v1/sessions/{id}/log") => get(read::get_log),
+        ("POST", "/v1/sessions/{id}/records") => post(write::append_records),
+        ("POST", "/v1/sessions/{id}/fork") => post(fork::fork_session),
+        ("GET", "/v1/sessions/{id}/export") => get(read::export_session),
+        ("POST", "/v1/sessions/{id}/restore") => post(write::restore_session),
+        ("POST", "/v1/sessions/{id}/purge") => post(write::purge_session),
+        ("POST", "/v1/sessions/{id}/search") => post(search::search_session),
+        ("POST", "/v1/sessions/{id}/lease") => post(lease::acquire),
+        ("POST", "/v1/sessions/{id}/lease/{lease}") => post(lease::renew),
+        ("DELETE", "/v1/sessions/{id}/lease/{lease}") => delete(lease::release),
+        ("POST", "/v1/heads") => post(heads::heads),
+        ("GET", "/v1/trash") => get(trash::list_trash),
+        ("GET", "/v1/trash/{id}/log") => get(trash::get_trashed_log),
+        ("PUT", "/v1/blobs/{hash}") => put(blobs::put_blob).layer(DefaultBodyLimit::max(max_blob)),
+        ("GET", "/v1/blobs/{hash}") => get(blobs::get_blob).layer(DefaultBodyLimit::max(max_blob)),
+        #[cfg(feature = "search")]
+        ("POST", "/v1/search") => post(handlers::search_all::search_all),
+        ("GET", "/v1/usage") => get(usage::get_usage),
+        ("GET", "/v1/tokens") => get(tokens::list),
+        ("POST", "/v1/tokens") => post(tokens::create),
+        ("DELETE", "/v1/tokens/{id}") => delete(tokens::revoke),
+        _ => return None,
+    })
 }
 
 /// Serve `config` on `listener` until `shutdown` resolves, then stop
@@ -166,7 +175,24 @@ mod tests {
         .unwrap();
         assert_eq!(ok[0].project, "a");
         assert!(ok[0].expires_at.is_some());
+        // No roles: every role (what a project token could do before roles).
+        let legacy = ok[0].caller();
+        for role in memoir::access::Role::ALL {
+            assert!(legacy.has("a", role), "{role}");
+        }
+        let narrowed = parse_tokens(
+            r#"{"tokens":[{"token":"0123456789abcdef","project":"a","roles":["read"],"name":"ci"}]}"#,
+        )
+        .unwrap();
+        let c = narrowed[0].caller();
+        assert_eq!(c.member, "ci");
+        assert!(c.has("a", memoir::access::Role::Read));
+        assert!(!c.has("a", memoir::access::Role::Publish));
+        assert!(legacy.member.starts_with("token-") && !legacy.member.contains("0123456789abcdef"));
         for bad in [
+            r#"{"tokens":[{"token":"0123456789abcdef","project":"a","roles":[]}]}"#,
+            r#"{"tokens":[{"token":"0123456789abcdef","project":"a","roles":["owner"]}]}"#,
+            r#"{"tokens":[{"token":"0123456789abcdef","project":"a","name":"a b"}]}"#,
             r#"{"tokens":[{"token":"short","project":"a"}]}"#,
             r#"{"tokens":[{"token":"0123456789abcdef","project":"../a"}]}"#,
             r#"{"tokens":[{"token":"0123456789abcdef","project":"a","scope":"all"}]}"#,
@@ -215,30 +241,35 @@ mod tests {
         }
     }
 
+    /// Every routed method and path is described, with the 403 of its
+    /// role check when it needs a token.
     #[test]
     fn openapi_document_is_valid_json_naming_every_route() {
         let doc: serde_json::Value = serde_json::from_str(OPENAPI_JSON).unwrap();
-        for path in [
-            "/v1/sessions",
-            "/v1/sessions/{id}",
-            "/v1/sessions/{id}/meta",
-            "/v1/sessions/{id}/log",
-            "/v1/sessions/{id}/records",
-            "/v1/sessions/{id}/fork",
-            "/v1/sessions/{id}/export",
-            "/v1/sessions/{id}/search",
-            "/v1/sessions/{id}/restore",
-            "/v1/sessions/{id}/purge",
-            "/v1/usage",
-            "/v1/heads",
-            "/v1/search",
-            "/v1/trash",
-            "/v1/trash/{id}/log",
-            "/v1/sessions/{id}/lease",
-            "/v1/sessions/{id}/lease/{lease}",
-            "/v1/blobs/{hash}",
-        ] {
-            assert!(doc["paths"][path].is_object(), "{path} missing");
+        for route in rules::ROUTES {
+            let op = &doc["paths"][route.path][route.method.to_lowercase()];
+            assert!(op.is_object(), "{} {} missing", route.method, route.path);
+            if route.access != rules::Access::Public {
+                assert!(
+                    op["responses"]["403"].is_object(),
+                    "{} {} lacks its 403",
+                    route.method,
+                    route.path
+                );
+            }
+        }
+    }
+
+    /// Every rule has a handler (a route is served only through its rule).
+    #[test]
+    fn every_rule_has_a_handler() {
+        for route in rules::ROUTES {
+            assert!(
+                handler(route.method, route.path, DEFAULT_MAX_BLOB).is_some(),
+                "{} {} has a rule but no handler",
+                route.method,
+                route.path
+            );
         }
     }
 }

@@ -52,6 +52,16 @@ pub fn visible_hits(
         .collect()
 }
 
+/// Whether `meta` was created by `member` (`None`: any member will do).
+pub fn created_by(meta: &SessionMeta, member: Option<&str>) -> bool {
+    member.is_none_or(|m| {
+        meta.extra
+            .get(memoir::access::MEMBER_FIELD)
+            .and_then(|v| v.as_str())
+            == Some(m)
+    })
+}
+
 /// The project a header names (its `project` field).
 pub fn project_of(meta: &SessionMeta) -> Option<&str> {
     meta.extra.get(PROJECT_FIELD).and_then(|v| v.as_str())
@@ -61,6 +71,16 @@ pub fn project_of(meta: &SessionMeta) -> Option<&str> {
 /// (through its [`ProjectStore`], unleased): what every `memoir serve`
 /// handler and `memoir mcp --http` call works through.
 pub fn project_manager(inner: Arc<dyn LogStore>, project: &str) -> memoir::manager::SessionManager {
+    project_manager_as(inner, project, None)
+}
+
+/// [`project_manager`] for `member`: the sessions it creates (forks) name
+/// the member ([`ProjectStore::with_member`]).
+pub fn project_manager_as(
+    inner: Arc<dyn LogStore>,
+    project: &str,
+    member: Option<&str>,
+) -> memoir::manager::SessionManager {
     let options = memoir::manager::ManagerOptions {
         repair_on_switch: false,
         project: Some(project.to_string()),
@@ -68,7 +88,7 @@ pub fn project_manager(inner: Arc<dyn LogStore>, project: &str) -> memoir::manag
         ..memoir::manager::ManagerOptions::default()
     };
     memoir::manager::SessionManager::with_store(
-        Arc::new(ProjectStore::new(inner, project)),
+        Arc::new(ProjectStore::new(inner, project).with_member(member)),
         options,
     )
 }
@@ -79,6 +99,7 @@ pub struct ProjectStore {
     inner: Arc<dyn LogStore>,
     project: String,
     prefix: String,
+    member: Option<String>,
 }
 
 impl ProjectStore {
@@ -88,7 +109,16 @@ impl ProjectStore {
             inner,
             project: project.to_string(),
             prefix: id_prefix(project),
+            member: None,
         }
+    }
+
+    /// Sessions this store creates name `member` as their creator (the
+    /// header's [`memoir::access::MEMBER_FIELD`]; a client's value is
+    /// never kept).
+    pub fn with_member(mut self, member: Option<&str>) -> ProjectStore {
+        self.member = member.map(str::to_string);
+        self
     }
 
     /// The project.
@@ -133,6 +163,13 @@ impl ProjectStore {
         }
         meta.extra
             .insert(PROJECT_FIELD.into(), Value::String(self.project.clone()));
+        meta.extra.remove(memoir::access::MEMBER_FIELD);
+        if let Some(member) = &self.member {
+            meta.extra.insert(
+                memoir::access::MEMBER_FIELD.into(),
+                Value::String(member.clone()),
+            );
+        }
         Ok(meta)
     }
 

@@ -31,6 +31,7 @@ fn grants() -> Vec<TokenGrant> {
             token: token.into(),
             project: project.into(),
             expires_at: None,
+            ..TokenGrant::default()
         })
         .collect()
 }

@@ -37,16 +37,19 @@ fn grants() -> Vec<TokenGrant> {
             token: TOKEN_A.into(),
             project: "alpha".into(),
             expires_at: None,
+            ..TokenGrant::default()
         },
         TokenGrant {
             token: TOKEN_B.into(),
             project: "beta".into(),
             expires_at: Some(chrono::Utc::now() + chrono::Duration::hours(1)),
+            ..TokenGrant::default()
         },
         TokenGrant {
             token: TOKEN_OLD.into(),
             project: "alpha".into(),
             expires_at: Some(chrono::Utc::now() - chrono::Duration::seconds(1)),
+            ..TokenGrant::default()
         },
     ]
 }

@@ -87,11 +87,13 @@ fn usage_endpoint_is_project_scoped_and_matches_the_library() {
             token: TOKEN_A.into(),
             project: "alpha".into(),
             expires_at: None,
+            ..TokenGrant::default()
         },
         TokenGrant {
             token: TOKEN_B.into(),
             project: "beta".into(),
             expires_at: None,
+            ..TokenGrant::default()
         },
     ];
     let config = ServerConfig::new(store.clone() as Arc<dyn LogStore>, tokens);

@@ -481,6 +481,7 @@ pub mod wire {
     pub fn header_digest(meta: &SessionMeta) -> Result<String, serde_json::Error> {
         let mut m = meta.clone();
         m.extra.remove("project");
+        m.extra.remove(crate::access::MEMBER_FIELD);
         Ok(digest_bytes(&serde_json::to_vec(&canonical(
             serde_json::to_value(&m)?,
         ))?))
@@ -535,6 +536,7 @@ pub mod wire {
 pub struct Client {
     base: String,
     token: Option<String>,
+    project: Option<String>,
     agent: ureq::Agent,
 }
 
@@ -579,7 +581,40 @@ impl Client {
             .user_agent(concat!("memoir/", env!("CARGO_PKG_VERSION")))
             .build()
             .into();
-        Ok(Client { base, token, agent })
+        Ok(Client {
+            base,
+            token,
+            project: None,
+            agent,
+        })
+    }
+
+    /// Work on `project` (sent as [`crate::access::PROJECT_HEADER`]): for a
+    /// token with roles on several projects.
+    pub fn with_project(mut self, project: Option<String>) -> Client {
+        self.project = project;
+        self
+    }
+
+    /// `GET path` (with its query string) as JSON.
+    pub fn get_json(&self, path: &str) -> Result<serde_json::Value> {
+        let text = self.ok("GET", path, None, "")?;
+        Self::json(&text)
+    }
+
+    /// Send `method path` with an optional JSON body; the JSON answer.
+    pub fn send_json(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&serde_json::Value>,
+    ) -> Result<serde_json::Value> {
+        let body = body.map(serde_json::to_vec).transpose()?;
+        let text = self.ok(method, path, body, "")?;
+        if text.trim().is_empty() {
+            return Ok(serde_json::Value::Null);
+        }
+        Self::json(&text)
     }
 
     /// The bearer token, if any.
@@ -624,6 +659,10 @@ impl Client {
             .header("Accept", "application/json");
         let builder = match &self.token {
             Some(t) => builder.header("Authorization", format!("Bearer {t}")),
+            None => builder,
+        };
+        let builder = match &self.project {
+            Some(p) => builder.header(crate::access::PROJECT_HEADER, p.as_str()),
             None => builder,
         };
         let result = match body {

@@ -13,6 +13,7 @@
 //!   (the file store; `store::postgres` with the `postgres` feature);
 //! - [`manager`]: sessions of a project: index, fork, export, trash
 //!   (`manager::redact` with the `redact` feature);
+//! - [`access`]: access tokens and their roles per project (`memoir serve`);
 //! - [`blob`]: content-addressed storage for large payloads;
 //! - [`changes`]: the file edits a session's tool calls made, as diffs;
 //! - [`client`]: the HTTP API's wire types (`client::Client` and
@@ -59,6 +60,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 #![deny(missing_docs)]
 
+pub mod access;
 pub mod blob;
 pub mod changes;
 mod classify;

@@ -46,7 +46,8 @@ pub struct Args {
     /// Address to listen on (loopback unless --allow-public).
     #[arg(long, default_value = "127.0.0.1:8080")]
     listen: SocketAddr,
-    /// Tokens file: {"tokens":[{"token":"...","project":"...","expires_at":"..."}]}
+    /// Tokens file: {"tokens":[{"token":"...","project":"...","expires_at":"...","roles":["read"],"name":"..."}]}
+    /// (an entry without roles holds every role on its project)
     /// (default: $MEMOIR_SERVER_TOKENS).
     #[arg(long)]
     tokens: Option<PathBuf>,
@@ -62,6 +63,165 @@ pub struct Args {
     /// Allow a non-loopback --listen address.
     #[arg(long)]
     allow_public: bool,
+    /// Manage the store's access tokens instead of serving.
+    #[command(subcommand)]
+    command: Option<ServeCommand>,
+}
+
+/// Subcommands of `memoir serve`.
+#[cfg(feature = "server")]
+#[derive(clap::Subcommand)]
+pub enum ServeCommand {
+    /// Access tokens kept in the store (its PostgreSQL database, or the
+    /// file store's .tokens.json): every server over the store sees them.
+    #[command(subcommand)]
+    Tokens(TokensCommand),
+}
+
+/// `memoir serve tokens ...`.
+#[cfg(feature = "server")]
+#[derive(clap::Subcommand)]
+pub enum TokensCommand {
+    /// Mint a token; its secret is printed once, never stored.
+    Create {
+        /// The member it belongs to (usage reports group by it).
+        #[arg(long)]
+        name: String,
+        /// PROJECT=ROLE[+ROLE...] (roles: read, publish, manage, usage); repeatable.
+        #[arg(long = "grant", value_name = "PROJECT=ROLES", required = true)]
+        grants: Vec<String>,
+        /// Refuse it after this instant (RFC 3339).
+        #[arg(long)]
+        expires_at: Option<chrono::DateTime<chrono::Utc>>,
+        #[command(flatten)]
+        on: TokenStore,
+    },
+    /// List the tokens (never their secrets).
+    List {
+        #[command(flatten)]
+        on: TokenStore,
+    },
+    /// Revoke a token by its id (every server refuses it from the next request).
+    Revoke {
+        /// The token's id (`memoir serve tokens list`).
+        id: String,
+        #[command(flatten)]
+        on: TokenStore,
+    },
+}
+
+/// The store whose tokens a `memoir serve tokens` command works on.
+#[cfg(feature = "server")]
+#[derive(clap::Args)]
+pub struct TokenStore {
+    /// Store: a session directory or `postgres://...` (default as `memoir serve`).
+    #[arg(long)]
+    store: Option<String>,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[cfg(feature = "server")]
+fn store_spec(store: Option<String>) -> anyhow::Result<String> {
+    Ok(match store.or_else(|| env_nonempty("MEMOIR_STORE")) {
+        Some(s) => s,
+        None => {
+            let cwd = std::env::current_dir().context("current directory")?;
+            let resolved = resolve_store(&StoreRequest::default(), &cwd)?;
+            resolved.dir.display().to_string()
+        }
+    })
+}
+
+/// Run `memoir serve tokens ...`.
+#[cfg(feature = "server")]
+fn run_tokens(command: TokensCommand) -> anyhow::Result<ExitCode> {
+    use memoir::access::{book_of, mint, Grant, TokenBook};
+    let on = match &command {
+        TokensCommand::Create { on, .. }
+        | TokensCommand::List { on }
+        | TokensCommand::Revoke { on, .. } => on,
+    };
+    let spec = store_spec(on.store.clone())?;
+    let json = on.json;
+    let config = open_store(&spec, Durability::Fsync).with_context(|| format!("opening {spec}"))?;
+    let Some(book) = book_of(&config.store) else {
+        return Err(CliError::usage(format!("{spec} keeps no access tokens")));
+    };
+    let book: &dyn TokenBook = book.as_ref();
+    match command {
+        TokensCommand::Create {
+            name,
+            grants,
+            expires_at,
+            ..
+        } => {
+            let grants = grants
+                .iter()
+                .map(|g| Grant::parse(g))
+                .collect::<Result<Vec<_>, _>>()?;
+            let t = mint(&name, grants, expires_at)?;
+            book.insert(&t.entry)?;
+            if json {
+                let mut entry = serde_json::to_value(&t.entry)?;
+                if let Some(o) = entry.as_object_mut() {
+                    o.remove("digest");
+                }
+                return print_json(&json!({"token": t.secret, "entry": entry}));
+            }
+            outln!("{}", t.secret);
+            eprintln!(
+                "memoir: token {} for {name} created; the secret above is shown once",
+                t.entry.id
+            );
+        }
+        TokensCommand::List { .. } => {
+            let entries = book.list()?;
+            if json {
+                let list: Vec<serde_json::Value> = entries
+                    .iter()
+                    .map(|e| {
+                        let mut v = serde_json::to_value(e).unwrap_or_default();
+                        if let Some(o) = v.as_object_mut() {
+                            o.remove("digest");
+                        }
+                        v
+                    })
+                    .collect();
+                return print_json(&json!({ "tokens": list }));
+            }
+            for e in entries {
+                let grants: Vec<String> = e
+                    .grants
+                    .iter()
+                    .map(|g| {
+                        let roles: Vec<&str> = g.roles.iter().map(|r| r.as_str()).collect();
+                        format!("{}={}", g.project, roles.join("+"))
+                    })
+                    .collect();
+                let state = match (e.revoked_at, e.expires_at) {
+                    (Some(t), _) => format!("revoked {}", t.to_rfc3339()),
+                    (None, Some(t)) => format!("expires {}", t.to_rfc3339()),
+                    (None, None) => "live".to_string(),
+                };
+                outln!("{}  {}  {}  {}", e.id, e.name, grants.join(" "), state);
+            }
+        }
+        TokensCommand::Revoke { id, .. } => {
+            if !book.revoke(&id)? {
+                return Err(memoir::Error::Invalid(format!(
+                    "no live token {id} (see `memoir serve tokens list`)"
+                ))
+                .into());
+            }
+            if json {
+                return print_json(&json!({"revoked": id}));
+            }
+            outln!("revoked {id}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(any(feature = "server", feature = "client"))]
@@ -72,18 +232,26 @@ fn env_nonempty(var: &str) -> Option<String> {
 /// Run `memoir serve`.
 #[cfg(feature = "server")]
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if let Some(ServeCommand::Tokens(command)) = args.command {
+        return run_tokens(command);
+    }
     check_listen(&args.listen, args.allow_public)?;
     let durability = args.durability;
-    let spec = match args.store.or_else(|| env_nonempty("MEMOIR_STORE")) {
-        Some(s) => s,
-        None => {
-            let cwd = std::env::current_dir().context("current directory")?;
-            let resolved = resolve_store(&StoreRequest::default(), &cwd)?;
-            resolved.dir.display().to_string()
-        }
-    };
-    let tokens = load_tokens(args.tokens, &args.token)?;
+    let spec = store_spec(args.store)?;
+    let tokens = configured_tokens(args.tokens, &args.token)?;
     let mut config = open_store(&spec, durability).with_context(|| format!("opening {spec}"))?;
+    if tokens.is_empty() {
+        let minted = match memoir::access::book_of(&config.store) {
+            Some(book) => book.list()?.iter().any(|t| t.revoked_at.is_none()),
+            None => false,
+        };
+        if !minted {
+            return Err(CliError::usage(
+                "no tokens: create one with `memoir serve tokens create`, or give --token \
+                 PROJECT=TOKEN or --tokens FILE (or $MEMOIR_SERVER_TOKENS)",
+            ));
+        }
+    }
     config.tokens = tokens;
     config.max_body = args.max_body_mib.max(1) << 20;
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -118,6 +286,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 /// Shared by `memoir serve` and `memoir mcp --http`.
 #[cfg(feature = "server")]
 pub fn load_tokens(file: Option<PathBuf>, token: &[String]) -> anyhow::Result<Vec<TokenGrant>> {
+    let tokens = configured_tokens(file, token)?;
+    if tokens.is_empty() {
+        return Err(CliError::usage(
+            "no tokens: give --token PROJECT=TOKEN or --tokens FILE (or $MEMOIR_SERVER_TOKENS)",
+        ));
+    }
+    Ok(tokens)
+}
+
+/// The tokens of `--tokens FILE` and `--token`, checked (possibly none).
+#[cfg(feature = "server")]
+fn configured_tokens(file: Option<PathBuf>, token: &[String]) -> anyhow::Result<Vec<TokenGrant>> {
     let mut tokens: Vec<TokenGrant> = Vec::new();
     if let Some(path) = file.or_else(|| env_nonempty("MEMOIR_SERVER_TOKENS").map(PathBuf::from)) {
         let text = std::fs::read_to_string(&path)
@@ -134,15 +314,11 @@ pub fn load_tokens(file: Option<PathBuf>, token: &[String]) -> anyhow::Result<Ve
             token: token.to_string(),
             project: project.to_string(),
             expires_at: None,
+            ..TokenGrant::default()
         };
         tokens.extend(parse_tokens(&serde_json::to_string(
             &serde_json::json!({ "tokens": [grant] }),
         )?)?);
-    }
-    if tokens.is_empty() {
-        return Err(CliError::usage(
-            "no tokens: give --token PROJECT=TOKEN or --tokens FILE (or $MEMOIR_SERVER_TOKENS)",
-        ));
     }
     Ok(tokens)
 }

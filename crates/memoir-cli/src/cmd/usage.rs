@@ -44,7 +44,18 @@ pub struct Args {
     /// Up to this day (inclusive) or before this instant (RFC 3339).
     #[arg(long)]
     until: Option<String>,
-    /// Group by day, week, month, session, project, model, agent (several: --by day,model).
+    /// A `memoir serve` server's team report instead of a local store:
+    /// `GET /v1/usage` (needs a token with the usage role; default:
+    /// $MEMOIR_REMOTE when --token is given).
+    #[arg(long, value_name = "URL")]
+    remote: Option<String>,
+    /// Bearer token for --remote (default: $MEMOIR_TOKEN).
+    #[arg(long)]
+    token: Option<String>,
+    /// With --remote: only this server-side project (sent as X-Memoir-Project).
+    #[arg(long, value_name = "NAME", requires = "remote")]
+    remote_project: Option<String>,
+    /// Group by day, week, month, session, project, model, agent, member (several: --by day,model).
     #[arg(long, value_delimiter = ',', default_value = "day")]
     by: Vec<String>,
     /// Show 5-hour billing blocks instead of groups.
@@ -106,6 +117,9 @@ pub fn price_table(explicit: Option<&Path>) -> anyhow::Result<PriceTable> {
 
 /// Run `memoir usage`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if args.remote.is_some() {
+        return run_remote(args);
+    }
     let prices = price_table(args.prices.as_deref())?;
     let zone: Zone = args.timezone.parse()?;
     let (dir, project) = store_and_project(&args)?;
@@ -170,6 +184,90 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         print!("{}", report_table(&report, width));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `memoir usage --remote URL`: the server's report (`GET /v1/usage`),
+/// printed like a local one.
+#[cfg(feature = "client")]
+fn run_remote(args: Args) -> anyhow::Result<ExitCode> {
+    if args.dir.is_some() || args.project.is_some() || args.prices.is_some() {
+        return Err(crate::exit::CliError::usage(
+            "--remote reads the server's sessions and prices: drop --dir, --project and --prices",
+        ));
+    }
+    let url = args.remote.clone().unwrap_or_default();
+    let token = args
+        .token
+        .clone()
+        .or_else(|| std::env::var("MEMOIR_TOKEN").ok().filter(|t| !t.is_empty()));
+    let client =
+        memoir::client::Client::new(&url, token)?.with_project(args.remote_project.clone());
+    let zone: Zone = args.timezone.parse()?;
+    let mut query: Vec<(&str, String)> = vec![("by", args.by.join(","))];
+    for (k, v) in [
+        ("agent", &args.agent),
+        ("session", &args.session),
+        ("model", &args.model),
+    ] {
+        if let Some(v) = v {
+            query.push((k, v.clone()));
+        }
+    }
+    if let Some(s) = &args.since {
+        query.push(("since", parse_bound(s, false, zone)?.to_rfc3339()));
+    }
+    if let Some(u) = &args.until {
+        query.push(("until", parse_bound(u, true, zone)?.to_rfc3339()));
+    }
+    if args.blocks {
+        query.push(("blocks", "true".into()));
+    }
+    let qs: Vec<String> = query
+        .iter()
+        .map(|(k, v)| format!("{k}={}", encode(v)))
+        .collect();
+    let value = client.get_json(&format!("/v1/usage?{}", qs.join("&")))?;
+    if args.json || args.blocks {
+        println!("{}", serde_json::to_string_pretty(&value)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let report: UsageReport = serde_json::from_value(value)
+        .context("the server's usage report is not a memoir.usage report")?;
+    let width = args
+        .width
+        .or_else(|| std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok()))
+        .unwrap_or(if std::io::stdout().is_terminal() {
+            120
+        } else {
+            usize::MAX
+        });
+    if args.csv {
+        print!("{}", report_csv(&report));
+    } else {
+        print!("{}", report_table(&report, width));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(not(feature = "client"))]
+fn run_remote(_args: Args) -> anyhow::Result<ExitCode> {
+    Err(crate::exit::CliError::usage(
+        "--remote needs a build with the `client` feature",
+    ))
+}
+
+/// Percent-encode a query value.
+#[cfg(feature = "client")]
+fn encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b',') {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
 }
 
 /// Run `memoir prices`.

@@ -21,4 +21,5 @@ mod search_cli;
 mod sessions_cli;
 mod store_paths;
 mod sync_cli;
+mod tokens_cli;
 mod usage_cli;

@@ -281,6 +281,7 @@ impl Http {
             token: TOKEN.into(),
             project: "parity".into(),
             expires_at: None,
+            ..TokenGrant::default()
         }];
         let server = BackgroundServer::start(ServerConfig::new(store, grants)).unwrap();
         Http {

@@ -25,7 +25,10 @@ pub(crate) async fn fork_session(
     let source = session_id(path)?;
     let req: wire::ForkRequest = object_body(json)?;
     let mut m = st.manager(&auth);
+    let ps = st.project(&auth);
+    let only = super::only_own(&auth);
     let forked = blocking(move || {
+        super::check_own(&ps, only.as_deref(), &source)?;
         let upto = match req.at_seq {
             Some(seq) => Some(fork_rules::messages_through_seq(
                 &m.read_session(&source)?,

@@ -37,6 +37,7 @@ pub(crate) async fn heads(
         memoir::id::validate(id).map_err(ApiError::from)?;
     }
     let ps = st.project(&auth);
+    let only = super::only_own(&auth);
     let heads = blocking(move || {
         let mut out = Vec::with_capacity(req.ids.len());
         for id in req.ids {
@@ -48,6 +49,9 @@ pub(crate) async fn heads(
             let Some(header) = raw.header.clone() else {
                 continue;
             };
+            if !crate::namespace::created_by(&header, only.as_deref()) {
+                continue;
+            }
             let last = raw.records.last().cloned();
             let last_digest = match last {
                 Some(rec) => {

@@ -68,8 +68,10 @@ pub(crate) async fn acquire(
     }
     let ttl = Duration::from_secs(ttl);
     let ps = st.project(&auth);
+    let only = super::only_own(&auth);
     let state = st.clone();
     let granted = blocking(move || {
+        super::check_own(&ps, only.as_deref(), &id)?;
         let key = ps.stored(&id)?;
         let mut held = state.leases.lock();
         let now = Instant::now();

@@ -10,6 +10,7 @@ pub(crate) mod read;
 pub(crate) mod search;
 #[cfg(feature = "search")]
 pub(crate) mod search_all; // POST /v1/search
+pub(crate) mod tokens; // /v1/tokens
 pub(crate) mod trash; // GET /v1/trash, /v1/trash/{id}/log
 pub(crate) mod usage; // GET /v1/usage
 pub(crate) mod write;
@@ -48,13 +49,33 @@ pub(crate) struct AppState {
 impl AppState {
     /// The caller's project's view of the store.
     pub fn project(&self, auth: &Auth) -> ProjectStore {
-        ProjectStore::new(self.store.clone(), &auth.project)
+        ProjectStore::new(self.store.clone(), &auth.project).with_member(Some(auth.member()))
     }
 
     /// The session manager over the caller's project: every session
     /// operation (fork, export, trash, restore, purge) goes through it.
     pub fn manager(&self, auth: &Auth) -> SessionManager {
-        crate::namespace::project_manager(self.store.clone(), &auth.project)
+        crate::namespace::project_manager_as(self.store.clone(), &auth.project, Some(auth.member()))
+    }
+}
+
+/// The member whose sessions alone the caller may see: `None` when it
+/// reads the whole project (`read`), else its own name (`publish` only).
+pub(crate) fn only_own(auth: &Auth) -> Option<String> {
+    (!auth.reads_all()).then(|| auth.member().to_string())
+}
+
+/// Check that session `id` is one the caller may see ([`only_own`]): a
+/// session of another member is "not found", never an existence oracle.
+pub(crate) fn check_own(ps: &ProjectStore, only: Option<&str>, id: &str) -> memoir::Result<()> {
+    if only.is_none() {
+        return Ok(());
+    }
+    let meta = ps.header(id)?;
+    if crate::namespace::created_by(&meta, only) {
+        Ok(())
+    } else {
+        Err(memoir::Error::NotFound(id.to_string()))
     }
 }
 
@@ -109,7 +130,9 @@ pub(crate) async fn log_response(
         query.map_err(|e| crate::error::ApiError::bad_request(e.body_text()))?;
     let refs = query.keeps_refs()?;
     let ps = st.project(&auth);
+    let only = only_own(&auth);
     let resp = crate::error::blocking(move || {
+        check_own(&ps, only.as_deref(), &id)?;
         let raw = read(&ps, &id)?;
         let raw = if refs {
             raw

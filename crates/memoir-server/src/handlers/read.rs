@@ -23,11 +23,13 @@ pub(crate) async fn list_sessions(
     auth: Auth,
 ) -> ApiResult<Json<wire::ListResponse>> {
     let ps = st.project(&auth);
+    let only = super::only_own(&auth);
     let resp = blocking(move || {
         let (listed, unreadable) = ps.list_project(&auth.project)?;
         Ok::<_, Error>(wire::ListResponse {
             sessions: listed
                 .into_iter()
+                .filter(|l| crate::namespace::created_by(&l.meta, only.as_deref()))
                 .map(|l| wire::ListedSession { meta: l.meta })
                 .collect(),
             unreadable,
@@ -45,7 +47,12 @@ pub(crate) async fn get_meta(
 ) -> ApiResult<Json<SessionMeta>> {
     let id = session_id(path)?;
     let ps = st.project(&auth);
-    let meta = blocking(move || ps.header(&id)).await?;
+    let only = super::only_own(&auth);
+    let meta = blocking(move || {
+        super::check_own(&ps, only.as_deref(), &id)?;
+        ps.header(&id)
+    })
+    .await?;
     Ok(Json(meta))
 }
 
@@ -67,7 +74,10 @@ pub(crate) async fn load_session(
 ) -> ApiResult<Json<wire::Loaded>> {
     let id = session_id(path)?;
     let m = st.manager(&auth);
+    let ps = st.project(&auth);
+    let only = super::only_own(&auth);
     let loaded = blocking(move || {
+        super::check_own(&ps, only.as_deref(), &id)?;
         let t = m.read_session(&id)?;
         Ok::<_, ManagerError>(wire::Loaded {
             title: t.title.clone().or_else(|| t.meta.title.clone()),
@@ -116,7 +126,13 @@ pub(crate) async fn export_session(
     };
     let mut m = st.manager(&auth);
     let name = id.clone();
-    let text = blocking(move || Ok::<_, ManagerError>(m.export(&id, options)?.text)).await?;
+    let ps = st.project(&auth);
+    let only = super::only_own(&auth);
+    let text = blocking(move || {
+        super::check_own(&ps, only.as_deref(), &id)?;
+        Ok::<_, ManagerError>(m.export(&id, options)?.text)
+    })
+    .await?;
     let (content_type, ext) = match format {
         ExportFormat::Jsonl => ("application/x-ndjson", "jsonl"),
         ExportFormat::OpenAi => ("application/json", "json"),

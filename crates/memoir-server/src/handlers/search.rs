@@ -37,8 +37,10 @@ pub(crate) async fn search_session(
         None => RetrievalMode::Hybrid,
     };
     let ps = st.project(&auth);
+    let only = super::only_own(&auth);
     let hits = blocking(move || {
         ps.header(&id)?;
+        super::check_own(&ps, only.as_deref(), &id)?;
         search_session_view(&ps, &id, &req.query, top_k, mode)
     })
     .await?;

@@ -1,29 +1,36 @@
-//! `GET /v1/usage`: the caller's project's token usage and cost, from the
-//! one implementation in [`memoir::usage`] (the numbers `memoir usage`
-//! prints for the same sessions).
+//! `GET /v1/usage`: token usage and cost of the projects on which the caller
+//! holds the `usage` role (or the one named by `X-Memoir-Project`), from
+//! the one implementation in [`memoir::usage`] (the numbers `memoir usage`
+//! prints for the same sessions): the team report.
 //!
 //! Query parameters (all optional): `by` (comma-separated day, week, month,
-//! session, project, model, agent), `agent`, `session` (a full id in the
-//! caller's project), `model` (substring), `since`/`until` (RFC 3339, `since`
-//! inclusive, `until` exclusive), `blocks=true` for 5-hour billing blocks.
-//! The body is a [`memoir::usage::UsageReport`], or `{format, blocks, prices}`.
-//! Prices: the server's configured table (`$MEMOIR_HOME`), loaded once.
-//! The report runs on the caller's [`crate::namespace::ProjectStore`], so
-//! another project's sessions are neither counted nor read.
+//! session, project, model, agent, member), `agent`, `session` (a full id in
+//! the caller's project), `model` (substring), `since`/`until` (RFC 3339,
+//! `since` inclusive, `until` exclusive), `blocks=true` for 5-hour billing
+//! blocks. The body is a [`memoir::usage::UsageReport`], or `{format,
+//! blocks, prices}`. Prices: the server's configured table (`$MEMOIR_HOME`),
+//! loaded once.
+//!
+//! One project: the report runs on its [`crate::namespace::ProjectStore`].
+//! Several: on the shared store, selecting the sessions whose header names
+//! one of them. Per-session rows and the `session` filter name sessions, so
+//! they need `read` on the project (one project only); the `usage` role
+//! alone sees aggregates, never content.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::Json;
 use chrono::{DateTime, Utc};
+use memoir::access::Role;
 use memoir::store::LogStore;
 use memoir::usage::{self, GroupKey, PriceTable, UsageQuery};
 use serde::Deserialize;
 
 use super::Shared;
-use crate::auth::Auth;
+use crate::auth::{forbidden, Auth};
 use crate::error::{blocking, ApiError, ApiResult};
 
 /// The query string of `GET /v1/usage`.
@@ -67,7 +74,28 @@ pub(crate) async fn get_usage(
             .collect::<Result<Vec<_>, _>>()
             .map_err(ApiError::from)?,
     };
-    let store = st.project(&auth);
+    let projects = if auth.project.is_empty() {
+        auth.caller.projects_with(Role::Usage)
+    } else {
+        vec![auth.project.clone()]
+    };
+    let per_session = p.session.is_some() || group_by.contains(&GroupKey::Session);
+    if per_session && (projects.len() != 1 || !auth.caller.has(&projects[0], Role::Read)) {
+        return Err(forbidden(
+            "per-session usage (by=session, session=) needs the read role on one project \
+             (name it with X-Memoir-Project)",
+        ));
+    }
+    let (store, project): (Arc<dyn LogStore>, _) = match projects.as_slice() {
+        [one] => (
+            Arc::new(crate::namespace::ProjectStore::new(st.store.clone(), one)),
+            None,
+        ),
+        many => (
+            st.store.clone(),
+            Some(usage::ProjectFilter::AnyOf(many.to_vec())),
+        ),
+    };
     let value = blocking(move || {
         if let Some(id) = &p.session {
             // A full id of the caller's project (not a prefix).
@@ -76,8 +104,9 @@ pub(crate) async fn get_usage(
                 return Err(memoir::Error::NotFound(id.clone()));
             }
         }
+        let store = store.as_ref();
         let query = UsageQuery {
-            project: None,
+            project,
             agent: p.agent,
             session: p.session,
             model: p.model,
@@ -88,14 +117,14 @@ pub(crate) async fn get_usage(
         };
         let prices = prices()?;
         if p.blocks {
-            let blocks = usage::blocks_report(&store, &query, prices, Utc::now())?.blocks;
+            let blocks = usage::blocks_report(store, &query, prices, Utc::now())?.blocks;
             return Ok(serde_json::json!({
                 "format": usage::USAGE_FORMAT,
                 "blocks": blocks,
                 "prices": prices.origin,
             }));
         }
-        let report = usage::report(&store, &query, prices)?;
+        let report = usage::report(store, &query, prices)?;
         Ok(serde_json::to_value(report)?)
     })
     .await?;

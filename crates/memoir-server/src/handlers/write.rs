@@ -44,8 +44,10 @@ pub(crate) async fn create_session(
         ));
     }
     let ps = st.project(&auth);
+    let only = super::only_own(&auth);
     let created = blocking(move || {
-        if meta.parent.is_some() {
+        if let Some(parent) = &meta.parent {
+            super::check_own(&ps, only.as_deref(), &parent.session)?;
             check_parent(&ps, &meta)?;
         }
         ps.create(&meta)?;
@@ -106,7 +108,9 @@ pub(crate) async fn append_records(
     }
     let expected = req.expected_seq;
     let ps = st.project(&auth);
+    let only = super::only_own(&auth);
     let a = blocking(move || {
+        super::check_own(&ps, only.as_deref(), &id)?;
         // A reference must name a blob this project uploaded or holds.
         st.blob_grants.check_written(&auth.project, &ps, &records)?;
         // Large payloads go to the server store's blob store.

@@ -27,7 +27,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use chrono::{DateTime, Datelike, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use blocks::{billing_blocks, BillingBlock, BLOCK_HOURS};
@@ -50,8 +50,15 @@ pub const NATIVE_AGENT: &str = "memoir";
 /// The header field naming a session's project on a shared server.
 pub const PROJECT_FIELD: &str = "project";
 
+pub use crate::access::MEMBER_FIELD;
+
+/// The member a session's header names ([`MEMBER_FIELD`]).
+pub fn member_of(meta: &SessionMeta) -> Option<&str> {
+    meta.extra.get(MEMBER_FIELD).and_then(Value::as_str)
+}
+
 /// A dimension to group by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum GroupKey {
     /// Calendar day in the query's [`Zone`], `YYYY-MM-DD`.
@@ -68,11 +75,14 @@ pub enum GroupKey {
     Model,
     /// The agent that wrote the session (`source.agent`, else `memoir`).
     Agent,
+    /// The member whose token created the session on a shared server (the
+    /// header's [`MEMBER_FIELD`]), else `(none)`.
+    Member,
 }
 
 impl GroupKey {
     /// Every key, in the order `--by` documents them.
-    pub const ALL: [GroupKey; 7] = [
+    pub const ALL: [GroupKey; 8] = [
         GroupKey::Day,
         GroupKey::Week,
         GroupKey::Month,
@@ -80,6 +90,7 @@ impl GroupKey {
         GroupKey::Project,
         GroupKey::Model,
         GroupKey::Agent,
+        GroupKey::Member,
     ];
 
     /// The lowercase name.
@@ -92,6 +103,7 @@ impl GroupKey {
             GroupKey::Project => "project",
             GroupKey::Model => "model",
             GroupKey::Agent => "agent",
+            GroupKey::Member => "member",
         }
     }
 
@@ -107,6 +119,7 @@ impl GroupKey {
             GroupKey::Project => project_of(c.meta),
             GroupKey::Model => c.model.to_string(),
             GroupKey::Agent => agent_of(c.meta).to_string(),
+            GroupKey::Member => member_of(c.meta).unwrap_or("(none)").to_string(),
         }
     }
 }
@@ -119,7 +132,7 @@ impl std::str::FromStr for GroupKey {
             .find(|k| k.as_str() == s)
             .ok_or_else(|| {
                 Error::Invalid(format!(
-                    "unknown grouping {s:?} (expected day, week, month, session, project, model or agent)"
+                    "unknown grouping {s:?} (expected day, week, month, session, project, model, agent or member)"
                 ))
             })
     }
@@ -132,6 +145,8 @@ pub enum ProjectFilter {
     Workspace(PathBuf),
     /// Sessions whose header names this project ([`PROJECT_FIELD`], as `memoir serve` writes).
     Named(String),
+    /// Sessions whose header names any of these projects.
+    AnyOf(Vec<String>),
 }
 
 impl ProjectFilter {
@@ -141,6 +156,11 @@ impl ProjectFilter {
             ProjectFilter::Named(name) => {
                 meta.extra.get(PROJECT_FIELD).and_then(Value::as_str) == Some(name.as_str())
             }
+            ProjectFilter::AnyOf(names) => meta
+                .extra
+                .get(PROJECT_FIELD)
+                .and_then(Value::as_str)
+                .is_some_and(|p| names.iter().any(|n| n == p)),
         }
     }
 }
@@ -167,7 +187,8 @@ pub struct UsageQuery {
 }
 
 /// Summed usage and cost of a set of responses, with its provenance.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Totals {
     /// Input tokens (cache reads and writes excluded).
     pub input_tokens: u64,
@@ -280,7 +301,7 @@ impl Totals {
 }
 
 /// One row of a grouped report.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct UsageRow {
     /// The row's key: grouping name → value, in `group_by` order.
     pub group: serde_json::Map<String, Value>,
@@ -318,7 +339,7 @@ impl UsageRow {
 }
 
 /// A usage report (`--json` prints it as is).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct UsageReport {
     /// [`USAGE_FORMAT`].
     pub format: u32,
@@ -340,7 +361,7 @@ pub struct UsageReport {
     pub prices: PriceOrigin,
     /// Damaged usage summaries met (each was rebuilt from the session
     /// logs; the figures are unaffected).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notices: Vec<String>,
 }
 

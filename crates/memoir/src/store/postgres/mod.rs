@@ -32,7 +32,8 @@
 //! (migrations), `pool.rs` (connections, retries, error mapping), `log.rs`
 //! (the [`LogStore`] implementation), `lease.rs` (owner leases as advisory
 //! locks), `blobs.rs` and `vectors.rs` (the side tables), `search.rs` (the
-//! cross-session search index's tables, `memoir::search` on PostgreSQL).
+//! cross-session search index's tables, `memoir::search` on PostgreSQL),
+//! `tokens.rs` (the access-token rows behind [`crate::access`]).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -53,6 +54,7 @@ mod log;
 mod pool;
 mod schema;
 pub(crate) mod search;
+mod tokens;
 mod vectors;
 
 use crate::frame::{Hash, HASH_LEN, ZERO_HASH};

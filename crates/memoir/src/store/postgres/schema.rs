@@ -4,7 +4,7 @@
 use super::*;
 
 /// The newest schema version this build knows (see [`MIGRATIONS`]).
-pub const SCHEMA_VERSION: i32 = 5;
+pub const SCHEMA_VERSION: i32 = 6;
 
 /// Every migration: version, name, SQL. Versions 3 (chunk vectors) and 5
 /// (the cross-session search index's vectors) are written at run time for
@@ -46,6 +46,15 @@ pub const MIGRATIONS: &[(i32, &str, &str)] = &[
         "ALTER TABLE memoir_blobs ADD COLUMN media_type text;",
     ),
     (5, "search index", ""),
+    (
+        6,
+        "access tokens",
+        "CREATE TABLE memoir_tokens (
+            id         text PRIMARY KEY,
+            entry      text NOT NULL,
+            revoked_at timestamptz
+        );",
+    ),
 ];
 
 /// Migration 5: the cross-session search index (`memoir::search` on
