@@ -1,6 +1,7 @@
 //! memoir prints no colour: `memoir search` writes the same plain text
 //! (matches between `[[`/`]]`) to a real terminal, with or without
-//! `NO_COLOR`, as to a pipe.
+//! `NO_COLOR`, as to a pipe; escape codes stored in a session's own text
+//! are printed inert (`\u{1b}`), never sent to the terminal.
 
 use std::path::Path;
 
@@ -72,4 +73,58 @@ fn search_prints_no_colour_on_a_terminal_or_a_pipe() {
         // The terminal ends lines with CR LF; otherwise the same text.
         assert_eq!(text.replace("\r\n", "\n"), piped, "{what}");
     }
+}
+
+/// A session whose title and text hold colour codes, a bell and a
+/// screen-clearing sequence: `memoir search` prints them as visible escapes,
+/// so its output holds no control character (the JSON keeps the text as
+/// stored, escaped by JSON itself).
+#[test]
+fn search_output_holds_no_escape_codes_from_session_text() {
+    use memoir::message::Message;
+    use memoir::record::{Record, SessionMeta};
+    use memoir::store::{file::FileStore, Durability, LogStore};
+
+    let home = tempfile::tempdir().unwrap();
+    let store = home.path().join("store");
+    let files = FileStore::new(&store, Durability::None);
+    let mut meta = SessionMeta::new("hostile");
+    meta.title = Some("\u{1b}[31mred title\u{1b}[0m".into());
+    files.create(&meta).unwrap();
+    files
+        .append(
+            "hostile",
+            &[Record::Message(Message::user(
+                "the \u{1b}[1;31m flamingo \u{1b}[0m deploy \u{7}\u{1b}[2J \u{9b}0m broke\r",
+            ))],
+            None,
+        )
+        .unwrap();
+    let out = memoir_in(home.path())
+        .args(["search", "flamingo", "--dir"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("[[flamingo]]"), "{text}");
+    assert!(
+        !text.chars().any(|c| c.is_control() && c != '\n'),
+        "control characters in {text:?}"
+    );
+    assert!(text.contains("\\u{1b}[1;31m"), "{text}");
+
+    let json = memoir_in(home.path())
+        .args(["search", "flamingo", "--json", "--dir"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(json.status.success(), "{json:?}");
+    let json = String::from_utf8(json.stdout).unwrap();
+    assert!(!json.contains('\u{1b}'), "raw escape in JSON: {json:?}");
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert!(v["hits"][0]["snippet"]["text"]
+        .as_str()
+        .unwrap()
+        .contains('\u{1b}'));
 }
