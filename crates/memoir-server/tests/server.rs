@@ -538,6 +538,7 @@ impl LogStore for SlowStore {
 
 /// A file store whose log reads fail as a PostgreSQL outage does (headers
 /// still read), once `down` is set.
+#[derive(Debug)]
 struct OutageStore {
     inner: FileStore,
     down: AtomicBool,
