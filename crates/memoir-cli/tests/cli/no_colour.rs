@@ -13,11 +13,24 @@ const EXAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/tran
 /// util-linux `script`), returning what the terminal received.
 #[cfg(target_os = "linux")]
 fn search_on_terminal(home: &Path, no_color: bool) -> String {
-    let command = format!(
-        "'{}' search files --dir '{}'",
-        env!("CARGO_BIN_EXE_memoir"),
-        home.join("store").display()
+    let store = home.join("store");
+    let (code, text) = on_terminal(
+        home,
+        &["search", "files", "--dir", &store.display().to_string()],
+        no_color,
     );
+    assert_eq!(code, Some(0), "{text}");
+    text
+}
+
+/// Run `memoir ARGS` on a pseudo-terminal (util-linux `script`, which exits
+/// with the command's code): its exit code and what the terminal received.
+#[cfg(target_os = "linux")]
+fn on_terminal(home: &Path, args: &[&str], no_color: bool) -> (Option<i32>, String) {
+    let mut command = format!("'{}'", env!("CARGO_BIN_EXE_memoir"));
+    for a in args {
+        command.push_str(&format!(" '{a}'"));
+    }
     let mut c = memoir_in(home);
     c.env_remove("NO_COLOR");
     if no_color {
@@ -35,13 +48,31 @@ fn search_on_terminal(home: &Path, no_color: bool) -> String {
         .current_dir(home)
         .args(["-q", "-e", "-c", &command, "/dev/null"])
         .output()
-        .expect("util-linux `script` runs the search on a pseudo-terminal");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+        .expect("util-linux `script` runs memoir on a pseudo-terminal");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+/// Help, a usage error and `--version` on a real terminal: plain text (the
+/// argument parser styles neither headings nor "error:").
+#[cfg(target_os = "linux")]
+#[test]
+fn help_and_usage_errors_print_no_colour_on_a_terminal() {
+    let home = tempfile::tempdir().unwrap();
+    for (args, code, want) in [
+        (vec!["--help"], 0, "Usage:"),
+        (vec!["search", "--help"], 0, "Usage:"),
+        (vec!["sessions", "show", "--no-such-flag"], 2, "error:"),
+        (vec!["no-such-command"], 2, "error:"),
+        (vec!["--version"], 0, "memoir"),
+    ] {
+        let (got, text) = on_terminal(home.path(), &args, false);
+        assert_eq!(got, Some(code), "{args:?}: {text}");
+        assert!(text.contains(want), "{args:?}: {text}");
+        assert!(!text.contains('\u{1b}'), "{args:?}: escape codes in {text:?}");
+    }
 }
 
 #[cfg(target_os = "linux")]
