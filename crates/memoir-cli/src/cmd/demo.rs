@@ -4,8 +4,8 @@
 //! history (every Claude Code, Codex, Gemini CLI or OpenCode home that holds
 //! sessions) or, on a machine without any, the example sessions bundled in
 //! the binary, and answers a search across all of it. This is the README's
-//! first command. It is glue only: `memoir import` and `memoir search` do the
-//! work.
+//! first run on a machine without agent history. It is glue only: `memoir
+//! import` and `memoir search` do the work.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

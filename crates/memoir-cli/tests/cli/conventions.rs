@@ -1,5 +1,5 @@
-//! The CLI's conventions, run as real processes: the exit-code table of the
-//! README, JSON errors under `--json`, a closed stdout, allowed values in
+//! The CLI's conventions, run as real processes: the exit-code table of
+//! docs/CLI.md, JSON errors under `--json`, a closed stdout, allowed values in
 //! `--help`, completions and the man page, one numbering (record seq) in
 //! `show`/`fork --at`/exports, one store-resolution order (`recall` too),
 //! reads that do not create a store, the `.gitignore` of a new `.memoir/`,
