@@ -72,7 +72,9 @@ mod tests {
         let hostile = "a\u{1b}[31mred\u{1b}[0m\u{7}\r\u{9b}2J\u{7f} b\tc\nd";
         let shown = plain(hostile);
         assert!(
-            !shown.chars().any(|c| c.is_control() && c != '\n' && c != '\t'),
+            !shown
+                .chars()
+                .any(|c| c.is_control() && c != '\n' && c != '\t'),
             "{shown:?}"
         );
         assert_eq!(

@@ -426,7 +426,11 @@ fn fork_session_cuts_at_a_record_seq() {
     };
     let three = texts(&parent).iter().position(|t| t == "three").unwrap();
     let at = parent.message_seqs[three];
-    assert_ne!(at as usize, three + 1, "seq and message count must differ here");
+    assert_ne!(
+        at as usize,
+        three + 1,
+        "seq and message count must differ here"
+    );
 
     let s = server(&dir, &a, true);
     let f = ok(&s, "fork_session", json!({"id": id, "at_seq": at}));

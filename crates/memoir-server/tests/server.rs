@@ -613,14 +613,25 @@ fn session_search_maps_a_store_outage_to_503() {
     let (status, body) = search("s", serde_json::json!({"query": "deploy key"}));
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("deploy"), "{body}");
-    let (status, body) = search("s", serde_json::json!({"query": "deploy", "mode": "psychic"}));
-    assert_eq!((status, error_code(&body)), (400, "bad_request".into()), "{body}");
+    let (status, body) = search(
+        "s",
+        serde_json::json!({"query": "deploy", "mode": "psychic"}),
+    );
+    assert_eq!(
+        (status, error_code(&body)),
+        (400, "bad_request".into()),
+        "{body}"
+    );
     let (status, body) = search("nope", serde_json::json!({"query": "deploy"}));
     assert_eq!(status, 404, "{body}");
 
     store.down.store(true, Ordering::SeqCst);
     let (status, body) = search("s", serde_json::json!({"query": "deploy key"}));
-    assert_eq!((status, error_code(&body)), (503, "unavailable".into()), "{body}");
+    assert_eq!(
+        (status, error_code(&body)),
+        (503, "unavailable".into()),
+        "{body}"
+    );
 }
 
 #[test]

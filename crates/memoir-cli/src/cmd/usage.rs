@@ -235,7 +235,12 @@ pub fn run_prices(command: PricesCommand) -> anyhow::Result<ExitCode> {
             );
             crate::outln!(
                 "{:<44} {:>9} {:>9} {:>9} {:>9} {:>9}  tiers (USD per Mtok)",
-                "model", "input", "output", "c-read", "c-write", "c-write1h"
+                "model",
+                "input",
+                "output",
+                "c-read",
+                "c-write",
+                "c-write1h"
             );
             let mtok = |v: f64| format!("{:.3}", v * 1e6);
             for (name, p) in &table.models {

@@ -264,7 +264,8 @@ fn every_read_command_exits_quietly_on_a_closed_stdout() {
     ok(run(h, &["import", examples, "--dir", &d]));
     ok(run(h, &["index", "--dir", &d]));
     let edited = {
-        let mut m = memoir::manager::SessionManager::open(&h.join("s"), Default::default()).unwrap();
+        let mut m =
+            memoir::manager::SessionManager::open(&h.join("s"), Default::default()).unwrap();
         let id = m.create_session("fix the parser", None).unwrap();
         m.add_messages([
             memoir::Message::new(
@@ -296,10 +297,14 @@ fn every_read_command_exits_quietly_on_a_closed_stdout() {
         vec!["sessions", "verify", &id, "--dir", &d],
         vec!["sessions", "verify", &id, "--json", "--dir", &d],
         vec!["sessions", "export", &id, "--dir", &d],
-        vec!["sessions", "export", &id, "--format", "markdown", "--dir", &d],
+        vec![
+            "sessions", "export", &id, "--format", "markdown", "--dir", &d,
+        ],
         vec!["sessions", "export", &id, "--json", "--dir", &d],
         vec!["search", "parser", "--mode", "lexical", "--dir", &d],
-        vec!["search", "parser", "--mode", "lexical", "--json", "--dir", &d],
+        vec![
+            "search", "parser", "--mode", "lexical", "--json", "--dir", &d,
+        ],
         vec!["recall", &id, "parser bug", "--dir", &d],
         vec!["recall", &id, "parser bug", "--json", "--dir", &d],
         vec!["resume", &id, "--dir", &d],

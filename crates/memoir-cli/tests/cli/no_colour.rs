@@ -71,7 +71,10 @@ fn help_and_usage_errors_print_no_colour_on_a_terminal() {
         let (got, text) = on_terminal(home.path(), &args, false);
         assert_eq!(got, Some(code), "{args:?}: {text}");
         assert!(text.contains(want), "{args:?}: {text}");
-        assert!(!text.contains('\u{1b}'), "{args:?}: escape codes in {text:?}");
+        assert!(
+            !text.contains('\u{1b}'),
+            "{args:?}: escape codes in {text:?}"
+        );
     }
 }
 

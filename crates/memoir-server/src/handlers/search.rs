@@ -84,7 +84,10 @@ fn view_error(e: memoir::view::ViewError) -> ApiError {
     let message = format!("search: {}", memoir::error::report(&e));
     let err = ApiError::of_kind(kind, message);
     if err.status().is_server_error() {
-        eprintln!("memoir serve: session search failed: {}", memoir::error::report(&e));
+        eprintln!(
+            "memoir serve: session search failed: {}",
+            memoir::error::report(&e)
+        );
     }
     err
 }
