@@ -28,10 +28,10 @@ use memoir::message::Message;
 use memoir::paths::{resolve_store, StoreRequest};
 #[cfg(feature = "client")]
 use memoir::record::Record;
-#[cfg(feature = "server")]
-use memoir::store::Durability;
 #[cfg(feature = "client")]
 use memoir::store::scan;
+#[cfg(feature = "server")]
+use memoir::store::Durability;
 #[cfg(feature = "client")]
 use memoir::transcript::find_in;
 #[cfg(feature = "server")]
@@ -40,14 +40,14 @@ use memoir_server::{check_listen, open_store, parse_tokens, TokenGrant};
 use serde_json::json;
 
 use super::choices;
-use crate::exit::CliError;
 #[cfg(feature = "client")]
 use crate::exit::name_store;
-#[cfg(feature = "client")]
-use crate::output::print_json;
+use crate::exit::CliError;
 #[cfg(feature = "client")]
 use crate::out;
 use crate::outln;
+#[cfg(feature = "client")]
+use crate::output::print_json;
 
 /// Arguments of `memoir serve`.
 #[cfg(feature = "server")]
