@@ -12,8 +12,8 @@
 //! `--holdout` conversations (default 2 when the file has at least 4) are
 //! reported apart from the others: anything tuned should be tuned on the
 //! first part only, and the held-out part shows whether it carries over.
-//! The peer is the reference figure of `shared/data/README.md` (BM25 with
-//! rank-bm25) and memoir's own lexical-only mode measured in the same run.
+//! The peer is a reference BM25 figure (rank-bm25 over the same dev split)
+//! and memoir's own lexical-only mode measured in the same run.
 
 use std::path::{Path, PathBuf};
 
@@ -188,7 +188,7 @@ pub fn main() {
         ids(held)
     );
     println!(
-        "reference (shared/data/README.md, rank-bm25, all 5 dev conversations): R@1 0.248, R@5 0.446, \
+        "reference (BM25 with rank-bm25, all 5 dev conversations): R@1 0.248, R@5 0.446, \
          R@10 0.526, R@20 0.603; target R@10 >= 0.80 held out"
     );
     println!("| embedder / mode / part | questions | R@1 | R@5 | R@10 | R@20 | query p50 ms | search p50 ms |");

@@ -28,7 +28,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// 2 usage or input error, 3 conflict, 4 not found, 5 backend unavailable.
 /// With --json, errors are printed on stderr as {"error","message","exit"}.
 #[derive(Parser)]
-#[command(name = "memoir", version, about, long_about)]
+#[command(name = "memoir", version, about, long_about, color = clap::ColorChoice::Never)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

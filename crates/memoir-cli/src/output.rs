@@ -39,3 +39,48 @@ pub fn print_json(value: &impl serde::Serialize) -> anyhow::Result<std::process:
     outln!("{text}");
     Ok(std::process::ExitCode::SUCCESS)
 }
+
+/// `text` safe to print on a terminal: each control character (an escape
+/// sequence's ESC, a bell, a carriage return, C1 codes) is written as its
+/// visible escape (`\u{1b}`), so text a session holds can never colour or
+/// move the terminal (memoir prints no colour). Tab and newline are kept.
+pub fn plain(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(is_unsafe) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if is_unsafe(c) {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+fn is_unsafe(c: char) -> bool {
+    c.is_control() && c != '\n' && c != '\t'
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plain;
+
+    #[test]
+    fn plain_leaves_no_control_characters() {
+        let hostile = "a\u{1b}[31mred\u{1b}[0m\u{7}\r\u{9b}2J\u{7f} b\tc\nd";
+        let shown = plain(hostile);
+        assert!(
+            !shown
+                .chars()
+                .any(|c| c.is_control() && c != '\n' && c != '\t'),
+            "{shown:?}"
+        );
+        assert_eq!(
+            shown,
+            "a\\u{1b}[31mred\\u{1b}[0m\\u{7}\\u{d}\\u{9b}2J\\u{7f} b\tc\nd"
+        );
+        assert_eq!(plain("plain text"), "plain text");
+    }
+}

@@ -231,13 +231,15 @@ pub fn definition(name: &str) -> Option<Tool> {
         "fork_session" => tool(
             "fork_session",
             "Fork a session",
-            "Create a new session that starts as a copy (by reference) of the first `upto` messages of another, to branch from that point. The cut never separates a tool call from its result.".into(),
+            "Create a new session that starts as a copy (by reference) of another up to and including its record `at_seq` (the `seq` that get_session and search_sessions show), to branch from that point. The cut never separates a tool call from its result: it may land earlier, at the returned `at_seq`.".into(),
             json!({"type": "object", "properties": {
                 "id": {"type": "string", "minLength": 1, "description": "Session id or unique prefix."},
-                "upto": {"type": "integer", "minimum": 1, "description": "Messages to keep (default: all)."}
+                "at_seq": {"type": "integer", "minimum": 0, "description": "The last record seq to keep (default: the whole session)."}
             }, "required": ["id"], "additionalProperties": false}),
             json!({"type": "object", "properties": {"id": {"type": "string"}, "parent": {"type": "string"},
-                "messages": {"type": "integer"}}, "required": ["id", "parent", "messages"]}),
+                "at_seq": {"type": "integer", "description": "The parent's last record seq the fork includes."},
+                "messages": {"type": "integer", "description": "Messages the fork starts with."},
+                "requested": {"type": "integer"}}, "required": ["id", "parent", "at_seq", "messages"]}),
         )
         .annotate(ToolAnnotations::new().read_only(false).destructive(false).idempotent(false).open_world(false)),
         _ => return None,

@@ -558,16 +558,28 @@ fn forget(scope: &mut Scope, a: IdArgs) -> Result<Value, ToolError> {
 #[serde(deny_unknown_fields)]
 struct ForkArgs {
     id: String,
-    upto: Option<usize>,
+    /// The last record `seq` the fork keeps, as `memoir sessions fork --at`
+    /// and the server's `at_seq` (default: the whole session).
+    at_seq: Option<u64>,
 }
 
 fn fork(scope: &mut Scope, a: ForkArgs) -> Result<Value, ToolError> {
-    if a.upto == Some(0) {
-        return Err(ToolError::invalid("upto must be at least 1"));
-    }
     let (id, _) = resolve(scope, &a.id)?;
-    let f = scope.manager.fork_session(&id, a.upto)?;
-    Ok(json!({"id": f.id, "parent": id, "messages": f.effective, "requested": f.requested}))
+    let upto = match a.at_seq {
+        Some(seq) => Some(memoir::manager::fork::messages_through_seq(
+            &scope.manager.read_session(&id)?,
+            seq,
+        )?),
+        None => None,
+    };
+    let f = scope.manager.fork_session(&id, upto)?;
+    Ok(json!({
+        "id": f.id,
+        "parent": id,
+        "at_seq": f.parent.seq,
+        "messages": f.effective,
+        "requested": f.requested,
+    }))
 }
 
 #[derive(Deserialize)]

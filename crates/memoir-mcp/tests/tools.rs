@@ -395,3 +395,65 @@ fn id_prefixes_resolve_among_the_projects_sessions_only() {
         assert_eq!(leaks(&text, prefix), None, "{prefix:?}: {text}");
     }
 }
+
+/// `fork_session` cuts at a record `seq`, as `memoir sessions fork --at`
+/// and the server's `at_seq` do, not at a message count: with a checkpoint
+/// record among the messages, the two differ.
+#[test]
+fn fork_session_cuts_at_a_record_seq() {
+    let root = tempfile::tempdir().unwrap();
+    let (dir, a) = (root.path().join("s"), root.path().join("a"));
+    let id = {
+        let options = ManagerOptions {
+            workspace: Some(a.clone()),
+            ..ManagerOptions::default()
+        };
+        let mut m = SessionManager::open(&dir, options).unwrap();
+        let id = m.create_session("forked", None).unwrap();
+        m.add_message(Message::user("one")).unwrap();
+        m.add_message(Message::assistant("two")).unwrap();
+        m.set_context_checkpoint(Some(json!({"cutoff_index": 1})))
+            .unwrap();
+        m.add_message(Message::user("three")).unwrap();
+        m.add_message(Message::assistant("four")).unwrap();
+        m.flush().unwrap();
+        id
+    };
+    let reader = SessionManager::open(&dir, ManagerOptions::default()).unwrap();
+    let parent = reader.read_session(&id).unwrap();
+    let texts = |t: &memoir::transcript::Transcript| -> Vec<String> {
+        t.messages.iter().map(Message::text_content).collect()
+    };
+    let three = texts(&parent).iter().position(|t| t == "three").unwrap();
+    let at = parent.message_seqs[three];
+    assert_ne!(
+        at as usize,
+        three + 1,
+        "seq and message count must differ here"
+    );
+
+    let s = server(&dir, &a, true);
+    let f = ok(&s, "fork_session", json!({"id": id, "at_seq": at}));
+    assert_eq!(f["parent"], json!(id));
+    assert_eq!(f["at_seq"], json!(at));
+    assert_eq!(f["messages"], json!(three + 1));
+    let child = reader.read_session(f["id"].as_str().unwrap()).unwrap();
+    assert_eq!(texts(&child), texts(&parent)[..=three]);
+    // The library's own reading of "through seq" agrees.
+    assert_eq!(
+        memoir::manager::fork::messages_through_seq(&parent, at).unwrap(),
+        three + 1
+    );
+
+    let whole = ok(&s, "fork_session", json!({"id": id}));
+    assert_eq!(whole["messages"], json!(parent.messages.len()));
+    assert_eq!(whole["at_seq"], json!(parent.last_seq));
+    let past = err(
+        &s,
+        "fork_session",
+        json!({"id": id, "at_seq": parent.last_seq + 1}),
+    );
+    assert!(!past.is_empty());
+    // The old message-count argument is gone (unknown fields are refused).
+    err(&s, "fork_session", json!({"id": id, "upto": 2}));
+}

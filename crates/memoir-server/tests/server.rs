@@ -539,6 +539,104 @@ impl LogStore for SlowStore {
     }
 }
 
+/// A file store whose log reads fail as a PostgreSQL outage does (headers
+/// still read), once `down` is set.
+#[derive(Debug)]
+struct OutageStore {
+    inner: FileStore,
+    down: AtomicBool,
+}
+
+impl LogStore for OutageStore {
+    fn create(&self, meta: &SessionMeta) -> memoir::Result<Appended> {
+        self.inner.create(meta)
+    }
+    fn append(
+        &self,
+        id: &str,
+        records: &[Record],
+        expected: Option<u64>,
+    ) -> memoir::Result<Appended> {
+        self.inner.append(id, records, expected)
+    }
+    fn read(&self, id: &str) -> memoir::Result<RawLog> {
+        if self.down.load(Ordering::SeqCst) {
+            return Err(memoir::error::StoreError::Unavailable {
+                backend: "postgres://test".into(),
+                op: "read",
+                detail: "connection refused".into(),
+            }
+            .into());
+        }
+        self.inner.read(id)
+    }
+    fn read_header(&self, id: &str) -> memoir::Result<Option<SessionMeta>> {
+        self.inner.read_header(id)
+    }
+    fn list(&self) -> memoir::Result<(Vec<Listed>, usize)> {
+        self.inner.list()
+    }
+    fn location(&self, id: &str) -> std::path::PathBuf {
+        self.inner.location(id)
+    }
+    fn durability(&self) -> Durability {
+        self.inner.durability()
+    }
+}
+
+/// A session search answers by the kind of failure: a store outage is 503
+/// `unavailable` (retry later), not the caller's 400; a missing session 404;
+/// bad input 400.
+#[test]
+fn session_search_maps_a_store_outage_to_503() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(OutageStore {
+        inner: FileStore::new(dir.path(), Durability::Flush),
+        down: AtomicBool::new(false),
+    });
+    let server = Running::start(ServerConfig::new(store.clone(), grants()));
+    let a = server.client(TOKEN_A);
+    a.create(&wire::CreateSession {
+        id: Some("s".into()),
+        ..Default::default()
+    })
+    .unwrap();
+    a.append("s", &[msg("where is the deploy key")], None)
+        .unwrap();
+    let url = server.0.url();
+    let search = |id: &str, body: serde_json::Value| {
+        raw(
+            "POST",
+            &format!("{url}/v1/sessions/{id}/search"),
+            Some(TOKEN_A),
+            Some("application/json"),
+            serde_json::to_vec(&body).unwrap(),
+        )
+    };
+    let (status, body) = search("s", serde_json::json!({"query": "deploy key"}));
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("deploy"), "{body}");
+    let (status, body) = search(
+        "s",
+        serde_json::json!({"query": "deploy", "mode": "psychic"}),
+    );
+    assert_eq!(
+        (status, error_code(&body)),
+        (400, "bad_request".into()),
+        "{body}"
+    );
+    let (status, body) = search("nope", serde_json::json!({"query": "deploy"}));
+    assert_eq!(status, 404, "{body}");
+
+    store.down.store(true, Ordering::SeqCst);
+    let (status, body) = search("s", serde_json::json!({"query": "deploy key"}));
+    assert_eq!(
+        (status, error_code(&body)),
+        (503, "unavailable".into()),
+        "{body}"
+    );
+}
+
 #[test]
 fn graceful_shutdown_finishes_appends_in_flight() {
     let dir = tempfile::tempdir().unwrap();

@@ -84,7 +84,7 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Hold { path } => {
             let session = Session::open(&path)?;
             let _lock = session.acquire()?;
-            println!("held {}", std::process::id());
+            crate::outln!("held {}", std::process::id());
             std::io::stdout().flush()?;
             loop {
                 std::thread::sleep(std::time::Duration::from_secs(3600));

@@ -4,8 +4,8 @@
 //! history (every Claude Code, Codex, Gemini CLI or OpenCode home that holds
 //! sessions) or, on a machine without any, the example sessions bundled in
 //! the binary, and answers a search across all of it. This is the README's
-//! first command. It is glue only: `memoir import` and `memoir search` do the
-//! work.
+//! first run on a machine without agent history. It is glue only: `memoir
+//! import` and `memoir search` do the work.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -80,13 +80,24 @@ fn write_examples(root: &Path) -> anyhow::Result<PathBuf> {
     Ok(dir)
 }
 
-/// The agents whose home on this machine holds at least one session.
+/// The agents whose home on this machine holds at least one session: a
+/// source file with something in it (an agent's folders, or session files it
+/// created empty, are no history).
 fn agents_with_history() -> Vec<&'static str> {
     memoir::import::Agent::ALL
         .iter()
-        .filter(|a| matches!(memoir::import::sources_of(**a, None), Ok(s) if !s.is_empty()))
+        .filter(|a| match memoir::import::sources_of(**a, None) {
+            Ok(sources) => sources.iter().any(|s| holds_something(&s.path)),
+            Err(_) => false,
+        })
         .map(|a| a.as_str())
         .collect()
+}
+
+/// A source that may hold a session: a non-empty file, or a directory (an
+/// OpenCode storage folder).
+fn holds_something(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.is_dir() || m.len() > 0)
 }
 
 /// Parse `argv` as the arguments of another subcommand, so the demo runs

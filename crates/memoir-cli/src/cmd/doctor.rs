@@ -27,9 +27,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let dir = args.store.resolve()?.dir;
     let report = doctor::check(&dir, args.repair)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        println!("{}: {} session(s)", report.dir.display(), report.sessions);
+        crate::outln!("{}: {} session(s)", report.dir.display(), report.sessions);
         for f in &report.findings {
             let label = match f.severity {
                 Severity::Info => "info",
@@ -37,12 +37,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 Severity::Fixed => "fixed",
                 Severity::NeedsHuman => "needs a human",
             };
-            println!("{label:>13}  {} {}: {}", f.kind, f.path.display(), f.detail);
+            crate::outln!("{label:>13}  {} {}: {}", f.kind, f.path.display(), f.detail);
         }
         if report.findings.is_empty() {
-            println!("no problems found");
+            crate::outln!("no problems found");
         } else if report.needs_attention() && !args.repair {
-            println!("run `memoir doctor --repair` to fix what is safe");
+            crate::outln!("run `memoir doctor --repair` to fix what is safe");
         }
     }
     Ok(if report.needs_attention() {

@@ -87,8 +87,7 @@ impl Pusher {
             &memoir::push::PushOptions::default(),
             &mut |_| {},
         )?;
-        super::sync::print_report(&report, self.json, true);
-        Ok(())
+        super::sync::print_report(&report, self.json, true)
     }
 }
 
@@ -216,7 +215,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let mut pending = true;
         import::watch::watch(&manager, &options, &mut || true, &mut |report| {
             if report.records > 0 || !report.errors.is_empty() {
-                print_report(report, json, true);
+                // A closed stdout does not stop the watch: it keeps importing.
+                let _ = print_report(report, json, true);
             }
             if report.records > 0 || pending {
                 pending = match pusher.push(&manager) {
@@ -237,7 +237,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut bar = progress_bar(!args.json);
     let report = import::import(&manager, &sources, &mut |p| bar(p))?;
     bar(&Progress::default());
-    print_report(&report, args.json, false);
+    print_report(&report, args.json, false)?;
     pusher.push(&manager)?;
     Ok(if report.errors.is_empty() {
         ExitCode::SUCCESS
@@ -246,21 +246,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     })
 }
 
-fn print_report(report: &ImportReport, as_json: bool, compact: bool) {
+fn print_report(report: &ImportReport, as_json: bool, compact: bool) -> anyhow::Result<()> {
     if as_json {
         let text = if compact {
             serde_json::to_string(report)
         } else {
             serde_json::to_string_pretty(report)
         };
-        println!(
+        crate::outln!(
             "{}",
             text.unwrap_or_else(|e| json!({"error": e.to_string()}).to_string())
         );
-        return;
+        return Ok(());
     }
     let s = &report.sessions;
-    println!(
+    crate::outln!(
         "{} new, {} updated, {} unchanged, {} re-imported as forks; {} messages ({} records) from {} of {} sources ({:.1} MB read)",
         s.new,
         s.updated,
@@ -292,6 +292,7 @@ fn print_report(report: &ImportReport, as_json: bool, compact: bool) {
     for e in &report.errors {
         eprintln!("error {}: {}", e.file.display(), e.error);
     }
+    Ok(())
 }
 
 /// A progress bar on a terminal (files, MB, sessions), nothing elsewhere

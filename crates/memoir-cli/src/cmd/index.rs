@@ -76,10 +76,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "stats": stats,
             "seconds": started.elapsed().as_secs_f64(),
         });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
+    crate::outln!(
         "{}: {} sessions ({} unchanged, {} extended, {} indexed, {} removed, {} unreadable), {} messages added{} in {:.2}s",
         ix.path().display(),
         report.sessions,
@@ -93,9 +93,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         started.elapsed().as_secs_f64()
     );
     if args.embed {
-        println!("{embedded} vectors stored for {}", ix.embedder().model_id());
+        crate::outln!("{embedded} vectors stored for {}", ix.embedder().model_id());
     }
-    println!(
+    crate::outln!(
         "index: {} sessions, {} messages, {} vectors, {:.1} MB",
         stats.sessions,
         stats.messages,

@@ -76,9 +76,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "command": cmd,
             "shell": cmd.shell_line(),
         });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&out)?);
     } else {
-        println!("{}", cmd.shell_line());
+        crate::outln!("{}", cmd.shell_line());
     }
     Ok(ExitCode::SUCCESS)
 }

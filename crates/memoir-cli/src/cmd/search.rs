@@ -160,15 +160,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "mode": args.mode,
             "hits": hits,
         });
-        println!("{}", serde_json::to_string_pretty(&out)?);
-        return Ok(ExitCode::SUCCESS);
+        return crate::output::print_json(&out);
     }
     if hits.is_empty() {
         eprintln!("no match");
         return Ok(ExitCode::from(1));
     }
     for h in &hits {
-        crate::outln!("{}", render_hit(h));
+        crate::outln!("{}", crate::output::plain(&render_hit(h)));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -184,7 +183,8 @@ fn store_arg(_: &Args) -> Option<&str> {
 }
 
 /// One hit as printed: a header line and the snippet with its matches
-/// between `[[`/`]]`. Plain text only, whatever stdout is.
+/// between `[[`/`]]`. Plain text only, whatever stdout is (printed through
+/// [`crate::output::plain`], so escape codes in session text stay inert).
 fn render_hit(h: &SearchHit) -> String {
     let tools = if h.tools.is_empty() {
         String::new()

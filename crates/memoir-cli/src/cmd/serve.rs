@@ -18,21 +18,36 @@ use std::process::ExitCode;
 #[cfg(feature = "client")]
 use std::sync::Arc;
 
+#[cfg(feature = "server")]
 use anyhow::Context;
+#[cfg(feature = "client")]
 use memoir::client::{wire, Client, RemoteStore};
 #[cfg(feature = "client")]
 use memoir::message::Message;
+#[cfg(feature = "server")]
 use memoir::paths::{resolve_store, StoreRequest};
+#[cfg(feature = "client")]
 use memoir::record::Record;
-use memoir::store::{scan, Durability};
+#[cfg(feature = "client")]
+use memoir::store::scan;
+#[cfg(feature = "server")]
+use memoir::store::Durability;
+#[cfg(feature = "client")]
 use memoir::transcript::find_in;
+#[cfg(feature = "server")]
 use memoir_server::{check_listen, open_store, parse_tokens, TokenGrant};
+#[cfg(feature = "client")]
 use serde_json::json;
 
 use super::choices;
-use crate::exit::{name_store, CliError};
+#[cfg(feature = "client")]
+use crate::exit::name_store;
+use crate::exit::CliError;
+#[cfg(feature = "client")]
+use crate::out;
+use crate::outln;
+#[cfg(feature = "client")]
 use crate::output::print_json;
-use crate::{out, outln};
 
 /// Arguments of `memoir serve`.
 #[cfg(feature = "server")]

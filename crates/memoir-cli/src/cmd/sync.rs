@@ -97,7 +97,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         )?;
         bar(&PushProgress::default());
         if !args.watch || report.records > 0 || report.created > 0 || !report.failed.is_empty() {
-            print_report(&report, args.json, args.watch);
+            let printed = print_report(&report, args.json, args.watch);
+            if !args.watch {
+                printed?;
+            }
         }
         if !args.watch || args.dry_run {
             return Ok(if report.failed.is_empty() {
@@ -111,7 +114,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 /// Print a push report (one JSON line when `compact`).
-pub fn print_report(report: &PushReport, as_json: bool, compact: bool) {
+pub fn print_report(report: &PushReport, as_json: bool, compact: bool) -> anyhow::Result<()> {
     if as_json {
         let text = if compact {
             serde_json::to_string(report)
@@ -119,12 +122,12 @@ pub fn print_report(report: &PushReport, as_json: bool, compact: bool) {
             serde_json::to_string_pretty(report)
         };
         match text {
-            Ok(t) => println!("{t}"),
+            Ok(t) => crate::outln!("{t}"),
             Err(e) => eprintln!("{e}"),
         }
-        return;
+        return Ok(());
     }
-    println!(
+    crate::outln!(
         "{}{} sessions: {} created, {} grown, {} up to date, {} unchanged; {} records, {:.2} MB in {} requests; {} secrets redacted",
         if report.dry_run { "dry run: would push " } else { "" },
         report.sessions,
@@ -143,6 +146,7 @@ pub fn print_report(report: &PushReport, as_json: bool, compact: bool) {
     if report.failed.len() > 20 {
         eprintln!("... and {} more", report.failed.len() - 20);
     }
+    Ok(())
 }
 
 fn progress_bar(enabled: bool) -> Box<dyn FnMut(&PushProgress)> {

@@ -164,11 +164,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         if args.json {
             let v = serde_json::json!({"format": usage::USAGE_FORMAT, "blocks": blocks, "prices": prices.origin});
-            println!("{}", serde_json::to_string_pretty(&v)?);
+            crate::outln!("{}", serde_json::to_string_pretty(&v)?);
         } else if args.csv {
-            print!("{}", blocks_csv(&blocks));
+            crate::out!("{}", blocks_csv(&blocks));
         } else {
-            print!("{}", blocks_table(&blocks, width, zone));
+            crate::out!("{}", blocks_table(&blocks, width, zone));
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -177,11 +177,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         eprintln!("memoir: {notice}");
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&report)?);
     } else if args.csv {
-        print!("{}", report_csv(&report));
+        crate::out!("{}", report_csv(&report));
     } else {
-        print!("{}", report_table(&report, width));
+        crate::out!("{}", report_table(&report, width));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -305,7 +305,7 @@ pub fn run_prices(command: PricesCommand) -> anyhow::Result<ExitCode> {
                 .with_context(|| format!("writing {}", tmp.display()))?;
             std::fs::rename(&tmp, &output)
                 .with_context(|| format!("replacing {}", output.display()))?;
-            println!(
+            crate::outln!(
                 "{} models priced from {} ({}) -> {}",
                 table.models.len(),
                 file.display(),
@@ -316,7 +316,7 @@ pub fn run_prices(command: PricesCommand) -> anyhow::Result<ExitCode> {
         }
         PricesCommand::Show { prices, model } => {
             let table = price_table(prices.as_deref())?;
-            println!(
+            crate::outln!(
                 "source: {}\ndate: {}{}{}",
                 table.origin.source,
                 table.origin.date,
@@ -331,9 +331,14 @@ pub fn run_prices(command: PricesCommand) -> anyhow::Result<ExitCode> {
                     String::new()
                 }
             );
-            println!(
+            crate::outln!(
                 "{:<44} {:>9} {:>9} {:>9} {:>9} {:>9}  tiers (USD per Mtok)",
-                "model", "input", "output", "c-read", "c-write", "c-write1h"
+                "model",
+                "input",
+                "output",
+                "c-read",
+                "c-write",
+                "c-write1h"
             );
             let mtok = |v: f64| format!("{:.3}", v * 1e6);
             for (name, p) in &table.models {
@@ -351,7 +356,7 @@ pub fn run_prices(command: PricesCommand) -> anyhow::Result<ExitCode> {
                         )
                     })
                     .collect();
-                println!(
+                crate::outln!(
                     "{:<44} {:>9} {:>9} {:>9} {:>9} {:>9}  {}",
                     name,
                     mtok(p.input),

@@ -1,5 +1,5 @@
-//! The CLI's conventions, run as real processes: the exit-code table of the
-//! README, JSON errors under `--json`, a closed stdout, allowed values in
+//! The CLI's conventions, run as real processes: the exit-code table of
+//! docs/CLI.md, JSON errors under `--json`, a closed stdout, allowed values in
 //! `--help`, completions and the man page, one numbering (record seq) in
 //! `show`/`fork --at`/exports, one store-resolution order (`recall` too),
 //! reads that do not create a store, the `.gitignore` of a new `.memoir/`,
@@ -248,6 +248,110 @@ fn a_closed_stdout_exits_quietly() {
         .unwrap();
     assert!(status.success(), "{status:?}: {err}");
     assert!(err.is_empty(), "quiet: {err}");
+}
+
+/// Every command that reads and prints, run with its stdout's reader
+/// already gone (`memoir ... | head` once `head` has exited): each exits
+/// as it does on an open pipe, with the same stderr (no panic, no "broken
+/// pipe" message), in text, `--json` and `--csv` form.
+#[test]
+fn every_read_command_exits_quietly_on_a_closed_stdout() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let id = store_with_session(h);
+    let d = dir_arg(h);
+    let examples = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/transcripts");
+    ok(run(h, &["import", examples, "--dir", &d]));
+    ok(run(h, &["index", "--dir", &d]));
+    let edited = {
+        let mut m =
+            memoir::manager::SessionManager::open(&h.join("s"), Default::default()).unwrap();
+        let id = m.create_session("fix the parser", None).unwrap();
+        m.add_messages([
+            memoir::Message::new(
+                memoir::Role::Assistant,
+                vec![memoir::Block::ToolUse {
+                    id: "e1".into(),
+                    name: "Edit".into(),
+                    input: serde_json::json!({
+                        "file_path": "/p/src/parser.rs",
+                        "old_string": "let first = input.chars().next().unwrap();",
+                        "new_string": "let Some(first) = input.chars().next() else { return Ast::empty() };"
+                    }),
+                }],
+            ),
+            memoir::Message::tool_result("e1", "edited", false),
+        ])
+        .unwrap();
+        m.flush().unwrap();
+        id
+    };
+    let commands: Vec<Vec<&str>> = vec![
+        vec!["sessions", "list", "--dir", &d],
+        vec!["sessions", "list", "--json", "--dir", &d],
+        vec!["sessions", "show", &id, "--dir", &d],
+        vec!["sessions", "show", &id, "--json", "--dir", &d],
+        vec!["sessions", "show", &id, "--around", "2", "--dir", &d],
+        vec!["sessions", "usage", &id, "--dir", &d],
+        vec!["sessions", "usage", &id, "--json", "--dir", &d],
+        vec!["sessions", "verify", &id, "--dir", &d],
+        vec!["sessions", "verify", &id, "--json", "--dir", &d],
+        vec!["sessions", "export", &id, "--dir", &d],
+        vec![
+            "sessions", "export", &id, "--format", "markdown", "--dir", &d,
+        ],
+        vec!["sessions", "export", &id, "--json", "--dir", &d],
+        vec!["search", "parser", "--mode", "lexical", "--dir", &d],
+        vec![
+            "search", "parser", "--mode", "lexical", "--json", "--dir", &d,
+        ],
+        vec!["recall", &id, "parser bug", "--dir", &d],
+        vec!["recall", &id, "parser bug", "--json", "--dir", &d],
+        vec!["resume", &id, "--dir", &d],
+        vec!["resume", &id, "--json", "--dir", &d],
+        vec!["changes", &edited, "--dir", &d],
+        vec!["changes", &edited, "--json", "--dir", &d],
+        vec!["usage", "--dir", &d],
+        vec!["usage", "--json", "--dir", &d],
+        vec!["usage", "--csv", "--dir", &d],
+        vec!["usage", "--blocks", "--dir", &d],
+        vec!["usage", "--blocks", "--json", "--dir", &d],
+        vec!["usage", "--blocks", "--csv", "--dir", &d],
+        vec!["stats", "--dir", &d],
+        vec!["stats", "--json", "--dir", &d],
+        vec!["doctor", "--dir", &d],
+        vec!["doctor", "--json", "--dir", &d],
+        vec!["index", "--dir", &d],
+        vec!["index", "--json", "--dir", &d],
+        vec!["prices", "show"],
+        vec!["completions", "bash"],
+        vec!["man"],
+        vec!["--help"],
+        vec!["--version"],
+    ];
+    for args in &commands {
+        let open = run(h, args);
+        let mut child = memoir(h)
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let closed = child.wait_with_output().unwrap();
+        let (open_err, closed_err) = (text(&open.stderr), text(&closed.stderr));
+        assert!(
+            !closed_err.contains("panicked") && !closed_err.to_lowercase().contains("broken pipe"),
+            "{args:?}: {closed_err}"
+        );
+        assert_eq!(
+            closed.status.code(),
+            open.status.code(),
+            "{args:?}: exit on a closed stdout\n{closed_err}"
+        );
+        assert_eq!(closed_err, open_err, "{args:?}: stderr");
+        assert!(!text(&open.stdout).is_empty(), "{args:?} printed nothing");
+    }
 }
 
 #[test]

@@ -1,6 +1,6 @@
 //! `memoir demo` on machines without agent history: the bundled example
-//! sessions are imported and searched, whether the agent folders are absent
-//! or present but empty.
+//! sessions are imported and searched, whether the agent folders are absent,
+//! present but empty, or hold only empty session files.
 
 use std::path::Path;
 use std::process::Output;
@@ -97,4 +97,24 @@ fn demo_with_empty_agent_folders_imports_the_bundled_sessions() {
     );
     let stdout = String::from_utf8_lossy(&again.stdout);
     assert!(stdout.contains("0 new"), "{stdout}");
+}
+
+/// Agent folders holding only empty session files (as an agent leaves them
+/// when it is started and closed before the first message): no history, so
+/// the demo imports the bundled sessions instead of showing nothing.
+#[test]
+fn demo_with_empty_session_files_imports_the_bundled_sessions() {
+    let home = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let h = home.path();
+    for file in [
+        ".claude/projects/-work-app/0b1c2d3e-0000-4000-8000-000000000001.jsonl",
+        ".codex/sessions/2026/01/02/rollout-2026-01-02T03-04-05-22222222-2222-4222-8222-222222222222.jsonl",
+    ] {
+        let path = h.join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, b"").unwrap();
+    }
+    let out = demo(h, elsewhere.path(), &[]);
+    assert_examples_imported_and_found(&String::from_utf8_lossy(&out.stdout));
 }

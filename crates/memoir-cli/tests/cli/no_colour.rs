@@ -1,6 +1,7 @@
 //! memoir prints no colour: `memoir search` writes the same plain text
 //! (matches between `[[`/`]]`) to a real terminal, with or without
-//! `NO_COLOR`, as to a pipe.
+//! `NO_COLOR`, as to a pipe; escape codes stored in a session's own text
+//! are printed inert (`\u{1b}`), never sent to the terminal.
 
 use std::path::Path;
 
@@ -12,11 +13,24 @@ const EXAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/tran
 /// util-linux `script`), returning what the terminal received.
 #[cfg(target_os = "linux")]
 fn search_on_terminal(home: &Path, no_color: bool) -> String {
-    let command = format!(
-        "'{}' search files --dir '{}'",
-        env!("CARGO_BIN_EXE_memoir"),
-        home.join("store").display()
+    let store = home.join("store");
+    let (code, text) = on_terminal(
+        home,
+        &["search", "files", "--dir", &store.display().to_string()],
+        no_color,
     );
+    assert_eq!(code, Some(0), "{text}");
+    text
+}
+
+/// Run `memoir ARGS` on a pseudo-terminal (util-linux `script`, which exits
+/// with the command's code): its exit code and what the terminal received.
+#[cfg(target_os = "linux")]
+fn on_terminal(home: &Path, args: &[&str], no_color: bool) -> (Option<i32>, String) {
+    let mut command = format!("'{}'", env!("CARGO_BIN_EXE_memoir"));
+    for a in args {
+        command.push_str(&format!(" '{a}'"));
+    }
     let mut c = memoir_in(home);
     c.env_remove("NO_COLOR");
     if no_color {
@@ -34,13 +48,34 @@ fn search_on_terminal(home: &Path, no_color: bool) -> String {
         .current_dir(home)
         .args(["-q", "-e", "-c", &command, "/dev/null"])
         .output()
-        .expect("util-linux `script` runs the search on a pseudo-terminal");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+        .expect("util-linux `script` runs memoir on a pseudo-terminal");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+/// Help, a usage error and `--version` on a real terminal: plain text (the
+/// argument parser styles neither headings nor "error:").
+#[cfg(target_os = "linux")]
+#[test]
+fn help_and_usage_errors_print_no_colour_on_a_terminal() {
+    let home = tempfile::tempdir().unwrap();
+    for (args, code, want) in [
+        (vec!["--help"], 0, "Usage:"),
+        (vec!["search", "--help"], 0, "Usage:"),
+        (vec!["sessions", "show", "--no-such-flag"], 2, "error:"),
+        (vec!["no-such-command"], 2, "error:"),
+        (vec!["--version"], 0, "memoir"),
+    ] {
+        let (got, text) = on_terminal(home.path(), &args, false);
+        assert_eq!(got, Some(code), "{args:?}: {text}");
+        assert!(text.contains(want), "{args:?}: {text}");
+        assert!(
+            !text.contains('\u{1b}'),
+            "{args:?}: escape codes in {text:?}"
+        );
+    }
 }
 
 #[cfg(target_os = "linux")]
@@ -72,4 +107,58 @@ fn search_prints_no_colour_on_a_terminal_or_a_pipe() {
         // The terminal ends lines with CR LF; otherwise the same text.
         assert_eq!(text.replace("\r\n", "\n"), piped, "{what}");
     }
+}
+
+/// A session whose title and text hold colour codes, a bell and a
+/// screen-clearing sequence: `memoir search` prints them as visible escapes,
+/// so its output holds no control character (the JSON keeps the text as
+/// stored, escaped by JSON itself).
+#[test]
+fn search_output_holds_no_escape_codes_from_session_text() {
+    use memoir::message::Message;
+    use memoir::record::{Record, SessionMeta};
+    use memoir::store::{file::FileStore, Durability, LogStore};
+
+    let home = tempfile::tempdir().unwrap();
+    let store = home.path().join("store");
+    let files = FileStore::new(&store, Durability::None);
+    let mut meta = SessionMeta::new("hostile");
+    meta.title = Some("\u{1b}[31mred title\u{1b}[0m".into());
+    files.create(&meta).unwrap();
+    files
+        .append(
+            "hostile",
+            &[Record::Message(Message::user(
+                "the \u{1b}[1;31m flamingo \u{1b}[0m deploy \u{7}\u{1b}[2J \u{9b}0m broke\r",
+            ))],
+            None,
+        )
+        .unwrap();
+    let out = memoir_in(home.path())
+        .args(["search", "flamingo", "--dir"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("[[flamingo]]"), "{text}");
+    assert!(
+        !text.chars().any(|c| c.is_control() && c != '\n'),
+        "control characters in {text:?}"
+    );
+    assert!(text.contains("\\u{1b}[1;31m"), "{text}");
+
+    let json = memoir_in(home.path())
+        .args(["search", "flamingo", "--json", "--dir"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(json.status.success(), "{json:?}");
+    let json = String::from_utf8(json.stdout).unwrap();
+    assert!(!json.contains('\u{1b}'), "raw escape in JSON: {json:?}");
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert!(v["hits"][0]["snippet"]["text"]
+        .as_str()
+        .unwrap()
+        .contains('\u{1b}'));
 }

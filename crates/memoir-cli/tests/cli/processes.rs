@@ -214,7 +214,7 @@ fn a_dead_owners_lock_is_recovered_and_a_live_one_is_named() {
 #[test]
 fn cli_verify_show_and_errors() {
     let home = tempfile::tempdir().unwrap();
-    // The README's first command: a demo session, then (no agent homes here)
+    // The README's first run without history: a demo session, then (no agent homes here)
     // the shipped example sessions imported, then a search across all of it.
     let out = memoir()
         .arg("demo")
@@ -299,7 +299,7 @@ fn cli_verify_show_and_errors() {
     );
 
     // Errors: stderr, non-zero, never a panic.
-    // Exit codes (README): 4 not found, 2 invalid input.
+    // Exit codes (docs/CLI.md): 4 not found, 2 invalid input.
     for (args, code) in [
         (vec!["sessions", "show", "nope"], 4),
         (vec!["sessions", "show", "../../etc/passwd"], 2),

@@ -150,7 +150,8 @@ INVALID = [
     ("forget", {"id": "not-a-note"}),
     ("forget", {"id": "note_" + "0" * 32}),
     ("fork_session", {"id": "no-such"}),
-    ("fork_session", {"id": "x", "upto": 0}),
+    ("fork_session", {"id": "x", "at_seq": -1}),
+    ("fork_session", {"id": "x", "upto": 2}),
     ("no_such_tool", {}),
 ]
 

@@ -2,7 +2,8 @@
 //! session, rebuilt per request with the same calls as `memoir recall`
 //! (`SessionView::rebuild_session` + `query_text_mode`); vectors are hashed
 //! features, so no model is needed. `mode` is hybrid (default), vector or
-//! lexical.
+//! lexical. A failure answers by its kind ([`memoir::kind_of`]): bad input
+//! 400, a missing session 404, a store that is down 503, damage 500.
 
 use axum::extract::rejection::{JsonRejection, PathRejection};
 use axum::extract::{Path, State};
@@ -10,7 +11,6 @@ use axum::Json;
 use memoir::client::wire;
 use memoir::embed::hash::HashEmbedder;
 use memoir::view::{RebuildOptions, RetrievalMode, SessionView, ViewConfig};
-use memoir::Error;
 
 use super::{object_body, session_id, Shared};
 use crate::auth::Auth;
@@ -54,7 +54,7 @@ fn search_session_view(
     query: &str,
     top_k: usize,
     mode: RetrievalMode,
-) -> Result<Vec<wire::SearchHit>, Error> {
+) -> Result<Vec<wire::SearchHit>, ApiError> {
     let embedder = HashEmbedder::new(HASH_DIMS);
     let options = RebuildOptions {
         view: ViewConfig {
@@ -67,7 +67,7 @@ fn search_session_view(
         let (view, _, _) = SessionView::rebuild_session(store, id, &embedder, None, &options)?;
         view.query_text_mode(&embedder, query, top_k, mode)
     };
-    let hits = search().map_err(|e| Error::Invalid(format!("search: {e}")))?;
+    let hits = search().map_err(view_error)?;
     Ok(hits
         .into_iter()
         .map(|h| wire::SearchHit {
@@ -77,4 +77,19 @@ fn search_session_view(
             text: h.meta.inline.clone(),
         })
         .collect())
+}
+
+/// The response of a failed rebuild or query: by the library's kind of the
+/// error (a store outage is 503, not the caller's fault).
+fn view_error(e: memoir::view::ViewError) -> ApiError {
+    let kind = memoir::kind_of(&e).unwrap_or(memoir::error::ErrorKind::Io);
+    let message = format!("search: {}", memoir::error::report(&e));
+    let err = ApiError::of_kind(kind, message);
+    if err.status().is_server_error() {
+        eprintln!(
+            "memoir serve: session search failed: {}",
+            memoir::error::report(&e)
+        );
+    }
+    err
 }

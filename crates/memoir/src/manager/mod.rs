@@ -78,6 +78,11 @@ pub const FORKED_FROM: &str = "forked_from";
 /// Titles derived from text keep this many characters (then `...`).
 const TITLE_CHARS: usize = 50;
 
+/// How long [`SessionManager::append_session_messages`] waits for a
+/// session's owner lease that another writer holds: long enough for another
+/// one-off append to finish, far shorter than a driver's hold.
+const APPEND_LEASE_WAIT: Duration = Duration::from_secs(2);
+
 /// Tuning and behaviour of a [`SessionManager`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct ManagerOptions {
@@ -235,7 +240,9 @@ fn user_title<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Option<Str
 
 impl SessionManager {
     /// The manager of `project_path`, storing sessions in
-    /// `<project>/.memoir/sessions` (created now; a failure is reported).
+    /// `<project>/.memoir/sessions`. Nothing is written yet: the directory
+    /// is created by the first write (a new session, an append), and a
+    /// failure to create it is reported by that write.
     pub fn new(project_path: &Path) -> Result<Self> {
         SessionManager::for_project(project_path, ManagerOptions::default())
     }
@@ -349,6 +356,22 @@ impl SessionManager {
                 Ok(None)
             }
             Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The owner lease of `id` for one write to a session this manager does
+    /// not drive: taken per [`ManagerOptions::lease`] like a driver's, but a
+    /// holder is waited for up to [`APPEND_LEASE_WAIT`] (another one-off
+    /// append holds it for milliseconds) before [`crate::Error::Busy`].
+    fn take_lease_for_append(&self, id: &str) -> Result<Option<Lease>> {
+        let deadline = Instant::now() + APPEND_LEASE_WAIT;
+        loop {
+            match self.take_lease(id) {
+                Err(e) if e.kind() == ErrorKind::Busy && Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                taken => return taken,
+            }
         }
     }
 
@@ -1197,7 +1220,11 @@ impl SessionManager {
 
     /// Append messages to any session, creating it when missing (titled from
     /// its first user message). The current session's in-memory list is kept
-    /// in sync; a stored checkpoint is kept.
+    /// in sync; a stored checkpoint is kept. A session another manager drives
+    /// is not written: the append holds the session's owner lease
+    /// ([`ManagerOptions::lease`]) while it writes, and a live holder is
+    /// refused with [`crate::Error::Busy`] naming it (after a short wait, so
+    /// that one-off appends from several writers take turns).
     pub fn append_session_messages(&mut self, sid: &str, msgs: Vec<Message>) -> Result<()> {
         crate::id::validate(sid)?;
         if self.current_session_id.as_deref() == Some(sid) && self.current.is_some() {
@@ -1223,6 +1250,7 @@ impl SessionManager {
         if msgs.is_empty() {
             return Ok(());
         }
+        let _lease = self.take_lease_for_append(sid)?;
         let records = msgs.into_iter().map(Record::Message).collect();
         self.append_indexed(&session, None, records)?;
         Ok(())

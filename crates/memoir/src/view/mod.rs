@@ -984,7 +984,7 @@ impl SessionView {
         inner.events.get(&rec).map(|e| e.state)
     }
 
-    /// Mark a record Speculative: its entry state, above the wavefront.
+    /// Mark a record Speculative: its entry state, ahead of the Frontier.
     /// Works only on a record that has not moved through the lifecycle since
     /// it was indexed (Ok if it already is Speculative); it cannot rewind a
     /// Committed, Stale or Pruned record.

@@ -1,6 +1,7 @@
 //! A real full disk: every write step on a small tmpfs that is
 //! filled to the last byte. CI (`.ci/run`, as root) mounts one and names it in
-//! `MEMOIR_TEST_TMPFS`; without it the test prints a notice and passes.
+//! `MEMOIR_TEST_TMPFS`; without it the test fails under CI (`CI` set) and
+//! elsewhere prints a notice and passes.
 //! The `RLIMIT_FSIZE` variant lives in `memoir-cli/tests/cli/processes.rs`.
 
 use std::fs;
@@ -45,6 +46,11 @@ fn last_seq(store: &FileStore, id: &str) -> u64 {
 #[test]
 fn every_write_step_on_a_full_tmpfs_fails_cleanly_and_recovers() {
     let Some(root) = std::env::var_os("MEMOIR_TEST_TMPFS") else {
+        assert!(
+            !crate::support::in_ci(),
+            "MEMOIR_TEST_TMPFS is not set, but CI is: the full-disk test must run in CI \
+             (.ci/run mounts a small tmpfs as root and names it there)"
+        );
         eprintln!("skipped: MEMOIR_TEST_TMPFS is not set (CI mounts a small tmpfs; see .ci/run)");
         return;
     };

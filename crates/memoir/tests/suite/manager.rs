@@ -288,13 +288,13 @@ fn checkpoints_persist_and_survive_appends() {
         2,
         "messages flushed first, never trimmed"
     );
-    // Appending from elsewhere keeps it (the seed erased it).
+    // Appending from elsewhere, once the driver lets go of the session,
+    // keeps it (the seed erased it).
+    drop(m);
     let mut other = mgr(dir.path());
     other
         .append_session_messages(&id, vec![Message::user("from a scheduler")])
         .unwrap();
-    // The next driver takes over once the first lets go of the session.
-    drop(m);
     let mut m2 = mgr(dir.path());
     m2.switch_session(&id).unwrap();
     assert_eq!(m2.context_checkpoint(), Some(cp));
@@ -962,4 +962,19 @@ fn a_read_only_index_still_lists() {
     std::fs::write(&index, b"").unwrap();
     let r = m.list_sessions_report().unwrap();
     assert_eq!((r.entries.len(), r.unreadable), (1, 0));
+}
+
+/// `SessionManager::new` writes nothing: the project's session directory
+/// appears with the first write, as its documentation says.
+#[test]
+fn new_creates_the_store_on_the_first_write() {
+    let project = tempfile::tempdir().unwrap();
+    let store = project.path().join(".memoir");
+    let mut m = SessionManager::new(project.path()).unwrap();
+    assert!(!store.exists(), "created before any write");
+    assert!(m.list_sessions().unwrap().is_empty());
+    assert!(!store.exists(), "created by a listing");
+    m.create_session("first", None).unwrap();
+    m.flush().unwrap();
+    assert!(store.join("sessions").is_dir());
 }

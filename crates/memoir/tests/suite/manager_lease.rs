@@ -9,6 +9,7 @@
 use std::process::{Command, Stdio};
 
 use memoir::manager::{ManagerError, ManagerOptions, SessionManager};
+use memoir::message::Message;
 use memoir::store::Durability;
 
 const HOLDER_ENV: &str = "MEMOIR_LEASE_HOLDER";
@@ -85,4 +86,48 @@ fn a_live_holder_is_refused_and_a_killed_one_is_taken_over() {
         .expect("the dead holder is named");
     assert_eq!(dead.pid, child.id());
     assert_eq!(lease.holder.pid, std::process::id());
+}
+
+/// Two managers on one store: while the first drives a session (holding its
+/// owner lease), the second's `append_session_messages` is refused with
+/// `Busy` naming the holder and writes nothing; once the first lets go, the
+/// same append goes through.
+#[test]
+fn an_append_from_a_second_manager_honours_the_lease() {
+    if std::env::var(HOLDER_ENV).is_ok() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut first = SessionManager::open(dir.path(), options()).unwrap();
+    let id = first.create_session("driven", None).unwrap();
+    first.add_message(Message::user("mine")).unwrap();
+    first.flush().unwrap();
+    assert!(first.lease().is_some());
+
+    let mut second = SessionManager::open(dir.path(), options()).unwrap();
+    match second.append_session_messages(&id, vec![Message::user("intruder")]) {
+        Err(ManagerError::Store(memoir::Error::Busy { id: busy, pid, .. })) => {
+            assert_eq!(busy, id);
+            assert_eq!(pid, std::process::id());
+        }
+        other => panic!("expected Busy, got {other:?}"),
+    }
+    let texts = |m: &SessionManager| -> Vec<String> {
+        m.read_session_messages(&id)
+            .unwrap()
+            .iter()
+            .map(Message::text_content)
+            .collect()
+    };
+    let before = texts(&second);
+    assert_eq!(before.last().map(String::as_str), Some("mine"));
+    assert!(!before.iter().any(|t| t == "intruder"), "{before:?}");
+
+    drop(first);
+    second
+        .append_session_messages(&id, vec![Message::user("after")])
+        .unwrap();
+    let mut want = before;
+    want.push("after".into());
+    assert_eq!(texts(&second), want);
 }

@@ -2,7 +2,7 @@
 //!
 //! Sessions are written in the shape the importers produce (header `source`,
 //! message `extra.source`, `provider_id`, `timestamp`), with the numbers of
-//! the fixtures in `shared/fixtures/transcripts/` (Codex `branch-history`,
+//! the fixtures in `testdata/transcripts/` (Codex `branch-history`,
 //! Claude Code `sidechain_integrated`): each test names what it would count
 //! wrongly without de-duplication.
 
