@@ -41,6 +41,7 @@ mod doc_freq;
 mod doc_text;
 mod engine;
 mod error;
+pub mod eval;
 #[allow(unsafe_code)] // the terms table's FTS5 tokenizer: C callbacks, each argued
 pub mod fts5_tokenizer;
 mod generation;
