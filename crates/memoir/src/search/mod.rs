@@ -76,6 +76,7 @@ use crate::message::Role;
 use crate::store::file::FileStore;
 use crate::store::{Durability, LogStore};
 use crate::view::lexical::{Tokenizer, TokenizerConfig};
+use crate::view::rank::RankWeights;
 use crate::view::retrieve::HybridParams;
 
 /// Result with [`SearchError`].
@@ -248,6 +249,7 @@ pub struct SearchIndex {
     tokenizer: Tokenizer,
     embedder: Arc<dyn EmbeddingProvider>,
     hybrid: HybridParams,
+    weights: RankWeights,
     rebuilt_on_open: AtomicBool,
 }
 
@@ -323,6 +325,7 @@ impl SearchIndex {
             tokenizer: index_tokenizer(),
             embedder: Arc::new(HashEmbedder::new(crate::embed::hash::DEFAULT_DIMS)),
             hybrid: HybridParams::default(),
+            weights: RankWeights::default(),
             rebuilt_on_open: AtomicBool::new(rebuilt),
         }
     }
@@ -346,6 +349,13 @@ impl SearchIndex {
             #[cfg(feature = "postgres")]
             Engine::Postgres(_) => {}
         }
+        self
+    }
+
+    /// Rank with these weights (default [`RankWeights::default`]; see
+    /// [`crate::view::rank`]).
+    pub fn with_rank_weights(mut self, weights: RankWeights) -> SearchIndex {
+        self.weights = weights;
         self
     }
 
@@ -496,10 +506,10 @@ impl SearchIndex {
                     tk,
                     store: self.store.as_ref(),
                 };
-                query::run(&source, tk, embedder, &self.hybrid, query)
+                query::run(&source, tk, embedder, &self.hybrid, &self.weights, query)
             }),
             #[cfg(feature = "postgres")]
-            Engine::Postgres(ix) => pg::search(ix, tk, embedder, &self.hybrid, query),
+            Engine::Postgres(ix) => pg::search(ix, tk, embedder, &self.hybrid, &self.weights, query),
         }
     }
 

@@ -761,9 +761,10 @@ pub(super) fn search(
     tk: &Tokenizer,
     embedder: &dyn EmbeddingProvider,
     hybrid: &crate::view::retrieve::HybridParams,
+    weights: &crate::view::rank::RankWeights,
     q: &super::SearchQuery,
 ) -> Result<Vec<super::SearchHit>> {
-    query::run(&ix.source()?, tk, embedder, hybrid, q)
+    query::run(&ix.source()?, tk, embedder, hybrid, weights, q)
 }
 
 #[cfg(test)]

@@ -30,7 +30,8 @@ use crate::embed::EmbeddingProvider;
 use crate::message::Role;
 use crate::store::{LogStore, Span};
 use crate::view::lexical::Tokenizer;
-use crate::view::retrieve::{fuse, HybridParams};
+use crate::view::rank::{self, RankWeights};
+use crate::view::retrieve::HybridParams;
 
 /// Queries longer than this are refused (they would only be slow).
 pub const MAX_QUERY_BYTES: usize = 4096;
@@ -752,6 +753,7 @@ pub(super) fn run(
     tk: &Tokenizer,
     embedder: &dyn EmbeddingProvider,
     hybrid: &HybridParams,
+    rank_weights: &RankWeights,
     q: &SearchQuery,
 ) -> Result<Vec<SearchHit>> {
     if q.text.len() > MAX_QUERY_BYTES {
@@ -776,44 +778,94 @@ pub(super) fn run(
             .map(|c| hit(c, &parsed.terms, tk))
             .collect());
     }
+    let pool = hybrid.depth.max(k);
     let list = match q.mode {
-        SearchMode::Lexical => lexical(source, tk, &parsed, &q.filter, k)?,
+        SearchMode::Lexical => {
+            let cands = lexical(source, tk, &parsed, &q.filter, pool)?;
+            let weights = query_weights(source, tk, &q.text, &q.filter)?;
+            evidence_ranked(cands, tk, &weights, None, rank_weights, k)
+        }
         SearchMode::Semantic => {
             let qv = embedder.embed_query(&q.text)?;
-            source.semantic(embedder, &qv, &q.filter, k)?
+            let mut list = source.semantic(embedder, &qv, &q.filter, k)?;
+            // No similarity is no evidence: not a hit.
+            list.retain(|c| c.score > 0.0);
+            list
         }
         SearchMode::Hybrid => {
-            let mut cands =
-                bounded_candidates(source, tk, &parsed, &q.filter, hybrid.depth.max(k))?;
+            let cands = bounded_candidates(source, tk, &parsed, &q.filter, pool)?;
             if cands.is_empty() {
                 return Ok(Vec::new());
             }
             let qv = embedder.embed_query(&q.text)?;
-            let lex: Vec<(u32, f32)> = cands
-                .iter()
-                .enumerate()
-                .map(|(i, c)| (i as u32, c.score))
-                .collect();
             let vectors = source.vectors(embedder, &cands)?;
-            let mut vec_list: Vec<(u32, f32)> = vectors
-                .iter()
-                .enumerate()
-                .map(|(i, v)| (i as u32, dot(&qv, v)))
-                .collect();
-            vec_list.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-            let fused = fuse(&vec_list, &lex, hybrid);
-            for (slot, score) in &fused {
-                cands[*slot as usize].score = *score;
-            }
-            rank(&mut cands);
-            cands.truncate(k);
-            cands
+            let sims: Vec<f32> = vectors.iter().map(|v| dot(&qv, v)).collect();
+            let weights = query_weights(source, tk, &q.text, &q.filter)?;
+            evidence_ranked(cands, tk, &weights, Some(&sims), rank_weights, k)
         }
     };
     Ok(list
         .into_iter()
         .map(|c| hit(c, &parsed.terms, tk))
         .collect())
+}
+
+/// The query's distinct terms in query order (phrases' and words' alike),
+/// each with its IDF in the filter's scope; terms the scope never holds
+/// are left out (no message could hold them).
+fn query_weights(
+    db: &dyn Postings,
+    tk: &Tokenizer,
+    text: &str,
+    f: &SearchFilter,
+) -> Result<Vec<(String, f32)>> {
+    let scope = scope_of(f);
+    let Some((n, _)) = db.collection(scope)? else {
+        return Ok(Vec::new());
+    };
+    let mut out: Vec<(String, f32)> = Vec::new();
+    for t in tk.tokens(&text.replace('"', " ")) {
+        if out.iter().any(|(o, _)| *o == t) {
+            continue;
+        }
+        let df = db.doc_frequency(&t, scope)?;
+        if df > 0 {
+            let w = idf(n, df) as f32;
+            out.push((t, w));
+        }
+    }
+    Ok(out)
+}
+
+/// Rank lexical candidates (their `score` is BM25) by the whole query's
+/// evidence ([`crate::view::rank`]): coverage, proximity, BM25 and, with
+/// `sims` (one per candidate), embedding similarity. Candidates with no
+/// evidence are dropped; the best `k` are kept, recency breaking ties.
+fn evidence_ranked(
+    mut cands: Vec<Candidate>,
+    tk: &Tokenizer,
+    query: &[(String, f32)],
+    sims: Option<&[f32]>,
+    w: &RankWeights,
+    k: usize,
+) -> Vec<Candidate> {
+    let max_bm25 = cands.iter().map(|c| c.score).fold(0.0f32, f32::max);
+    let max_sim = sims.map_or(0.0, |s| s.iter().copied().fold(0.0f32, f32::max));
+    let mut terms = Terms::new(tk);
+    let mut joined = String::new();
+    let mut keep = Vec::with_capacity(cands.len());
+    for (i, mut c) in cands.drain(..).enumerate() {
+        terms.joined(&c.text, &mut joined);
+        let e = rank::evidence(query, joined.split(' ').filter(|t| !t.is_empty()));
+        let sem = sims.map(|s| rank::normalised(s.get(i).copied().unwrap_or(0.0), max_sim));
+        if let Some(score) = rank::score(&e, rank::normalised(c.score, max_bm25), sem, w) {
+            c.score = score;
+            keep.push(c);
+        }
+    }
+    rank(&mut keep);
+    keep.truncate(k);
+    keep
 }
 
 #[cfg(test)]
