@@ -264,7 +264,7 @@ impl std::fmt::Debug for SearchIndex {
 
 /// The tokenizer every index uses (its name is part of the version stamp).
 fn index_tokenizer() -> Tokenizer {
-    Tokenizer::new(TokenizerConfig::default())
+    Tokenizer::new(TokenizerConfig::code())
 }
 
 impl SearchIndex {
