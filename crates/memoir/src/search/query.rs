@@ -858,7 +858,8 @@ fn evidence_ranked(
         terms.joined(&c.text, &mut joined);
         let e = rank::evidence(query, joined.split(' ').filter(|t| !t.is_empty()));
         let sem = sims.map(|s| rank::normalised(s.get(i).copied().unwrap_or(0.0), max_sim));
-        if let Some(score) = rank::score(&e, rank::normalised(c.score, max_bm25), sem, w) {
+        let bm25 = rank::normalised(c.score, max_bm25);
+        if let Some(score) = rank::score_of(&e, bm25, sem, c.role == "tool", w) {
             c.score = score;
             keep.push(c);
         }

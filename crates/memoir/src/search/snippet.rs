@@ -118,7 +118,7 @@ fn word_end(text: &str, start: usize, end: usize) -> usize {
     if end >= text.len() || !text[end..].starts_with(|c: char| !c.is_whitespace()) {
         return end;
     }
-    let floor = end - (end - start) / 5;
+    let floor = floor_boundary(text, end - (end - start) / 5).max(start);
     match text[floor..end].rfind(char::is_whitespace) {
         Some(ws) => floor + ws,
         None => end,
@@ -262,6 +262,12 @@ mod tests {
         assert!(s.text.ends_with('…'));
         let last = s.text.trim_end_matches('…').split(' ').last().unwrap();
         assert!(["alpha", "beta", "gamma", "delta"].contains(&last), "{s:?}");
+        // Multi-byte characters near the cut (no char boundary is split).
+        let arrows = format!("file {}", "1→use x ".repeat(30));
+        for w in 20..60 {
+            let s = cut(&arrows, &terms, &tk, w);
+            assert!(s.text.starts_with("file"), "{s:?}");
+        }
         // Control characters (terminal escapes in tool output) are shown as U+FFFD.
         let s = cut("\u{1b}[31mfile\u{1b}[0m", &terms, &tk, 80);
         assert!(!s.text.chars().any(char::is_control), "{s:?}");

@@ -38,6 +38,10 @@ pub struct RankWeights {
     pub bm25: f32,
     /// Embedding similarity, normalised by the best candidate's.
     pub semantic: f32,
+    /// Factor on a tool output's score (below a full-match tier it cannot
+    /// leave): large outputs hold many words, and prose that says the same
+    /// should come first.
+    pub tool_output: f32,
 }
 
 impl Default for RankWeights {
@@ -47,6 +51,7 @@ impl Default for RankWeights {
             proximity: 0.25,
             bm25: 0.25,
             semantic: 0.3,
+            tool_output: 0.8,
         }
     }
 }
@@ -161,8 +166,25 @@ fn pair(a: &[usize], b: &[usize]) -> f32 {
 
 /// One candidate's score from its evidence, its BM25 over the best
 /// candidate's (`bm25`, 0..=1) and, in hybrid ranking, its similarity over
-/// the best candidate's (`semantic`, 0..=1). `None`: no evidence, not a
-/// hit.
+/// the best candidate's (`semantic`, 0..=1); a tool output's is then
+/// scaled by [`RankWeights::tool_output`] within its tier. `None`: no
+/// evidence, not a hit.
+pub fn score_of(
+    e: &Evidence,
+    bm25: f32,
+    semantic: Option<f32>,
+    tool_output: bool,
+    w: &RankWeights,
+) -> Option<f32> {
+    let s = score(e, bm25, semantic, w)?;
+    if !tool_output {
+        return Some(s);
+    }
+    let tier = if e.full() { w.full_match_bonus() } else { 0.0 };
+    Some(tier + (s - tier) * w.tool_output.clamp(0.0, 1.0))
+}
+
+/// [`score_of`] for a message that is not a tool output.
 pub fn score(e: &Evidence, bm25: f32, semantic: Option<f32>, w: &RankWeights) -> Option<f32> {
     let semantic = semantic.unwrap_or(0.0).clamp(0.0, 1.0);
     if e.matched == 0 && semantic <= 0.0 {
@@ -218,5 +240,17 @@ mod tests {
         assert_eq!(score(&none, 0.0, Some(0.0), &RankWeights::default()), None);
         assert_eq!(score(&none, 0.0, None, &RankWeights::default()), None);
         assert!(score(&none, 0.0, Some(0.4), &RankWeights::default()).is_some());
+    }
+
+    #[test]
+    fn a_tool_output_ranks_below_the_same_evidence_in_prose_but_keeps_its_tier() {
+        let w = RankWeights::default();
+        let query = q(&[("cargo", 1.0), ("clippi", 2.0)]);
+        let full = evidence(&query, "cargo clippi".split(' '));
+        let prose = score_of(&full, 1.0, None, false, &w).unwrap();
+        let tool = score_of(&full, 1.0, None, true, &w).unwrap();
+        assert!(tool < prose);
+        let partial = evidence(&query, "clippi".split(' '));
+        assert!(tool > score_of(&partial, 1.0, Some(1.0), false, &w).unwrap());
     }
 }
