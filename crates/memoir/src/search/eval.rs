@@ -136,7 +136,11 @@ pub fn parse_dev_set(sessions: &str, queries: &str) -> Result<DevSet> {
         }
         let parts: Vec<&str> = line.split(" | ").map(str::trim).collect();
         let [category, text, ids] = parts[..] else {
-            return Err(invalid("queries.txt", n, "expected `CATEGORY | QUERY | IDS`"));
+            return Err(invalid(
+                "queries.txt",
+                n,
+                "expected `CATEGORY | QUERY | IDS`",
+            ));
         };
         let mut relevant = Vec::new();
         for id in ids.split_whitespace() {
@@ -200,10 +204,9 @@ pub fn plant(set: &DevSet, store: &dyn LogStore) -> Result<Planted> {
         };
         for (li, line) in s.lines.iter().enumerate() {
             let records: Vec<Record> = match line {
-                DevLine::Text(role, text) => vec![Record::Message(stamp(Message::text(
-                    *role,
-                    text.clone(),
-                )))],
+                DevLine::Text(role, text) => {
+                    vec![Record::Message(stamp(Message::text(*role, text.clone())))]
+                }
                 DevLine::Tool {
                     name,
                     input,
@@ -323,12 +326,10 @@ pub fn evaluate(
                     mode,
                     query: q.text.clone(),
                     rank,
-                    first: hits
-                        .first()
-                        .map(|h| match line_of(h) {
-                            Some((s, l)) => format!("{s}:{l}"),
-                            None => format!("{}@{}", h.session, h.seq),
-                        }),
+                    first: hits.first().map(|h| match line_of(h) {
+                        Some((s, l)) => format!("{s}:{l}"),
+                        None => format!("{}@{}", h.session, h.seq),
+                    }),
                 });
             }
         }

@@ -25,13 +25,14 @@
 //!   index written by another memoir, or one that does not open, is deleted
 //!   and rebuilt, never trusted.
 //!
-//! Terms come from the semantic view's tokenizer
-//! ([`crate::view::lexical::Tokenizer`]: lowercase, stop words, Snowball
-//! stems), stored space-separated in the FTS5 table, so phrase queries work on
-//! stems and FTS5's BM25 ranks them. Hybrid search re-scores the lexical
-//! candidates with the configured embedder and fuses the two lists with the
-//! view's fusion ([`crate::view::retrieve::fuse`], linear, the LoCoMo winner);
-//! recency breaks ties. Bounds: indexing holds one session's log plus one
+//! Terms come from the semantic view's tokenizer with code-aware terms
+//! ([`crate::view::lexical::TokenizerConfig::code`]: lowercase, stop words,
+//! Snowball stems, identifiers in parts and whole), stored space-separated
+//! in the FTS5 table, so phrase queries work on stems and FTS5's BM25
+//! gathers candidates. Candidates are ranked on the whole query
+//! ([`crate::view::rank`]: a full lexical match first, then coverage,
+//! proximity, BM25 and, in hybrid mode, the configured embedder's
+//! similarity); recency breaks ties. `docs/SEARCH.md` explains it. Bounds: indexing holds one session's log plus one
 //! batch of documents; a search holds its candidate list (`depth`) only.
 
 mod catchup;
@@ -509,7 +510,9 @@ impl SearchIndex {
                 query::run(&source, tk, embedder, &self.hybrid, &self.weights, query)
             }),
             #[cfg(feature = "postgres")]
-            Engine::Postgres(ix) => pg::search(ix, tk, embedder, &self.hybrid, &self.weights, query),
+            Engine::Postgres(ix) => {
+                pg::search(ix, tk, embedder, &self.hybrid, &self.weights, query)
+            }
         }
     }
 

@@ -3,17 +3,18 @@
 //! the SQLite engine's source (the FTS5 query, the filters, the semantic
 //! scan).
 //!
-//! Query text: words are OR'ed and ranked by BM25 (FTS5's `bm25()`, k1 1.2,
-//! b 0.75, as the view's index); each `"double quoted"` part must match as a
-//! phrase (of stems, so `"ran tests"` matches "running the test"), and when a
-//! query has both, at least one of its other words must match too. Hybrid
-//! mode reads [`HybridParams::depth`] lexical candidates, scores each by
-//! cosine similarity to the query embedding (stored vectors for the
+//! Query text: words are OR'ed and gather candidates by BM25 (FTS5's
+//! `bm25()`, k1 1.2, b 0.75, as the view's index); each `"double quoted"`
+//! part must match as a phrase (of stems, so `"ran tests"` matches "running
+//! the test"), and when a query has both, at least one of its other words
+//! must match too. Lexical and hybrid modes read [`HybridParams::depth`]
+//! candidates and rank them on the whole query's evidence
+//! ([`crate::view::rank`]: coverage, proximity, BM25, and in hybrid mode
+//! cosine similarity to the query embedding, from stored vectors for the
 //! embedder's model when [`super::SearchIndex::embed_missing`] made them,
-//! computed otherwise) and fuses the two rankings with the view's
-//! [`fuse`]. Semantic mode scans every message the filters allow, keeping
-//! only the best `k` (memory bounded by `k`, time by the store). Ties are
-//! broken by recency.
+//! computed otherwise). Semantic mode scans every message the filters
+//! allow, keeping only the best `k` with a positive similarity (memory
+//! bounded by `k`, time by the store). Ties are broken by recency.
 
 use std::collections::HashSet;
 

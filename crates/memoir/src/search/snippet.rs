@@ -154,7 +154,10 @@ pub fn cut(text: &str, terms: &HashSet<String>, tokenizer: &Tokenizer, width: us
                     start += ws + 1;
                 }
             }
-            (start, word_end(text, start, floor_boundary(text, start + width)))
+            (
+                start,
+                word_end(text, start, floor_boundary(text, start + width)),
+            )
         }
         None => (0, word_end(text, 0, floor_boundary(text, width))),
     };
@@ -239,7 +242,10 @@ mod tests {
         let terms: HashSet<String> = tk.tokens("matrix").into_iter().collect();
         let s = cut("let m = [[matrix]] and x[[0]]\\n", &terms, &tk, 80);
         let marked = s.marked(MARK_OPEN, MARK_CLOSE);
-        assert_eq!(marked, "let m = \\[\\[[[matrix]]\\]\\] and x\\[\\[0\\]\\]\\\\n");
+        assert_eq!(
+            marked,
+            "let m = \\[\\[[[matrix]]\\]\\] and x\\[\\[0\\]\\]\\\\n"
+        );
         // Unescaping the text outside the markers gives the text back.
         let mut plain = String::new();
         let unmarked = marked.replace(MARK_OPEN, "").replace(MARK_CLOSE, "");
@@ -256,7 +262,10 @@ mod tests {
         let tk = Tokenizer::new(TokenizerConfig::code());
         let terms: HashSet<String> = tk.tokens("file").into_iter().collect();
         let s = cut("call read_file(path) then done", &terms, &tk, 80);
-        assert_eq!(s.marked(MARK_OPEN, MARK_CLOSE), "call [[read_file]](path) then done");
+        assert_eq!(
+            s.marked(MARK_OPEN, MARK_CLOSE),
+            "call [[read_file]](path) then done"
+        );
         let long = format!("file {}", "alpha beta gamma delta ".repeat(10));
         let s = cut(&long, &terms, &tk, 50);
         assert!(s.text.ends_with('…'));

@@ -144,36 +144,36 @@ mod tests {
     #[test]
     fn cached_terms_equal_the_tokenizers_terms() {
         for config in [TokenizerConfig::default(), TokenizerConfig::code()] {
-        let tk = Tokenizer::new(config);
-        let mut terms = Terms::new(&tk);
-        let mut out = String::new();
-        for text in [
-            "Running the tests: cargo test --release; it FAILED twice.",
-            "Caroline's don't x 7 42 naïve Ünïcode straße ΣΊΣΥΦΟΣ 東京 tests",
-            "snake_case-and.dots/path\\back 3.14 v2 a1b2",
-            "",
-            "   ",
-            "running running RUNNING",
-            "aVeryLongIdentifierThatIsWellOverTheCacheLimitOfFortyEightBytes x",
-            "read_file readFile Foo::bar --no-verify src/io_util.rs a..b x- -y 1.2.3",
-            "very_long_snake_case_identifier_well_over_the_cache_limit_of_48_bytes",
-        ] {
-            for _ in 0..2 {
-                // Second pass: every word from the cache.
-                let n = terms.joined(text, &mut out);
-                let expected = tk.tokens(text);
-                assert_eq!(out, expected.join(" "), "{text:?}");
-                assert_eq!(n, expected.len() as u64);
+            let tk = Tokenizer::new(config);
+            let mut terms = Terms::new(&tk);
+            let mut out = String::new();
+            for text in [
+                "Running the tests: cargo test --release; it FAILED twice.",
+                "Caroline's don't x 7 42 naïve Ünïcode straße ΣΊΣΥΦΟΣ 東京 tests",
+                "snake_case-and.dots/path\\back 3.14 v2 a1b2",
+                "",
+                "   ",
+                "running running RUNNING",
+                "aVeryLongIdentifierThatIsWellOverTheCacheLimitOfFortyEightBytes x",
+                "read_file readFile Foo::bar --no-verify src/io_util.rs a..b x- -y 1.2.3",
+                "very_long_snake_case_identifier_well_over_the_cache_limit_of_48_bytes",
+            ] {
+                for _ in 0..2 {
+                    // Second pass: every word from the cache.
+                    let n = terms.joined(text, &mut out);
+                    let expected = tk.tokens(text);
+                    assert_eq!(out, expected.join(" "), "{text:?}");
+                    assert_eq!(n, expected.len() as u64);
+                }
             }
-        }
-        // The cache starts over instead of growing without bound.
-        let many: String = (0..MAX_CACHED_WORDS + 10)
-            .map(|i| format!("w{i} "))
-            .collect();
-        terms.joined(&many, &mut out);
-        assert!(terms.cache.len() <= MAX_CACHED_WORDS);
-        assert!(terms.cache.keys().all(|w| w.len() <= MAX_CACHED_WORD_BYTES));
-        assert_eq!(out, tk.tokens(&many).join(" "));
+            // The cache starts over instead of growing without bound.
+            let many: String = (0..MAX_CACHED_WORDS + 10)
+                .map(|i| format!("w{i} "))
+                .collect();
+            terms.joined(&many, &mut out);
+            assert!(terms.cache.len() <= MAX_CACHED_WORDS);
+            assert!(terms.cache.keys().all(|w| w.len() <= MAX_CACHED_WORD_BYTES));
+            assert_eq!(out, tk.tokens(&many).join(" "));
         }
     }
 }

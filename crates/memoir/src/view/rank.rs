@@ -190,7 +190,8 @@ pub fn score(e: &Evidence, bm25: f32, semantic: Option<f32>, w: &RankWeights) ->
     if e.matched == 0 && semantic <= 0.0 {
         return None;
     }
-    let lexical = w.coverage * e.coverage + w.proximity * e.proximity + w.bm25 * bm25.clamp(0.0, 1.0);
+    let lexical =
+        w.coverage * e.coverage + w.proximity * e.proximity + w.bm25 * bm25.clamp(0.0, 1.0);
     let tier = if e.full() { w.full_match_bonus() } else { 0.0 };
     Some(tier + lexical + w.semantic * semantic)
 }

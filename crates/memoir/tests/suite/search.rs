@@ -1286,7 +1286,11 @@ fn the_whole_error_text_ranks_above_a_message_holding_one_of_its_words(bed: &Bed
     );
     for mode in [SearchMode::Hybrid, SearchMode::Lexical] {
         let hits = ix
-            .search(&query("generate is not a function", mode, SearchFilter::default()))
+            .search(&query(
+                "generate is not a function",
+                mode,
+                SearchFilter::default(),
+            ))
             .unwrap();
         assert!(first_is(&hits, "answer", 1), "{mode:?}: {hits:?}");
     }
@@ -1321,9 +1325,17 @@ fn no_hit_without_evidence_and_no_zero_score(bed: &Bed) {
     let ix = near_misses(
         bed,
         "the quokka census counted seven quokkas",
-        &["a marsupial survey", "quokka photos", "census of the colony"],
+        &[
+            "a marsupial survey",
+            "quokka photos",
+            "census of the colony",
+        ],
     );
-    for mode in [SearchMode::Hybrid, SearchMode::Lexical, SearchMode::Semantic] {
+    for mode in [
+        SearchMode::Hybrid,
+        SearchMode::Lexical,
+        SearchMode::Semantic,
+    ] {
         let hits = ix
             .search(&query("quokka census", mode, SearchFilter::default()))
             .unwrap();
@@ -1359,9 +1371,10 @@ fn identifiers_are_found_whole_and_by_their_parts(bed: &Bed) {
             .search(&query(q, SearchMode::Lexical, SearchFilter::default()))
             .unwrap();
         assert!(first_is(&hits, "answer", 1), "{q}: {hits:?}");
-        let marked = hits[0]
-            .snippet
-            .marked(memoir::search::snippet::MARK_OPEN, memoir::search::snippet::MARK_CLOSE);
+        let marked = hits[0].snippet.marked(
+            memoir::search::snippet::MARK_OPEN,
+            memoir::search::snippet::MARK_CLOSE,
+        );
         assert!(!marked.contains("_[["), "a word cut: {marked}");
     }
 }

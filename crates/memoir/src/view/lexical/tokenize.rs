@@ -392,13 +392,22 @@ mod tests {
             vec!["see", "src", "io", "util", "rs", "ioutilr"]
         );
         assert_eq!(t.tokens("Foo::bar"), vec!["foo", "bar", "foobar"]);
-        assert_eq!(t.tokens("git commit --no-verify"), vec!["git", "commit", "verifi", "noverifi"]);
-        assert_eq!(t.tokens("getHTTPResponse"), vec!["get", "http", "respons", "gethttprespons"]);
+        assert_eq!(
+            t.tokens("git commit --no-verify"),
+            vec!["git", "commit", "verifi", "noverifi"]
+        );
+        assert_eq!(
+            t.tokens("getHTTPResponse"),
+            vec!["get", "http", "respons", "gethttprespons"]
+        );
         // Prose punctuation is no joiner; numbers stay.
         assert_eq!(t.tokens("the end. Then - 42"), vec!["end", "42"]);
         assert_eq!(t.tokens("E0502"), vec!["e0502"]);
         // Without the option, runs of letters and digits as before.
         let plain = Tokenizer::new(TokenizerConfig::default());
-        assert_eq!(plain.tokens("read_file readFile"), vec!["read", "file", "readfil"]);
+        assert_eq!(
+            plain.tokens("read_file readFile"),
+            vec!["read", "file", "readfil"]
+        );
     }
 }
