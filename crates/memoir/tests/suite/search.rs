@@ -787,7 +787,8 @@ fn the_index_vocabulary_is_the_tokenizers_terms_in_every_script() {
         .collect::<Result<_, _>>()
         .unwrap();
     vocab.sort();
-    let tk = memoir::view::lexical::Tokenizer::new(Default::default());
+    // The index's tokenizer: code-aware terms (`x86_64` → `x86`, `64`, `x8664`).
+    let tk = memoir::view::lexical::Tokenizer::new(memoir::view::lexical::TokenizerConfig::code());
     let mut expected = tk.tokens(text);
     expected.extend(tk.tokens("an unrelated reply"));
     expected.sort();
