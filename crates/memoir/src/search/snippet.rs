@@ -269,7 +269,7 @@ mod tests {
         let long = format!("file {}", "alpha beta gamma delta ".repeat(10));
         let s = cut(&long, &terms, &tk, 50);
         assert!(s.text.ends_with('…'));
-        let last = s.text.trim_end_matches('…').split(' ').last().unwrap();
+        let last = s.text.trim_end_matches('…').split(' ').next_back().unwrap();
         assert!(["alpha", "beta", "gamma", "delta"].contains(&last), "{s:?}");
         // Multi-byte characters near the cut (no char boundary is split).
         let arrows = format!("file {}", "1→use x ".repeat(30));
