@@ -1,7 +1,9 @@
 //! Ranking by the whole query's evidence: the one ranking of the
-//! cross-session search (`crate::search`, every engine and front) and of
-//! the per-session view's recall ([`super::SemanticView`]), and the one
-//! place its weights live ([`RankWeights`]).
+//! cross-session search (`crate::search`: both engines, and every front
+//! over it: `memoir search`, MCP `search_sessions`, `POST /v1/search`),
+//! and the one place its weights live ([`RankWeights`]). The per-session
+//! view's recall ([`super::SessionView`]) still ranks by its own BM25 and
+//! rank fusion ([`super::retrieve`]).
 //!
 //! A hit's score has three lexical parts and one semantic part, each in
 //! 0..=1 and weighed by [`RankWeights`]:

@@ -207,6 +207,8 @@ beds!(
     a_command_ranks_above_messages_sharing_one_word_with_it,
     no_hit_without_evidence_and_no_zero_score,
     identifiers_are_found_whole_and_by_their_parts,
+    equal_scores_list_the_newest_message_first,
+    the_evaluation_reports_every_category_and_mode,
 );
 
 fn query(text: &str, mode: SearchMode, filter: SearchFilter) -> SearchQuery {
@@ -1378,4 +1380,70 @@ fn identifiers_are_found_whole_and_by_their_parts(bed: &Bed) {
         );
         assert!(!marked.contains("_[["), "a word cut: {marked}");
     }
+}
+
+/// Two messages with the same text score the same; the newer is listed
+/// first, though it was written (and indexed) first.
+fn equal_scores_list_the_newest_message_first(bed: &Bed) {
+    use chrono::TimeZone;
+    let st = bed.store.clone();
+    let t0 = chrono::Utc.with_ymd_and_hms(2026, 3, 1, 9, 0, 0).unwrap();
+    for (id, ts) in [("a-newer", t0 + Duration::days(1)), ("b-older", t0)] {
+        st.create(&SessionMeta::new(id)).unwrap();
+        let m = Message {
+            timestamp: Some(ts),
+            ..Message::user("the pelican census of the wetland")
+        };
+        append(st.as_ref(), id, vec![Record::Message(m)]);
+    }
+    let mut ix = bed.index();
+    ix.update().unwrap();
+    for mode in [
+        SearchMode::Hybrid,
+        SearchMode::Lexical,
+        SearchMode::Semantic,
+    ] {
+        let hits = ix
+            .search(&query("pelican census", mode, SearchFilter::default()))
+            .unwrap();
+        assert_eq!(hits.len(), 2, "{mode:?}: {hits:?}");
+        assert_eq!(hits[0].score, hits[1].score, "{mode:?}: {hits:?}");
+        assert_eq!(hits[0].session, "a-newer", "{mode:?}: {hits:?}");
+    }
+}
+
+/// `memoir eval search`'s measure: recall@1/5/10 and MRR per category,
+/// then over all queries, for each mode; a query never answered counts 0
+/// and is listed as a miss.
+fn the_evaluation_reports_every_category_and_mode(bed: &Bed) {
+    use memoir::search::eval::{evaluate, parse_dev_set, plant};
+    let sessions = "== e1 | Ledger | /p\n\
+        u: the flamingo ledger rounds half to even\n\
+        $ Bash: mix test :: 3 tests, 0 failures\n\
+        == e2 | Deploy | /p\n\
+        u: rotate the quokka deploy key monthly\n";
+    let queries = "concept | flamingo ledger rounding | e1:1\n\
+        concept | quokka deploy key | e2:1\n\
+        tool | mix test | e1:2\n\
+        tool | zebra stripes | e2:1\n";
+    let set = parse_dev_set(sessions, queries).unwrap();
+    let planted = plant(&set, bed.store.as_ref()).unwrap();
+    let mut ix = bed.index();
+    ix.update().unwrap();
+    let modes = [SearchMode::Lexical, SearchMode::Hybrid];
+    let eval = evaluate(&ix, &set, &planted, &modes).unwrap();
+    for mode in modes {
+        let rows: Vec<_> = eval.rows.iter().filter(|r| r.mode == mode).collect();
+        let cats: Vec<&str> = rows.iter().map(|r| r.category.as_str()).collect();
+        assert_eq!(cats, ["concept", "tool", "all"], "{mode:?}");
+        let figures = |r: &memoir::search::eval::EvalRow| (r.queries, r.r1, r.r5, r.r10, r.mrr);
+        assert_eq!(figures(rows[0]), (2, 1.0, 1.0, 1.0, 1.0), "{mode:?}");
+        assert_eq!(figures(rows[1]), (2, 0.5, 0.5, 0.5, 0.5), "{mode:?}");
+        assert_eq!(figures(rows[2]), (4, 0.75, 0.75, 0.75, 0.75), "{mode:?}");
+        let misses: Vec<_> = eval.misses.iter().filter(|m| m.mode == mode).collect();
+        assert_eq!(misses.len(), 1, "{mode:?}: {misses:?}");
+        assert_eq!((misses[0].query.as_str(), misses[0].rank), ("zebra stripes", None));
+    }
+    let latency_modes: Vec<SearchMode> = eval.latency.iter().map(|l| l.0).collect();
+    assert_eq!(latency_modes, modes);
 }
