@@ -408,7 +408,9 @@ fn search_sessions_filters_by_role_and_tool() {
         ..ManagerOptions::default()
     };
     let mut m = SessionManager::open(&dir, options).unwrap();
-    let id = m.create_session("why does cargo clippy fail", None).unwrap();
+    let id = m
+        .create_session("why does cargo clippy fail", None)
+        .unwrap();
     m.add_messages([
         Message::new(
             Role::Assistant,
@@ -436,7 +438,10 @@ fn search_sessions_filters_by_role_and_tool() {
             .iter()
             .map(|h| {
                 assert_eq!(h["session"], id.as_str());
-                (h["role"].as_str().unwrap().to_string(), h["seq"].as_u64().unwrap())
+                (
+                    h["role"].as_str().unwrap().to_string(),
+                    h["seq"].as_u64().unwrap(),
+                )
             })
             .collect();
         found.sort();
@@ -450,7 +455,11 @@ fn search_sessions_filters_by_role_and_tool() {
     let kinds: Vec<&str> = bash.iter().map(|(r, _)| r.as_str()).collect();
     assert_eq!(kinds, ["assistant", "tool"], "{bash:?}");
     assert_eq!(
-        err(&s, "search_sessions", json!({"query": "x", "role": "robot"})),
+        err(
+            &s,
+            "search_sessions",
+            json!({"query": "x", "role": "robot"})
+        ),
         "bad_request"
     );
 }

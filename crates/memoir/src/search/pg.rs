@@ -401,6 +401,7 @@ fn candidate(r: &postgres::Row, score: f32) -> Candidate {
         text: r.get(4),
         span: None,
         chash: r.get(5),
+        terms: None,
         session: r.get(6),
         title: r.get(7),
         agent: r.get(8),

@@ -127,6 +127,9 @@ pub(super) struct Candidate {
     pub(super) span: Option<Span>,
     /// BLAKE3 of `text` (the key of stored vectors).
     pub(super) chash: Vec<u8>,
+    /// The text's terms, space separated, once [`score_bm25`] has cut them
+    /// (ranking reads them instead of cutting the text again).
+    pub(super) terms: Option<String>,
     pub(super) session: String,
     pub(super) title: Option<String>,
     pub(super) agent: String,
@@ -212,6 +215,7 @@ fn candidate(r: &rusqlite::Row<'_>, score: f32) -> rusqlite::Result<Candidate> {
         text: r.get::<_, Option<String>>(4)?.unwrap_or_default(),
         span: doc_text::span_of(r.get(10)?, r.get(11)?),
         chash: r.get(5)?,
+        terms: None,
         session: r.get(6)?,
         title: r.get(7)?,
         agent: r.get(8)?,
@@ -416,9 +420,10 @@ fn sqlite_collection(db: &Db, scope: Option<&str>) -> Result<Option<(i64, f64)>>
     Ok((n > 0).then(|| (n, (total as f64 / n as f64).max(1.0))))
 }
 
-/// Score `cands` with BM25 over `weights` (term, IDF) in Rust. The
-/// candidates' words go through one word cache per call (they repeat across
-/// candidates; stemming was most of a query's CPU).
+/// Score `cands` with BM25 over `weights` (term, IDF) in Rust, keeping
+/// each candidate's terms for the ranking. The candidates' words go through
+/// one word cache per call (they repeat across candidates; stemming was
+/// most of a query's CPU).
 pub(super) fn score_bm25(
     cands: &mut [Candidate],
     tk: &Tokenizer,
@@ -426,19 +431,26 @@ pub(super) fn score_bm25(
     avgdl: f64,
 ) {
     let mut terms = Terms::new(tk);
-    let mut joined = String::new();
+    let mut tf = vec![0u32; weights.len()];
     for c in cands {
+        let mut joined = String::new();
         let count = terms.joined(&c.text, &mut joined);
-        let tokens: Vec<&str> = joined.split(' ').filter(|t| !t.is_empty()).collect();
+        tf.iter_mut().for_each(|n| *n = 0);
+        for t in joined.split(' ') {
+            if let Some(i) = weights.iter().position(|(w, _)| w == t) {
+                tf[i] += 1;
+            }
+        }
         let norm = K1 * (1.0 - B + B * count as f64 / avgdl);
         let mut score = 0.0;
-        for (w, weight) in weights {
-            let tf = tokens.iter().filter(|t| **t == w.as_str()).count() as f64;
-            if tf > 0.0 {
-                score += weight * tf * (K1 + 1.0) / (tf + norm);
+        for ((_, weight), &n) in weights.iter().zip(&tf) {
+            if n > 0 {
+                let n = f64::from(n);
+                score += weight * n * (K1 + 1.0) / (n + norm);
             }
         }
         c.score = score as f32;
+        c.terms = Some(joined);
     }
 }
 
@@ -856,8 +868,14 @@ fn evidence_ranked(
     let mut joined = String::new();
     let mut keep = Vec::with_capacity(cands.len());
     for (i, mut c) in cands.drain(..).enumerate() {
-        terms.joined(&c.text, &mut joined);
-        let e = rank::evidence(query, joined.split(' ').filter(|t| !t.is_empty()));
+        let cut = match c.terms.take() {
+            Some(cut) => cut,
+            None => {
+                terms.joined(&c.text, &mut joined);
+                std::mem::take(&mut joined)
+            }
+        };
+        let e = rank::evidence(query, cut.split(' ').filter(|t| !t.is_empty()));
         let sem = sims.map(|s| rank::normalised(s.get(i).copied().unwrap_or(0.0), max_sim));
         let bm25 = rank::normalised(c.score, max_bm25);
         if let Some(score) = rank::score_of(&e, bm25, sem, c.role == "tool", w) {

@@ -1442,7 +1442,10 @@ fn the_evaluation_reports_every_category_and_mode(bed: &Bed) {
         assert_eq!(figures(rows[2]), (4, 0.75, 0.75, 0.75, 0.75), "{mode:?}");
         let misses: Vec<_> = eval.misses.iter().filter(|m| m.mode == mode).collect();
         assert_eq!(misses.len(), 1, "{mode:?}: {misses:?}");
-        assert_eq!((misses[0].query.as_str(), misses[0].rank), ("zebra stripes", None));
+        assert_eq!(
+            (misses[0].query.as_str(), misses[0].rank),
+            ("zebra stripes", None)
+        );
     }
     let latency_modes: Vec<SearchMode> = eval.latency.iter().map(|l| l.0).collect();
     assert_eq!(latency_modes, modes);
