@@ -78,13 +78,15 @@ pub fn definition(name: &str) -> Option<Tool> {
         "search_sessions" => tool(
             "search_sessions",
             "Search past sessions",
-            format!("Search the agent sessions memoir holds (Claude Code, Codex, Gemini CLI, OpenCode imports, native sessions and remembered notes) for messages matching a query: hybrid ranking (BM25 words plus embedding similarity), newest first on ties. Scoped to this server's project unless `all_projects` is true. Each hit names its session and `seq`; open it with get_session(id, around_seq). {PAGE_NOTE}"),
+            format!("Search the agent sessions memoir holds (Claude Code, Codex, Gemini CLI, OpenCode imports, native sessions and remembered notes) for messages matching a query: ranked on the whole query (messages holding every query term first, then how much of the query a message holds, how close its words stand, BM25 and embedding similarity; tool output weighs less than prose; newest first on ties). Each snippet marks matches as [[word]] and escapes the message's own \\, [ and ] with a backslash. Scoped to this server's project unless `all_projects` is true. Each hit names its session and `seq`; open it with get_session(id, around_seq). {PAGE_NOTE}"),
             json!({"type": "object", "properties": {
                 "query": {"type": "string", "minLength": 1, "description": "Words to look for; \"double quoted\" parts must match as phrases."},
                 "project": {"type": "string", "description": "Only sessions of this project directory (must be inside the server's project unless all_projects)."},
                 "agent": {"type": "string", "description": "Only sessions written by this agent: claude-code, codex, gemini-cli, opencode or memoir."},
                 "since": time("Only messages written at or after this time"),
                 "until": time("Only messages written before this time"),
+                "role": {"type": "string", "enum": ["user", "assistant", "tool", "system"], "description": "Only messages of this role (tool: tool outputs)."},
+                "tool": {"type": "string", "minLength": 1, "description": "Only calls of this tool and their results (e.g. Bash)."},
                 "all_projects": {"type": "boolean", "default": false, "description": "Search every project of the store, not only this one."},
                 "limit": limit(10, 50),
                 "cursor": cursor()

@@ -124,10 +124,26 @@ struct SearchArgs {
     agent: Option<String>,
     since: Option<String>,
     until: Option<String>,
+    role: Option<String>,
+    tool: Option<String>,
     #[serde(default)]
     all_projects: bool,
     limit: Option<usize>,
     cursor: Option<String>,
+}
+
+/// A message role by name (`search_sessions`' `role`).
+fn role_of(name: &str) -> Result<memoir::message::Role, ToolError> {
+    use memoir::message::Role;
+    match name {
+        "user" => Ok(Role::User),
+        "assistant" => Ok(Role::Assistant),
+        "tool" => Ok(Role::Tool),
+        "system" => Ok(Role::System),
+        other => Err(ToolError::invalid(format!(
+            "unknown role {other:?} (user, assistant, tool or system)"
+        ))),
+    }
 }
 
 fn search_sessions(
@@ -144,6 +160,8 @@ fn search_sessions(
         agent: a.agent,
         since: a.since.as_deref().map(parse_time).transpose()?,
         until: a.until.as_deref().map(parse_time).transpose()?,
+        role: a.role.as_deref().map(role_of).transpose()?,
+        tool: a.tool,
         ..SearchFilter::default()
     };
     let scoped = indexes.get(scope, &config.embedder)?;

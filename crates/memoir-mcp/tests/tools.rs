@@ -457,3 +457,71 @@ fn fork_session_cuts_at_a_record_seq() {
     // The old message-count argument is gone (unknown fields are refused).
     err(&s, "fork_session", json!({"id": id, "upto": 2}));
 }
+
+/// `role` and `tool` narrow a search to tool outputs or one tool's calls
+/// and results; an unknown role is refused.
+#[test]
+fn search_sessions_filters_by_role_and_tool() {
+    use memoir::message::{Block, Role};
+    let root = tempfile::tempdir().unwrap();
+    let (dir, a) = (root.path().join("s"), root.path().join("a"));
+    let options = ManagerOptions {
+        workspace: Some(a.clone()),
+        ..ManagerOptions::default()
+    };
+    let mut m = SessionManager::open(&dir, options).unwrap();
+    let id = m
+        .create_session("why does cargo clippy fail", None)
+        .unwrap();
+    m.add_messages([
+        Message::new(
+            Role::Assistant,
+            vec![Block::ToolUse {
+                id: "c1".into(),
+                name: "Bash".into(),
+                input: json!({"command": "cargo clippy"}),
+            }],
+        ),
+        Message::tool_result("c1", "error: cargo clippy found 3 warnings", false),
+        Message::assistant("cargo clippy wants the iterator read from the end"),
+    ])
+    .unwrap();
+    m.flush().unwrap();
+    let s = server(&dir, &a, false);
+    let roles = |extra: Value| -> Vec<(String, u64)> {
+        let mut q = json!({"query": "cargo clippy"});
+        q.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        let hits = ok(&s, "search_sessions", q);
+        let mut found: Vec<(String, u64)> = hits["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| {
+                assert_eq!(h["session"], id.as_str());
+                (
+                    h["role"].as_str().unwrap().to_string(),
+                    h["seq"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        found.sort();
+        found
+    };
+    assert_eq!(roles(json!({})).len(), 4);
+    let outputs = roles(json!({"role": "tool"}));
+    assert_eq!(outputs.len(), 1, "{outputs:?}");
+    assert_eq!(outputs[0].0, "tool");
+    let bash = roles(json!({"tool": "Bash"}));
+    let kinds: Vec<&str> = bash.iter().map(|(r, _)| r.as_str()).collect();
+    assert_eq!(kinds, ["assistant", "tool"], "{bash:?}");
+    assert_eq!(
+        err(
+            &s,
+            "search_sessions",
+            json!({"query": "x", "role": "robot"})
+        ),
+        "bad_request"
+    );
+}

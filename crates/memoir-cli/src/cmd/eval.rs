@@ -10,6 +10,9 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use memoir::embed::{select, EmbedConfig, EmbedderKind};
+use memoir::search::{SearchIndex, SearchMode};
+use memoir::store::file::FileStore;
+use memoir::store::Durability;
 use memoir::view::eval::{evaluate, load_locomo, ChunkStyle, EvalOptions};
 use memoir::view::{RetrievalMode, ViewConfig};
 
@@ -18,6 +21,38 @@ use memoir::view::{RetrievalMode, ViewConfig};
 pub enum Command {
     /// Retrieval recall on a LoCoMo-format file (one view per conversation).
     Locomo(LocomoArgs),
+    /// Cross-session search on a development set (a directory with
+    /// `sessions.txt` and `queries.txt`, e.g. `testdata/search-dev`): plants
+    /// its sessions in a fresh store, indexes them and prints recall@1/5/10
+    /// and MRR by category and mode, and query latency.
+    Search(SearchArgs),
+}
+
+/// Arguments of `memoir eval search`.
+#[derive(clap::Args)]
+pub struct SearchArgs {
+    /// The development set's directory.
+    #[arg(default_value = "testdata/search-dev")]
+    pub dir: PathBuf,
+    /// Modes to measure (lexical, semantic, hybrid; repeat or comma-separate).
+    #[arg(long, value_delimiter = ',', default_value = "hybrid,lexical,semantic")]
+    pub mode: Vec<SearchMode>,
+    /// Embedding provider of the semantic side (default: the configured one).
+    #[arg(long)]
+    pub embedder: Option<EmbedderKind>,
+    /// Megabytes of realistic generated agent history (`memoir-testkit`,
+    /// imported) the set is planted among; 0 for the set alone.
+    #[arg(long, default_value_t = 4.0)]
+    pub noise_mb: f64,
+    /// Seed of the generated history.
+    #[arg(long, default_value_t = 7)]
+    pub seed: u64,
+    /// Also list the queries not answered first.
+    #[arg(long)]
+    pub misses: bool,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Arguments of `memoir eval locomo`.
@@ -111,6 +146,130 @@ pub fn embedder(
 pub fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Locomo(args) => locomo(args),
+        Command::Search(args) => search(args),
+    }
+}
+
+fn search(args: SearchArgs) -> anyhow::Result<ExitCode> {
+    use memoir::search::eval::{evaluate, load_dev_set, plant};
+    let set = load_dev_set(&args.dir)?;
+    let embedder = embedder(args.embedder)?;
+    // A fresh store under the temporary directory, removed afterwards.
+    let tmp = std::env::temp_dir().join(format!("memoir-eval-search-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp)
+        .with_context(|| format!("creating the temporary store {}", tmp.display()))?;
+    let measured = (|| -> anyhow::Result<_> {
+        let dir = tmp.join("store");
+        if args.noise_mb > 0.0 {
+            noise(&tmp.join("home"), &dir, args.noise_mb, args.seed)?;
+        }
+        let store = std::sync::Arc::new(FileStore::new(&dir, Durability::None));
+        let planted = plant(&set, store.as_ref())?;
+        let mut ix = SearchIndex::open_store(store, &dir.join(memoir::search::INDEX_DIR))?
+            .with_embedder(embedder.clone());
+        ix.update().context("indexing the development set")?;
+        Ok(evaluate(&ix, &set, &planted, &args.mode)?)
+    })();
+    let _ = std::fs::remove_dir_all(&tmp);
+    let report = measured?;
+    if args.json {
+        let out = serde_json::json!({
+            "dir": args.dir,
+            "embedder": embedder.model_id(),
+            "report": report,
+        });
+        crate::outln!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    crate::outln!(
+        "search dev set {}: {} sessions, {} queries; embedder {}",
+        args.dir.display(),
+        set.sessions.len(),
+        set.queries.len(),
+        embedder.model_id()
+    );
+    crate::outln!(
+        "{:<9} {:<9} {:>4} {:>6} {:>6} {:>6} {:>6}",
+        "mode",
+        "category",
+        "n",
+        "R@1",
+        "R@5",
+        "R@10",
+        "MRR"
+    );
+    for r in &report.rows {
+        crate::outln!(
+            "{:<9} {:<9} {:>4} {:>6.3} {:>6.3} {:>6.3} {:>6.3}",
+            mode_name(r.mode),
+            r.category,
+            r.queries,
+            r.r1,
+            r.r5,
+            r.r10,
+            r.mrr
+        );
+    }
+    for (mode, p50, p99) in &report.latency {
+        crate::outln!(
+            "{} latency p50 {p50:.2} ms  p99 {p99:.2} ms",
+            mode_name(*mode)
+        );
+    }
+    if args.misses {
+        for m in &report.misses {
+            crate::outln!(
+                "miss {} rank {} first {}  {:?}",
+                mode_name(m.mode),
+                m.rank.map_or("-".to_string(), |r| r.to_string()),
+                m.first.as_deref().unwrap_or("-"),
+                m.query
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Generate `mb` of realistic Claude Code and Codex history under `home`
+/// and import it into the store in `dir`.
+fn noise(home: &std::path::Path, dir: &std::path::Path, mb: f64, seed: u64) -> anyhow::Result<()> {
+    use memoir::import::{self, Agent};
+    use memoir_testkit::{generate, AgentKind, CorpusSpec};
+    let spec = CorpusSpec {
+        seed,
+        target_mb: mb,
+        sessions: 0,
+        max_session_mb: (mb / 4.0).max(0.1),
+        ..CorpusSpec::default()
+    };
+    generate(&spec, home).map_err(|e| anyhow::anyhow!("generating history: {e}"))?;
+    let mut sources = Vec::new();
+    for (agent, kind) in [
+        (Agent::ClaudeCode, AgentKind::ClaudeCode),
+        (Agent::Codex, AgentKind::Codex),
+    ] {
+        let at = home.join(memoir_testkit::corpus::home_dir(kind));
+        if at.exists() {
+            sources.extend(import::sources_of(agent, Some(&at))?);
+        }
+    }
+    let m = memoir::manager::SessionManager::open(
+        dir,
+        memoir::manager::ManagerOptions {
+            durability: Durability::None,
+            ..memoir::manager::ManagerOptions::default()
+        },
+    )?;
+    import::import(&m, &sources, &mut |_| {})?;
+    Ok(())
+}
+
+fn mode_name(m: SearchMode) -> &'static str {
+    match m {
+        SearchMode::Lexical => "lexical",
+        SearchMode::Semantic => "semantic",
+        SearchMode::Hybrid => "hybrid",
     }
 }
 

@@ -18,6 +18,13 @@ use super::store::StoreArgs;
 
 /// Arguments of `memoir search`.
 #[derive(clap::Args)]
+#[command(
+    after_help = "Hits are ranked on the whole query: messages holding every query term first, \
+then coverage, proximity, BM25 and (hybrid) similarity; recency breaks ties (docs/SEARCH.md).\n\n\
+Snippets: matches between [[ and ]]; the text's own \\, [ and ] are printed as \\\\, \\[ and \\], \
+so a marker never collides with the message. --json gives the unescaped text and the matches' byte \
+ranges in it (snippet.highlights)."
+)]
 pub struct Args {
     /// Words to look for (`"quoted parts"` must match as phrases). Empty with
     /// filters: the newest matching messages.
@@ -183,8 +190,9 @@ fn store_arg(_: &Args) -> Option<&str> {
 }
 
 /// One hit as printed: a header line and the snippet with its matches
-/// between `[[`/`]]`. Plain text only, whatever stdout is (printed through
-/// [`crate::output::plain`], so escape codes in session text stay inert).
+/// between `[[`/`]]` (the text's own brackets escaped). Plain text only,
+/// whatever stdout is (printed through [`crate::output::plain`], so escape
+/// codes in session text stay inert).
 fn render_hit(h: &SearchHit) -> String {
     let tools = if h.tools.is_empty() {
         String::new()

@@ -25,13 +25,14 @@
 //!   index written by another memoir, or one that does not open, is deleted
 //!   and rebuilt, never trusted.
 //!
-//! Terms come from the semantic view's tokenizer
-//! ([`crate::view::lexical::Tokenizer`]: lowercase, stop words, Snowball
-//! stems), stored space-separated in the FTS5 table, so phrase queries work on
-//! stems and FTS5's BM25 ranks them. Hybrid search re-scores the lexical
-//! candidates with the configured embedder and fuses the two lists with the
-//! view's fusion ([`crate::view::retrieve::fuse`], linear, the LoCoMo winner);
-//! recency breaks ties. Bounds: indexing holds one session's log plus one
+//! Terms come from the semantic view's tokenizer with code-aware terms
+//! ([`crate::view::lexical::TokenizerConfig::code`]: lowercase, stop words,
+//! Snowball stems, identifiers in parts and whole), stored space-separated
+//! in the FTS5 table, so phrase queries work on stems and FTS5's BM25
+//! gathers candidates. Candidates are ranked on the whole query
+//! ([`crate::view::rank`]: a full lexical match first, then coverage,
+//! proximity, BM25 and, in hybrid mode, the configured embedder's
+//! similarity); recency breaks ties. `docs/SEARCH.md` explains it. Bounds: indexing holds one session's log plus one
 //! batch of documents; a search holds its candidate list (`depth`) only.
 
 mod catchup;
@@ -41,6 +42,7 @@ mod doc_freq;
 mod doc_text;
 mod engine;
 mod error;
+pub mod eval;
 #[allow(unsafe_code)] // the terms table's FTS5 tokenizer: C callbacks, each argued
 pub mod fts5_tokenizer;
 mod generation;
@@ -75,6 +77,7 @@ use crate::message::Role;
 use crate::store::file::FileStore;
 use crate::store::{Durability, LogStore};
 use crate::view::lexical::{Tokenizer, TokenizerConfig};
+use crate::view::rank::RankWeights;
 use crate::view::retrieve::HybridParams;
 
 /// Result with [`SearchError`].
@@ -247,6 +250,7 @@ pub struct SearchIndex {
     tokenizer: Tokenizer,
     embedder: Arc<dyn EmbeddingProvider>,
     hybrid: HybridParams,
+    weights: RankWeights,
     rebuilt_on_open: AtomicBool,
 }
 
@@ -261,7 +265,7 @@ impl std::fmt::Debug for SearchIndex {
 
 /// The tokenizer every index uses (its name is part of the version stamp).
 fn index_tokenizer() -> Tokenizer {
-    Tokenizer::new(TokenizerConfig::default())
+    Tokenizer::new(TokenizerConfig::code())
 }
 
 impl SearchIndex {
@@ -322,6 +326,7 @@ impl SearchIndex {
             tokenizer: index_tokenizer(),
             embedder: Arc::new(HashEmbedder::new(crate::embed::hash::DEFAULT_DIMS)),
             hybrid: HybridParams::default(),
+            weights: RankWeights::default(),
             rebuilt_on_open: AtomicBool::new(rebuilt),
         }
     }
@@ -345,6 +350,13 @@ impl SearchIndex {
             #[cfg(feature = "postgres")]
             Engine::Postgres(_) => {}
         }
+        self
+    }
+
+    /// Rank with these weights (default [`RankWeights::default`]; see
+    /// [`crate::view::rank`]).
+    pub fn with_rank_weights(mut self, weights: RankWeights) -> SearchIndex {
+        self.weights = weights;
         self
     }
 
@@ -495,10 +507,12 @@ impl SearchIndex {
                     tk,
                     store: self.store.as_ref(),
                 };
-                query::run(&source, tk, embedder, &self.hybrid, query)
+                query::run(&source, tk, embedder, &self.hybrid, &self.weights, query)
             }),
             #[cfg(feature = "postgres")]
-            Engine::Postgres(ix) => pg::search(ix, tk, embedder, &self.hybrid, query),
+            Engine::Postgres(ix) => {
+                pg::search(ix, tk, embedder, &self.hybrid, &self.weights, query)
+            }
         }
     }
 

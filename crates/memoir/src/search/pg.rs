@@ -401,6 +401,7 @@ fn candidate(r: &postgres::Row, score: f32) -> Candidate {
         text: r.get(4),
         span: None,
         chash: r.get(5),
+        terms: None,
         session: r.get(6),
         title: r.get(7),
         agent: r.get(8),
@@ -761,9 +762,10 @@ pub(super) fn search(
     tk: &Tokenizer,
     embedder: &dyn EmbeddingProvider,
     hybrid: &crate::view::retrieve::HybridParams,
+    weights: &crate::view::rank::RankWeights,
     q: &super::SearchQuery,
 ) -> Result<Vec<super::SearchHit>> {
-    query::run(&ix.source()?, tk, embedder, hybrid, q)
+    query::run(&ix.source()?, tk, embedder, hybrid, weights, q)
 }
 
 #[cfg(test)]

@@ -3,17 +3,18 @@
 //! the SQLite engine's source (the FTS5 query, the filters, the semantic
 //! scan).
 //!
-//! Query text: words are OR'ed and ranked by BM25 (FTS5's `bm25()`, k1 1.2,
-//! b 0.75, as the view's index); each `"double quoted"` part must match as a
-//! phrase (of stems, so `"ran tests"` matches "running the test"), and when a
-//! query has both, at least one of its other words must match too. Hybrid
-//! mode reads [`HybridParams::depth`] lexical candidates, scores each by
-//! cosine similarity to the query embedding (stored vectors for the
+//! Query text: words are OR'ed and gather candidates by BM25 (FTS5's
+//! `bm25()`, k1 1.2, b 0.75, as the view's index); each `"double quoted"`
+//! part must match as a phrase (of stems, so `"ran tests"` matches "running
+//! the test"), and when a query has both, at least one of its other words
+//! must match too. Lexical and hybrid modes read [`HybridParams::depth`]
+//! candidates and rank them on the whole query's evidence
+//! ([`crate::view::rank`]: coverage, proximity, BM25, and in hybrid mode
+//! cosine similarity to the query embedding, from stored vectors for the
 //! embedder's model when [`super::SearchIndex::embed_missing`] made them,
-//! computed otherwise) and fuses the two rankings with the view's
-//! [`fuse`]. Semantic mode scans every message the filters allow, keeping
-//! only the best `k` (memory bounded by `k`, time by the store). Ties are
-//! broken by recency.
+//! computed otherwise). Semantic mode scans every message the filters
+//! allow, keeping only the best `k` with a positive similarity (memory
+//! bounded by `k`, time by the store). Ties are broken by recency.
 
 use std::collections::HashSet;
 
@@ -30,7 +31,8 @@ use crate::embed::EmbeddingProvider;
 use crate::message::Role;
 use crate::store::{LogStore, Span};
 use crate::view::lexical::Tokenizer;
-use crate::view::retrieve::{fuse, HybridParams};
+use crate::view::rank::{self, RankWeights};
+use crate::view::retrieve::HybridParams;
 
 /// Queries longer than this are refused (they would only be slow).
 pub const MAX_QUERY_BYTES: usize = 4096;
@@ -125,6 +127,9 @@ pub(super) struct Candidate {
     pub(super) span: Option<Span>,
     /// BLAKE3 of `text` (the key of stored vectors).
     pub(super) chash: Vec<u8>,
+    /// The text's terms, space separated, once [`score_bm25`] has cut them
+    /// (ranking reads them instead of cutting the text again).
+    pub(super) terms: Option<String>,
     pub(super) session: String,
     pub(super) title: Option<String>,
     pub(super) agent: String,
@@ -210,6 +215,7 @@ fn candidate(r: &rusqlite::Row<'_>, score: f32) -> rusqlite::Result<Candidate> {
         text: r.get::<_, Option<String>>(4)?.unwrap_or_default(),
         span: doc_text::span_of(r.get(10)?, r.get(11)?),
         chash: r.get(5)?,
+        terms: None,
         session: r.get(6)?,
         title: r.get(7)?,
         agent: r.get(8)?,
@@ -414,9 +420,10 @@ fn sqlite_collection(db: &Db, scope: Option<&str>) -> Result<Option<(i64, f64)>>
     Ok((n > 0).then(|| (n, (total as f64 / n as f64).max(1.0))))
 }
 
-/// Score `cands` with BM25 over `weights` (term, IDF) in Rust. The
-/// candidates' words go through one word cache per call (they repeat across
-/// candidates; stemming was most of a query's CPU).
+/// Score `cands` with BM25 over `weights` (term, IDF) in Rust, keeping
+/// each candidate's terms for the ranking. The candidates' words go through
+/// one word cache per call (they repeat across candidates; stemming was
+/// most of a query's CPU).
 pub(super) fn score_bm25(
     cands: &mut [Candidate],
     tk: &Tokenizer,
@@ -424,19 +431,26 @@ pub(super) fn score_bm25(
     avgdl: f64,
 ) {
     let mut terms = Terms::new(tk);
-    let mut joined = String::new();
+    let mut tf = vec![0u32; weights.len()];
     for c in cands {
+        let mut joined = String::new();
         let count = terms.joined(&c.text, &mut joined);
-        let tokens: Vec<&str> = joined.split(' ').filter(|t| !t.is_empty()).collect();
+        tf.iter_mut().for_each(|n| *n = 0);
+        for t in joined.split(' ') {
+            if let Some(i) = weights.iter().position(|(w, _)| w == t) {
+                tf[i] += 1;
+            }
+        }
         let norm = K1 * (1.0 - B + B * count as f64 / avgdl);
         let mut score = 0.0;
-        for (w, weight) in weights {
-            let tf = tokens.iter().filter(|t| **t == w.as_str()).count() as f64;
-            if tf > 0.0 {
-                score += weight * tf * (K1 + 1.0) / (tf + norm);
+        for ((_, weight), &n) in weights.iter().zip(&tf) {
+            if n > 0 {
+                let n = f64::from(n);
+                score += weight * n * (K1 + 1.0) / (n + norm);
             }
         }
         c.score = score as f32;
+        c.terms = Some(joined);
     }
 }
 
@@ -752,6 +766,7 @@ pub(super) fn run(
     tk: &Tokenizer,
     embedder: &dyn EmbeddingProvider,
     hybrid: &HybridParams,
+    rank_weights: &RankWeights,
     q: &SearchQuery,
 ) -> Result<Vec<SearchHit>> {
     if q.text.len() > MAX_QUERY_BYTES {
@@ -776,44 +791,101 @@ pub(super) fn run(
             .map(|c| hit(c, &parsed.terms, tk))
             .collect());
     }
+    let pool = hybrid.depth.max(k);
     let list = match q.mode {
-        SearchMode::Lexical => lexical(source, tk, &parsed, &q.filter, k)?,
+        SearchMode::Lexical => {
+            let cands = lexical(source, tk, &parsed, &q.filter, pool)?;
+            let weights = query_weights(source, tk, &q.text, &q.filter)?;
+            evidence_ranked(cands, tk, &weights, None, rank_weights, k)
+        }
         SearchMode::Semantic => {
             let qv = embedder.embed_query(&q.text)?;
-            source.semantic(embedder, &qv, &q.filter, k)?
+            let mut list = source.semantic(embedder, &qv, &q.filter, k)?;
+            // No similarity is no evidence: not a hit.
+            list.retain(|c| c.score > 0.0);
+            list
         }
         SearchMode::Hybrid => {
-            let mut cands =
-                bounded_candidates(source, tk, &parsed, &q.filter, hybrid.depth.max(k))?;
+            let cands = bounded_candidates(source, tk, &parsed, &q.filter, pool)?;
             if cands.is_empty() {
                 return Ok(Vec::new());
             }
             let qv = embedder.embed_query(&q.text)?;
-            let lex: Vec<(u32, f32)> = cands
-                .iter()
-                .enumerate()
-                .map(|(i, c)| (i as u32, c.score))
-                .collect();
             let vectors = source.vectors(embedder, &cands)?;
-            let mut vec_list: Vec<(u32, f32)> = vectors
-                .iter()
-                .enumerate()
-                .map(|(i, v)| (i as u32, dot(&qv, v)))
-                .collect();
-            vec_list.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-            let fused = fuse(&vec_list, &lex, hybrid);
-            for (slot, score) in &fused {
-                cands[*slot as usize].score = *score;
-            }
-            rank(&mut cands);
-            cands.truncate(k);
-            cands
+            let sims: Vec<f32> = vectors.iter().map(|v| dot(&qv, v)).collect();
+            let weights = query_weights(source, tk, &q.text, &q.filter)?;
+            evidence_ranked(cands, tk, &weights, Some(&sims), rank_weights, k)
         }
     };
     Ok(list
         .into_iter()
         .map(|c| hit(c, &parsed.terms, tk))
         .collect())
+}
+
+/// The query's distinct terms in query order (phrases' and words' alike),
+/// each with its IDF in the filter's scope; terms the scope never holds
+/// are left out (no message could hold them).
+fn query_weights(
+    db: &dyn Postings,
+    tk: &Tokenizer,
+    text: &str,
+    f: &SearchFilter,
+) -> Result<Vec<(String, f32)>> {
+    let scope = scope_of(f);
+    let Some((n, _)) = db.collection(scope)? else {
+        return Ok(Vec::new());
+    };
+    let mut out: Vec<(String, f32)> = Vec::new();
+    for t in tk.tokens(&text.replace('"', " ")) {
+        if out.iter().any(|(o, _)| *o == t) {
+            continue;
+        }
+        let df = db.doc_frequency(&t, scope)?;
+        if df > 0 {
+            let w = idf(n, df) as f32;
+            out.push((t, w));
+        }
+    }
+    Ok(out)
+}
+
+/// Rank lexical candidates (their `score` is BM25) by the whole query's
+/// evidence ([`crate::view::rank`]): coverage, proximity, BM25 and, with
+/// `sims` (one per candidate), embedding similarity. Candidates with no
+/// evidence are dropped; the best `k` are kept, recency breaking ties.
+fn evidence_ranked(
+    mut cands: Vec<Candidate>,
+    tk: &Tokenizer,
+    query: &[(String, f32)],
+    sims: Option<&[f32]>,
+    w: &RankWeights,
+    k: usize,
+) -> Vec<Candidate> {
+    let max_bm25 = cands.iter().map(|c| c.score).fold(0.0f32, f32::max);
+    let max_sim = sims.map_or(0.0, |s| s.iter().copied().fold(0.0f32, f32::max));
+    let mut terms = Terms::new(tk);
+    let mut joined = String::new();
+    let mut keep = Vec::with_capacity(cands.len());
+    for (i, mut c) in cands.drain(..).enumerate() {
+        let cut = match c.terms.take() {
+            Some(cut) => cut,
+            None => {
+                terms.joined(&c.text, &mut joined);
+                std::mem::take(&mut joined)
+            }
+        };
+        let e = rank::evidence(query, cut.split(' ').filter(|t| !t.is_empty()));
+        let sem = sims.map(|s| rank::normalised(s.get(i).copied().unwrap_or(0.0), max_sim));
+        let bm25 = rank::normalised(c.score, max_bm25);
+        if let Some(score) = rank::score_of(&e, bm25, sem, c.role == "tool", w) {
+            c.score = score;
+            keep.push(c);
+        }
+    }
+    rank(&mut keep);
+    keep.truncate(k);
+    keep
 }
 
 #[cfg(test)]

@@ -34,10 +34,12 @@
 //! stamp (an older or newer memoir, a different tokenizer), another
 //! generation's id, a file missing, or batch counters that differ mean the
 //! index is replaced and rebuilt. Schema 6: the files live in a generation
-//! directory named by the pointer `search/current`.
+//! directory named by the pointer `search/current`. Schema 7: code-aware
+//! terms ([`TOKENIZER`] `memoir-code-stem-stop-v2`: an identifier gives
+//! its parts, camelCase split too, then the whole identifier as one term).
 
 /// Version of the index layout written by this build.
-pub const SCHEMA_VERSION: &str = "6";
+pub const SCHEMA_VERSION: &str = "7";
 
 /// The schema name the terms file is attached under for searches.
 pub const TERMS_SCHEMA: &str = "t";
@@ -57,7 +59,7 @@ pub const GENERATION_KEY: &str = "generation";
 pub const CHECKPOINT_KEY: &str = "catchup";
 
 /// Name of the term pipeline the `terms` table was filled with.
-pub const TOKENIZER: &str = "memoir-view-stem-stop-v1";
+pub const TOKENIZER: &str = "memoir-code-stem-stop-v2";
 
 /// Statements that create an empty index file (`index.sqlite`).
 pub const CREATE: &str = "

@@ -1,14 +1,24 @@
 //! Snippets: the part of a message around the match, with matched words marked.
 //!
 //! Words are cut and stemmed exactly as the index cuts them (the view's
-//! [`Tokenizer`]), so "running" in the text is marked for a query "run". The
-//! window is the one holding the most distinct query terms; whitespace runs
-//! become one space; `…` marks a cut.
+//! [`Tokenizer`]), so "running" in the text is marked for a query "run"; a
+//! match marks its whole word (the whole identifier `read_file` for a query
+//! "file", never `read_` plus a marked part). The window is the one holding
+//! the most distinct query terms, the tightest on a tie; it starts and ends
+//! at word boundaries where one is near; whitespace runs become one space,
+//! control characters `\u{FFFD}`; `…` marks a cut.
+//!
+//! Plain-text form ([`Snippet::marked`]): matches between [`MARK_OPEN`]
+//! and [`MARK_CLOSE`], and every `\`, `[` and `]` of the text itself escaped
+//! with a backslash, so a marker never collides with the message's own
+//! brackets. `--json` also gives the unescaped `text` and the matches' byte
+//! ranges in it (`highlights`).
 
 use std::collections::HashSet;
 
 use serde::ser::SerializeStruct;
 
+use crate::view::lexical::tokenize::identifier_runs;
 use crate::view::lexical::Tokenizer;
 
 /// Plain-text marker opening a highlighted match (in [`Snippet::marked`]).
@@ -32,20 +42,31 @@ pub struct Snippet {
 }
 
 impl Snippet {
-    /// The text with each match wrapped in `open` and `close` (e.g. terminal
-    /// colour codes, or [`MARK_OPEN`] / [`MARK_CLOSE`]).
+    /// The plain-text form: each match between `open` and `close` (e.g.
+    /// [`MARK_OPEN`] / [`MARK_CLOSE`]), the text's own `\`, `[` and `]`
+    /// escaped with a backslash (see the module doc).
     pub fn marked(&self, open: &str, close: &str) -> String {
         let mut out = String::with_capacity(self.text.len() + self.highlights.len() * 4);
         let mut at = 0;
         for &(s, e) in &self.highlights {
-            out.push_str(&self.text[at..s]);
+            escape_into(&self.text[at..s], &mut out);
             out.push_str(open);
-            out.push_str(&self.text[s..e]);
+            escape_into(&self.text[s..e], &mut out);
             out.push_str(close);
             at = e;
         }
-        out.push_str(&self.text[at..]);
+        escape_into(&self.text[at..], &mut out);
         out
+    }
+}
+
+/// `text` with `\`, `[` and `]` escaped by a backslash, appended to `out`.
+fn escape_into(text: &str, out: &mut String) {
+    for c in text.chars() {
+        if matches!(c, '\\' | '[' | ']') {
+            out.push('\\');
+        }
+        out.push(c);
     }
 }
 
@@ -60,33 +81,24 @@ impl serde::Serialize for Snippet {
     }
 }
 
-/// Byte ranges of the words of `text` whose term is in `terms`, with the term.
+/// Byte ranges of the words of `text` (identifier runs, as the index cuts
+/// them) holding a term of `terms`, with that term.
 fn matches<'a>(
     text: &str,
     terms: &'a HashSet<String>,
     tokenizer: &Tokenizer,
 ) -> Vec<(usize, usize, &'a str)> {
     let mut out = Vec::new();
-    let mut start = None;
-    let check = |s: usize, e: usize, out: &mut Vec<(usize, usize, &'a str)>| {
-        if let Some(term) = tokenizer.tokens(&text[s..e]).first() {
-            if let Some(t) = terms.get(term) {
-                out.push((s, e, t.as_str()));
-            }
-        }
-    };
-    for (i, c) in text.char_indices() {
-        if c.is_alphanumeric() {
-            start.get_or_insert(i);
-        } else if let Some(s) = start.take() {
-            check(s, i, &mut out);
+    let mut found = Vec::new();
+    for (s, e) in identifier_runs(text, tokenizer.config().identifiers) {
+        found.clear();
+        tokenizer.run_terms(&text[s..e], &mut found);
+        if let Some(t) = found.iter().find_map(|t| terms.get(t)) {
+            out.push((s, e, t.as_str()));
             if out.len() >= MAX_MATCHES {
-                return out;
+                break;
             }
         }
-    }
-    if let Some(s) = start {
-        check(s, text.len(), &mut out);
     }
     out
 }
@@ -97,6 +109,20 @@ fn floor_boundary(text: &str, mut i: usize) -> usize {
         i -= 1;
     }
     i
+}
+
+/// Where a window `start..end` should end: `end` itself at the text's end
+/// or between two words, else the last whitespace in its final fifth (so
+/// a word is not cut), else `end`.
+fn word_end(text: &str, start: usize, end: usize) -> usize {
+    if end >= text.len() || !text[end..].starts_with(|c: char| !c.is_whitespace()) {
+        return end;
+    }
+    let floor = floor_boundary(text, end - (end - start) / 5).max(start);
+    match text[floor..end].rfind(char::is_whitespace) {
+        Some(ws) => floor + ws,
+        None => end,
+    }
 }
 
 /// Cut `text` around the best match of `terms` (index terms, as the
@@ -128,9 +154,12 @@ pub fn cut(text: &str, terms: &HashSet<String>, tokenizer: &Tokenizer, width: us
                     start += ws + 1;
                 }
             }
-            (start, floor_boundary(text, start + width))
+            (
+                start,
+                word_end(text, start, floor_boundary(text, start + width)),
+            )
         }
-        None => (0, floor_boundary(text, width)),
+        None => (0, word_end(text, 0, floor_boundary(text, width))),
     };
     let mut out = Snippet::default();
     if start > 0 {
@@ -161,6 +190,9 @@ pub fn cut(text: &str, terms: &HashSet<String>, tokenizer: &Tokenizer, width: us
                 out.text.push(' ');
             }
             last_space = true;
+        } else if c.is_control() {
+            out.text.push('\u{FFFD}');
+            last_space = false;
         } else {
             out.text.push(c);
             last_space = false;
@@ -202,5 +234,51 @@ mod tests {
         let none = cut("nothing to see", &terms, &tk, 80);
         assert_eq!(none.text, "nothing to see");
         assert!(none.highlights.is_empty());
+    }
+
+    #[test]
+    fn brackets_of_the_text_never_collide_with_the_markers() {
+        let tk = Tokenizer::new(TokenizerConfig::code());
+        let terms: HashSet<String> = tk.tokens("matrix").into_iter().collect();
+        let s = cut("let m = [[matrix]] and x[[0]]\\n", &terms, &tk, 80);
+        let marked = s.marked(MARK_OPEN, MARK_CLOSE);
+        assert_eq!(
+            marked,
+            "let m = \\[\\[[[matrix]]\\]\\] and x\\[\\[0\\]\\]\\\\n"
+        );
+        // Unescaping the text outside the markers gives the text back.
+        let mut plain = String::new();
+        let unmarked = marked.replace(MARK_OPEN, "").replace(MARK_CLOSE, "");
+        let mut it = unmarked.chars();
+        while let Some(c) = it.next() {
+            plain.push(if c == '\\' { it.next().unwrap() } else { c });
+        }
+        assert_eq!(plain, s.text);
+        assert_eq!(&s.text[s.highlights[0].0..s.highlights[0].1], "matrix");
+    }
+
+    #[test]
+    fn a_match_marks_its_whole_word_and_the_window_ends_between_words() {
+        let tk = Tokenizer::new(TokenizerConfig::code());
+        let terms: HashSet<String> = tk.tokens("file").into_iter().collect();
+        let s = cut("call read_file(path) then done", &terms, &tk, 80);
+        assert_eq!(
+            s.marked(MARK_OPEN, MARK_CLOSE),
+            "call [[read_file]](path) then done"
+        );
+        let long = format!("file {}", "alpha beta gamma delta ".repeat(10));
+        let s = cut(&long, &terms, &tk, 50);
+        assert!(s.text.ends_with('…'));
+        let last = s.text.trim_end_matches('…').split(' ').next_back().unwrap();
+        assert!(["alpha", "beta", "gamma", "delta"].contains(&last), "{s:?}");
+        // Multi-byte characters near the cut (no char boundary is split).
+        let arrows = format!("file {}", "1→use x ".repeat(30));
+        for w in 20..60 {
+            let s = cut(&arrows, &terms, &tk, w);
+            assert!(s.text.starts_with("file"), "{s:?}");
+        }
+        // Control characters (terminal escapes in tool output) are shown as U+FFFD.
+        let s = cut("\u{1b}[31mfile\u{1b}[0m", &terms, &tk, 80);
+        assert!(!s.text.chars().any(char::is_control), "{s:?}");
     }
 }

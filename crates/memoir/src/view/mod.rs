@@ -33,6 +33,7 @@ pub mod graft;
 pub mod history;
 pub mod index;
 pub mod lexical;
+pub mod rank;
 pub mod rebuild;
 pub mod retrieve;
 pub mod state;

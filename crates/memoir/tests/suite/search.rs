@@ -203,6 +203,12 @@ beds!(
     an_index_stamped_by_another_memoir_is_rebuilt_never_trusted,
     rare_words_answer_fast_but_never_hide_better_or_further_common_matches,
     hybrid_reads_a_bounded_pool_yet_finds_an_old_rare_match_first,
+    the_whole_error_text_ranks_above_a_message_holding_one_of_its_words,
+    a_command_ranks_above_messages_sharing_one_word_with_it,
+    no_hit_without_evidence_and_no_zero_score,
+    identifiers_are_found_whole_and_by_their_parts,
+    equal_scores_list_the_newest_message_first,
+    the_evaluation_reports_every_category_and_mode,
 );
 
 fn query(text: &str, mode: SearchMode, filter: SearchFilter) -> SearchQuery {
@@ -783,7 +789,8 @@ fn the_index_vocabulary_is_the_tokenizers_terms_in_every_script() {
         .collect::<Result<_, _>>()
         .unwrap();
     vocab.sort();
-    let tk = memoir::view::lexical::Tokenizer::new(Default::default());
+    // The index's tokenizer: code-aware terms (`x86_64` → `x86`, `64`, `x8664`).
+    let tk = memoir::view::lexical::Tokenizer::new(memoir::view::lexical::TokenizerConfig::code());
     let mut expected = tk.tokens(text);
     expected.extend(tk.tokens("an unrelated reply"));
     expected.sort();
@@ -1240,4 +1247,206 @@ fn scores_within_a_session_prefix_never_move_when_another_prefix_grows(bed: &Bed
     // An index opened afresh scores the same.
     let fresh = bed.index();
     assert_eq!(scores(&fresh, Some("beta~")), before);
+}
+
+/// A session of short messages that each hold one word of the queries
+/// below (the near misses), then `long` (the answer, a long tool output),
+/// all in one store.
+fn near_misses(bed: &Bed, long: &str, misses: &[&str]) -> SearchIndex {
+    let st = bed.store.clone();
+    st.create(&SessionMeta::new("answer")).unwrap();
+    append(
+        st.as_ref(),
+        "answer",
+        vec![Record::Message(Message::user(long.to_string()))],
+    );
+    st.create(&SessionMeta::new("misses")).unwrap();
+    let records: Vec<Record> = (0..40)
+        .map(|i| Record::Message(Message::user(format!("{} {i}", misses[i % misses.len()]))))
+        .collect();
+    append(st.as_ref(), "misses", records);
+    let mut ix = bed.index();
+    ix.update().unwrap();
+    ix
+}
+
+/// Half-remembered error text: the message holding all of it (in a long
+/// stack trace) ranks above short messages holding one of its words, in
+/// every mode that reads terms.
+fn the_whole_error_text_ranks_above_a_message_holding_one_of_its_words(bed: &Bed) {
+    let trace = format!(
+        "TypeError: client.generate is not a function\n{}",
+        "    at handler (src/pages/api/describe.ts:9:17)\n".repeat(30)
+    );
+    let ix = near_misses(
+        bed,
+        &trace,
+        &[
+            "serverless functions cold start",
+            "list the functions above 500 kB",
+            "we generate the report nightly",
+        ],
+    );
+    for mode in [SearchMode::Hybrid, SearchMode::Lexical] {
+        let hits = ix
+            .search(&query(
+                "generate is not a function",
+                mode,
+                SearchFilter::default(),
+            ))
+            .unwrap();
+        assert!(first_is(&hits, "answer", 1), "{mode:?}: {hits:?}");
+    }
+}
+
+/// `mix test` finds the command, not "Add comprehensive tests".
+fn a_command_ranks_above_messages_sharing_one_word_with_it(bed: &Bed) {
+    let run = format!(
+        "$ mix test test/ledger\n{}\nFinished in 0.4 seconds\n10 tests, 0 failures",
+        "..........".repeat(40)
+    );
+    let ix = near_misses(
+        bed,
+        &run,
+        &[
+            "Add comprehensive tests",
+            "mix the colours of the theme",
+            "tests pass",
+        ],
+    );
+    for mode in [SearchMode::Hybrid, SearchMode::Lexical] {
+        let hits = ix
+            .search(&query("mix test", mode, SearchFilter::default()))
+            .unwrap();
+        assert!(first_is(&hits, "answer", 1), "{mode:?}: {hits:?}");
+    }
+}
+
+/// Every hit carries evidence: a positive score, in every mode; a message
+/// holding no query term and no similarity is not listed.
+fn no_hit_without_evidence_and_no_zero_score(bed: &Bed) {
+    let ix = near_misses(
+        bed,
+        "the quokka census counted seven quokkas",
+        &[
+            "a marsupial survey",
+            "quokka photos",
+            "census of the colony",
+        ],
+    );
+    for mode in [
+        SearchMode::Hybrid,
+        SearchMode::Lexical,
+        SearchMode::Semantic,
+    ] {
+        let hits = ix
+            .search(&query("quokka census", mode, SearchFilter::default()))
+            .unwrap();
+        assert!(!hits.is_empty(), "{mode:?}");
+        for h in &hits {
+            assert!(h.score > 0.0, "{mode:?}: {h:?}");
+        }
+        if mode != SearchMode::Semantic {
+            assert!(
+                hits.iter().all(|h| !h.snippet.highlights.is_empty()),
+                "{mode:?}: {hits:?}"
+            );
+            assert!(first_is(&hits, "answer", 1), "{mode:?}: {hits:?}");
+        }
+    }
+}
+
+/// `read_file_lines` is found by the identifier (exactly, above messages
+/// that hold its words apart) and by its words; `readFileLines` is the
+/// same identifier.
+fn identifiers_are_found_whole_and_by_their_parts(bed: &Bed) {
+    let ix = near_misses(
+        bed,
+        "TileIndex::load calls read_file_lines(path) for tiles.idx",
+        &[
+            "read the file and count the lines",
+            "lines of the file we read",
+            "file lines read twice",
+        ],
+    );
+    for q in ["read_file_lines", "readFileLines", "TileIndex::load"] {
+        let hits = ix
+            .search(&query(q, SearchMode::Lexical, SearchFilter::default()))
+            .unwrap();
+        assert!(first_is(&hits, "answer", 1), "{q}: {hits:?}");
+        let marked = hits[0].snippet.marked(
+            memoir::search::snippet::MARK_OPEN,
+            memoir::search::snippet::MARK_CLOSE,
+        );
+        assert!(!marked.contains("_[["), "a word cut: {marked}");
+    }
+}
+
+/// Two messages with the same text score the same; the newer is listed
+/// first, though it was written (and indexed) first.
+fn equal_scores_list_the_newest_message_first(bed: &Bed) {
+    use chrono::TimeZone;
+    let st = bed.store.clone();
+    let t0 = chrono::Utc.with_ymd_and_hms(2026, 3, 1, 9, 0, 0).unwrap();
+    for (id, ts) in [("a-newer", t0 + Duration::days(1)), ("b-older", t0)] {
+        st.create(&SessionMeta::new(id)).unwrap();
+        let m = Message {
+            timestamp: Some(ts),
+            ..Message::user("the pelican census of the wetland")
+        };
+        append(st.as_ref(), id, vec![Record::Message(m)]);
+    }
+    let mut ix = bed.index();
+    ix.update().unwrap();
+    for mode in [
+        SearchMode::Hybrid,
+        SearchMode::Lexical,
+        SearchMode::Semantic,
+    ] {
+        let hits = ix
+            .search(&query("pelican census", mode, SearchFilter::default()))
+            .unwrap();
+        assert_eq!(hits.len(), 2, "{mode:?}: {hits:?}");
+        assert_eq!(hits[0].score, hits[1].score, "{mode:?}: {hits:?}");
+        assert_eq!(hits[0].session, "a-newer", "{mode:?}: {hits:?}");
+    }
+}
+
+/// `memoir eval search`'s measure: recall@1/5/10 and MRR per category,
+/// then over all queries, for each mode; a query never answered counts 0
+/// and is listed as a miss.
+fn the_evaluation_reports_every_category_and_mode(bed: &Bed) {
+    use memoir::search::eval::{evaluate, parse_dev_set, plant};
+    let sessions = "== e1 | Ledger | /p\n\
+        u: the flamingo ledger rounds half to even\n\
+        $ Bash: mix test :: 3 tests, 0 failures\n\
+        == e2 | Deploy | /p\n\
+        u: rotate the quokka deploy key monthly\n";
+    let queries = "concept | flamingo ledger rounding | e1:1\n\
+        concept | quokka deploy key | e2:1\n\
+        tool | mix test | e1:2\n\
+        tool | zebra stripes | e2:1\n";
+    let set = parse_dev_set(sessions, queries).unwrap();
+    let planted = plant(&set, bed.store.as_ref()).unwrap();
+    let mut ix = bed.index();
+    ix.update().unwrap();
+    let modes = [SearchMode::Lexical, SearchMode::Hybrid];
+    let eval = evaluate(&ix, &set, &planted, &modes).unwrap();
+    for mode in modes {
+        let rows: Vec<_> = eval.rows.iter().filter(|r| r.mode == mode).collect();
+        let cats: Vec<&str> = rows.iter().map(|r| r.category.as_str()).collect();
+        assert_eq!(cats, ["concept", "tool", "all"], "{mode:?}");
+        let figures = |r: &memoir::search::eval::EvalRow| (r.queries, r.r1, r.r5, r.r10, r.mrr);
+        assert_eq!(figures(rows[0]), (2, 1.0, 1.0, 1.0, 1.0), "{mode:?}");
+        assert_eq!(figures(rows[1]), (2, 0.5, 0.5, 0.5, 0.5), "{mode:?}");
+        assert_eq!(figures(rows[2]), (4, 0.75, 0.75, 0.75, 0.75), "{mode:?}");
+        let misses: Vec<_> = eval.misses.iter().filter(|m| m.mode == mode).collect();
+        assert_eq!(misses.len(), 1, "{mode:?}: {misses:?}");
+        assert_eq!(
+            (misses[0].query.as_str(), misses[0].rank),
+            ("zebra stripes", None)
+        );
+    }
+    let latency_modes: Vec<SearchMode> = eval.latency.iter().map(|l| l.0).collect();
+    assert_eq!(latency_modes, modes);
 }

@@ -16,6 +16,12 @@ pub struct TokenizerConfig {
     pub stopwords: bool,
     /// Also emit each pair of adjacent kept terms as one term (`support_group`).
     pub bigrams: bool,
+    /// Code-aware terms: an identifier (`read_file`, `readFile`,
+    /// `Foo::bar`, `file.rs`, `--no-verify`) gives its parts (camelCase
+    /// split too) and then the whole identifier as one more term, its parts
+    /// joined (`readfil`, stemmed): an exact identifier is found by that term,
+    /// a paraphrase by the parts. See [`identifier_runs`].
+    pub identifiers: bool,
 }
 
 impl Default for TokenizerConfig {
@@ -24,8 +30,98 @@ impl Default for TokenizerConfig {
             stem: true,
             stopwords: true,
             bigrams: false,
+            identifiers: false,
         }
     }
+}
+
+impl TokenizerConfig {
+    /// The cross-session search index's terms: the defaults plus
+    /// [`TokenizerConfig::identifiers`].
+    pub fn code() -> Self {
+        TokenizerConfig {
+            identifiers: true,
+            ..TokenizerConfig::default()
+        }
+    }
+}
+
+/// Characters that join the parts of an identifier when they stand between
+/// two letters or digits (`read_file`, `file.rs`, `Foo::bar`, `no-verify`).
+fn is_joiner(c: char) -> bool {
+    matches!(c, '_' | '.' | ':' | '-')
+}
+
+/// The identifier runs of `text`, as byte ranges: maximal runs of letters
+/// and digits, joined across [`is_joiner`] characters that have a letter or
+/// digit on both sides (`a::b` joins: a run of joiners counts). Without
+/// `identifiers`, the plain runs of letters and digits.
+pub fn identifier_runs(text: &str, identifiers: bool) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut start: Option<usize> = None;
+    let mut end = 0;
+    let mut chars = text.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        if c.is_alphanumeric() {
+            start.get_or_insert(i);
+            end = i + c.len_utf8();
+            continue;
+        }
+        if identifiers && start.is_some() && is_joiner(c) {
+            // Joiners between two alphanumerics keep the run going.
+            let mut rest = text[i..].char_indices();
+            let next_word = rest
+                .find(|&(_, ch)| !is_joiner(ch))
+                .is_some_and(|(_, ch)| ch.is_alphanumeric());
+            if next_word {
+                while chars.peek().is_some_and(|&(_, ch)| is_joiner(ch)) {
+                    chars.next();
+                }
+                continue;
+            }
+        }
+        if let Some(s) = start.take() {
+            out.push((s, end));
+        }
+    }
+    if let Some(s) = start {
+        out.push((s, end));
+    }
+    out
+}
+
+/// `s` lowercased a character at a time (no final-sigma rule: the same
+/// term wherever a word stands).
+fn lower(s: &str) -> String {
+    s.chars().flat_map(char::to_lowercase).collect()
+}
+
+/// The parts of one identifier run: split at joiners and at camelCase
+/// boundaries (`getHTTPResponse` → `get`, `HTTP`, `Response`); digits stay
+/// with their letters.
+fn identifier_parts(run: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    for seg in run.split(|c: char| !c.is_alphanumeric()) {
+        if seg.is_empty() {
+            continue;
+        }
+        let chars: Vec<(usize, char)> = seg.char_indices().collect();
+        let mut from = 0;
+        for k in 1..chars.len() {
+            let (i, c) = chars[k];
+            let prev = chars[k - 1].1;
+            let next = chars.get(k + 1).map(|x| x.1);
+            let boundary = c.is_uppercase()
+                && (prev.is_lowercase()
+                    || (prev.is_uppercase() && next.is_some_and(char::is_lowercase)));
+            if boundary {
+                parts.push(&seg[from..i]);
+                from = i;
+            }
+        }
+        parts.push(&seg[from..]);
+    }
+    parts
 }
 
 /// Common English function words (articles, pronouns, auxiliaries,
@@ -211,33 +307,9 @@ impl Tokenizer {
     /// The terms of `text`, in order (repeats kept).
     pub fn tokens(&self, text: &str) -> Vec<String> {
         let mut out = Vec::new();
-        let mut word = String::new();
-        let flush = |word: &mut String, out: &mut Vec<String>| {
-            if word.is_empty() {
-                return;
-            }
-            let keep = (word.chars().count() > 1 || word.chars().all(|c| c.is_ascii_digit()))
-                && !(self.config.stopwords && is_stopword(word));
-            if keep {
-                if self.config.stem {
-                    out.push(self.stemmer.stem(word).into_owned());
-                } else {
-                    out.push(word.clone());
-                }
-            }
-            word.clear();
-        };
-        for c in text.chars() {
-            if c.is_alphanumeric() {
-                word.extend(c.to_lowercase());
-            } else if c == '\'' || c == '\u{2019}' {
-                // "caroline's" → "caroline"; "don't" → "don" (a stop word).
-                flush(&mut word, &mut out);
-            } else {
-                flush(&mut word, &mut out);
-            }
+        for (s, e) in identifier_runs(text, self.config.identifiers) {
+            self.run_terms(&text[s..e], &mut out);
         }
-        flush(&mut word, &mut out);
         if self.config.bigrams && out.len() > 1 {
             let pairs: Vec<String> = out
                 .windows(2)
@@ -246,6 +318,39 @@ impl Tokenizer {
             out.extend(pairs);
         }
         out
+    }
+
+    /// The terms of one run of [`identifier_runs`] (no bigrams), appended
+    /// to `out`.
+    pub fn run_terms(&self, run: &str, out: &mut Vec<String>) {
+        if !self.config.identifiers {
+            self.push_word(&lower(run), out);
+            return;
+        }
+        let parts = identifier_parts(run);
+        for p in &parts {
+            self.push_word(&lower(p), out);
+        }
+        if parts.len() > 1 {
+            let whole: String = lower(&parts.concat());
+            self.push_word(&whole, out);
+        }
+    }
+
+    /// One lowercase word's term, unless dropped (one letter, stop word).
+    fn push_word(&self, word: &str, out: &mut Vec<String>) {
+        if word.is_empty() {
+            return;
+        }
+        let keep = (word.chars().count() > 1 || word.chars().all(|c| c.is_ascii_digit()))
+            && !(self.config.stopwords && is_stopword(word));
+        if keep {
+            if self.config.stem {
+                out.push(self.stemmer.stem(word).into_owned());
+            } else {
+                out.push(word.to_string());
+            }
+        }
     }
 }
 
@@ -264,6 +369,7 @@ mod tests {
             stem: false,
             stopwords: false,
             bigrams: false,
+            identifiers: false,
         });
         assert_eq!(plain.tokens("the cat, 7 x"), vec!["the", "cat", "7"]);
         let pairs = Tokenizer::new(TokenizerConfig {
@@ -273,6 +379,35 @@ mod tests {
         assert_eq!(
             pairs.tokens("support groups"),
             vec!["support", "group", "support_group"]
+        );
+    }
+
+    #[test]
+    fn identifiers_give_their_parts_then_the_whole() {
+        let t = Tokenizer::new(TokenizerConfig::code());
+        assert_eq!(t.tokens("read_file"), vec!["read", "file", "readfil"]);
+        assert_eq!(t.tokens("readFile"), t.tokens("read_file"));
+        assert_eq!(
+            t.tokens("see src/io_util.rs"),
+            vec!["see", "src", "io", "util", "rs", "ioutilr"]
+        );
+        assert_eq!(t.tokens("Foo::bar"), vec!["foo", "bar", "foobar"]);
+        assert_eq!(
+            t.tokens("git commit --no-verify"),
+            vec!["git", "commit", "verifi", "noverifi"]
+        );
+        assert_eq!(
+            t.tokens("getHTTPResponse"),
+            vec!["get", "http", "respons", "gethttprespons"]
+        );
+        // Prose punctuation is no joiner; numbers stay.
+        assert_eq!(t.tokens("the end. Then - 42"), vec!["end", "42"]);
+        assert_eq!(t.tokens("E0502"), vec!["e0502"]);
+        // Without the option, runs of letters and digits as before.
+        let plain = Tokenizer::new(TokenizerConfig::default());
+        assert_eq!(
+            plain.tokens("read_file readFile"),
+            vec!["read", "file", "readfil"]
         );
     }
 }
