@@ -267,6 +267,22 @@ impl ErrorKind {
 }
 
 #[cfg(feature = "view")]
+#[cfg(feature = "minilm")]
+impl crate::embed::models::ModelError {
+    /// The kind of this failure: an unknown name or no home is the caller's
+    /// error, files that do not match are corrupt, a failed download or
+    /// `pip` is unavailable.
+    pub fn kind(&self) -> ErrorKind {
+        use crate::embed::models::ModelError as E;
+        match self {
+            E::Unknown(..) | E::Home(_) => ErrorKind::Invalid,
+            E::Mismatch { .. } | E::Checksum { .. } => ErrorKind::Corrupt,
+            E::Io { source, .. } => io_kind(source.kind()),
+            E::Tool(_) => ErrorKind::Unavailable,
+        }
+    }
+}
+
 impl crate::embed::EmbeddingError {
     /// What the caller can do about this error (see [`ErrorKind`]).
     pub fn kind(&self) -> ErrorKind {
@@ -309,6 +325,10 @@ pub fn kind_of(err: &(dyn std::error::Error + 'static)) -> Option<ErrorKind> {
         }
         #[cfg(feature = "view")]
         if let Some(e) = e.downcast_ref::<crate::embed::EmbeddingError>() {
+            return Some(e.kind());
+        }
+        #[cfg(feature = "minilm")]
+        if let Some(e) = e.downcast_ref::<crate::embed::models::ModelError>() {
             return Some(e.kind());
         }
         #[cfg(feature = "view")]
