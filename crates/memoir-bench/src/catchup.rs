@@ -15,7 +15,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::{num, percentile};
+use crate::{load_average, num, percentile};
 use memoir::message::Message;
 use memoir::record::{Record, SessionMeta};
 use memoir::search::SearchIndex;
@@ -55,15 +55,6 @@ fn time_updates(
             ms
         })
         .collect()
-}
-
-fn load() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .unwrap_or_default()
-        .split_whitespace()
-        .take(3)
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 /// Run the benchmark.
@@ -126,7 +117,7 @@ pub fn main() {
     println!(
         "\n### Search catch-up per request, {sessions} sessions x {messages} messages \
          ({runs} runs each, load {})\n",
-        load()
+        load_average()
     );
     println!("| `SearchIndex::update` | p50 ms | p99 ms | full pass / this (p50) |");
     println!("|---|---|---|---|");

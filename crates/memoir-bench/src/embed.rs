@@ -192,9 +192,9 @@ fn matmul_gflops(budget: Duration, workers: usize, (h, inner): (usize, usize)) -
 
 /// The CPU's measured FMA peak (GFLOP/s) with each vector instruction set
 /// it has, `threads` threads running the register-only loop at once
-/// (`memoir::view::index::simd::fma_peak_gflops`).
+/// (`memoir::simd::fma_peak_gflops`).
 fn fma_peaks(threads: usize) -> Vec<(&'static str, f64)> {
-    use memoir::view::index::simd::{fma_peak_gflops, KernelLevel};
+    use memoir::simd::{fma_peak_gflops, KernelLevel};
     let mut out = Vec::new();
     for (name, level) in [
         ("AVX-512", KernelLevel::Avx512),

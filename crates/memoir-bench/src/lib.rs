@@ -14,7 +14,9 @@
 //! - [`locomo`]: LoCoMo retrieval recall, with a held-out part;
 //! - [`search`]: cross-session search against SQLite FTS5 and the view BM25;
 //! - [`catchup`]: the search index's per-request catch-up from the change
-//!   journal against the full pass.
+//!   journal against the full pass;
+//! - [`history`]: agent history at scale (import, listing, usage, index,
+//!   search) on generated trees, against ccusage and `grep`.
 //!
 //! [`quick`] lists the small-size arguments of each, for
 //! `memoir-bench all --quick`.
@@ -23,6 +25,7 @@
 
 pub mod catchup; // search catch-up from the change journal
 pub mod embed;
+pub mod history; // agent history at scale, against ccusage
 pub mod load;
 pub mod locomo;
 pub mod manager;
@@ -68,6 +71,17 @@ pub fn percentile(v: &mut [f64], p: f64) -> f64 {
     v[((v.len() as f64 - 1.0) * p).round() as usize]
 }
 
+/// The machine's 1-, 5- and 15-minute load averages, as `/proc/loadavg`
+/// gives them (empty where there is none), printed beside every run.
+pub fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// One benchmark: its subcommand name and entry point.
 pub type Bench = (&'static str, fn());
 
@@ -81,6 +95,7 @@ pub const BENCHES: &[Bench] = &[
     ("locomo", locomo::main),
     ("search", search::main),
     ("catchup", catchup::main),
+    ("history", history::main),
 ];
 
 /// The small-size arguments and environment of each benchmark for
@@ -137,6 +152,10 @@ pub fn quick(name: &str) -> (Vec<&'static str>, Vec<(&'static str, &'static str)
             vec![],
         ),
         "catchup" => (vec!["--sessions", "1000", "--runs", "10"], vec![]),
+        "history" => (
+            vec!["--sessions", "1000", "--runs", "1", "--queries", "20"],
+            vec![],
+        ),
         _ => (vec![], vec![]),
     }
 }

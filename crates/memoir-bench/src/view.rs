@@ -184,7 +184,7 @@ fn ann(args: &Args) {
     let mut mix = Mixture::new(42);
     let base: Vec<Vec<f32>> = (0..max).map(|_| mix.sample()).collect();
     let queries: Vec<Vec<f32>> = (0..args.queries).map(|_| mix.sample()).collect();
-    let kernel = memoir::view::index::simd::Kernel::detect();
+    let kernel = memoir::simd::Kernel::detect();
     println!(
         "## ann: {DIMS}-d mixture data, {} queries, k={K}, one thread, kernel: {}",
         queries.len(),

@@ -11,13 +11,14 @@
 //! | 5 | backend unavailable (database or server down; retry later) |
 //!
 //! Library errors are classified by the library ([`ErrorKind`], found in
-//! any error chain by [`memoir::error::kind_of`]); this module only maps
+//! any error chain by [`memoir::kind_of`]); this module only maps
 //! each kind to a code, with no catch-all arm.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use memoir::error::{kind_of, ErrorKind};
+use memoir::error::ErrorKind;
+use memoir::kind_of;
 
 /// `verify` found problems, or a search found nothing.
 pub const PROBLEMS: u8 = 1;

@@ -59,6 +59,9 @@ enum Command {
     Remote(cmd::serve::RemoteArgs),
     /// Import Claude Code, Codex, Gemini CLI or OpenCode sessions (incremental; --watch).
     Import(cmd::import::Args),
+    /// Push this store's sessions to a `memoir serve` server (incremental, redacted).
+    #[cfg(feature = "client")]
+    Sync(cmd::sync::Args),
     /// Check a whole store (chains, torn tails, special files, forks, temp
     /// files, modes) and, with --repair, fix what is safe.
     Doctor(cmd::doctor::Args),
@@ -98,6 +101,7 @@ enum Command {
 const OPTIONAL_COMMANDS: &[exit::OptionalCommand] = &[
     ("serve", "server", cfg!(feature = "server")),
     ("remote", "client", cfg!(feature = "client")),
+    ("sync", "client", cfg!(feature = "client")),
     ("mcp", "mcp", cfg!(feature = "mcp")),
     ("ui", "ui", cfg!(feature = "ui")),
     ("models", "minilm", cfg!(feature = "minilm")),
@@ -133,6 +137,8 @@ fn main() -> ExitCode {
         Command::Ui(args) => cmd::ui::run(args),
         Command::Changes(args) => cmd::changes::run(args),
         Command::Import(args) => cmd::import::run(args),
+        #[cfg(feature = "client")]
+        Command::Sync(args) => cmd::sync::run(args),
         Command::Doctor(args) => cmd::doctor::run(args),
         Command::Usage(args) => cmd::usage::run(args),
         Command::Stats(args) => cmd::stats::run(args),

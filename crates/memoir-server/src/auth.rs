@@ -8,7 +8,6 @@ use axum::http::{header, StatusCode};
 
 use crate::config::TokenIndex;
 use crate::error::ApiError;
-use crate::handlers::Shared;
 
 /// Accepted tokens by BLAKE3 digest.
 pub(crate) type Tokens = TokenIndex;
@@ -24,15 +23,19 @@ pub(crate) struct Auth {
     pub project: String,
 }
 
-impl FromRequestParts<Shared> for Auth {
+/// A router state that holds the accepted tokens: what [`Auth`] needs of
+/// it, so that this module knows nothing of the handlers' state.
+pub(crate) trait HasTokens {
+    /// The accepted tokens.
+    fn tokens(&self) -> &Tokens;
+}
+
+impl<S: HasTokens + Send + Sync> FromRequestParts<S> for Auth {
     type Rejection = ApiError;
 
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &Shared,
-    ) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         let grant = state
-            .tokens
+            .tokens()
             .authenticate(
                 parts
                     .headers

@@ -43,7 +43,7 @@ pub use config::{
     TokenIndex,
 };
 pub use error::ApiError;
-use handlers::{blobs, fork, lease, read, search, trash, write, AppState};
+use handlers::{blobs, fork, heads, lease, read, search, trash, write, AppState};
 
 /// The OpenAPI 3.1 description of the API (served at `/openapi.json`).
 pub const OPENAPI_JSON: &str = include_str!("openapi.json");
@@ -106,6 +106,7 @@ pub fn router(config: ServerConfig) -> Router {
         .route("/v1/sessions/{id}/restore", post(write::restore_session))
         .route("/v1/sessions/{id}/purge", post(write::purge_session))
         .route("/v1/sessions/{id}/search", post(search::search_session))
+        .route("/v1/heads", post(heads::heads))
         .route("/v1/usage", get(handlers::usage::get_usage));
     // Cross-session search.
     #[cfg(feature = "search")]
@@ -229,6 +230,7 @@ mod tests {
             "/v1/sessions/{id}/restore",
             "/v1/sessions/{id}/purge",
             "/v1/usage",
+            "/v1/heads",
             "/v1/search",
             "/v1/trash",
             "/v1/trash/{id}/log",

@@ -1206,3 +1206,47 @@ fn cross_session_search_is_project_scoped(config: ServerConfig) {
     );
     assert_eq!(status, 401);
 }
+
+/// `POST /v1/heads` answers only for the caller's project (another
+/// project's session of the same id is absent, as a missing one), gives the
+/// last `seq` and the content digest of the last record as read back, and
+/// refuses a path-like id.
+#[test]
+fn heads_are_per_project_and_name_the_last_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Running::start(file_config(dir.path()));
+    let a = server.client(TOKEN_A);
+    let b = server.client(TOKEN_B);
+    for c in [&a, &b] {
+        c.create(&wire::CreateSession {
+            id: Some("s".into()),
+            ..Default::default()
+        })
+        .unwrap();
+    }
+    a.create(&wire::CreateSession {
+        id: Some("only-a".into()),
+        ..Default::default()
+    })
+    .unwrap();
+    let last = Record::Message(Message::user("second"));
+    a.append(
+        "s",
+        &[Record::Message(Message::user("first")), last.clone()],
+        Some(1),
+    )
+    .unwrap();
+    let ids = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let heads = a.heads(&ids(&["missing", "s", "only-a"])).unwrap();
+    assert_eq!(heads.len(), 2, "{heads:?}");
+    assert_eq!((heads[0].id.as_str(), heads[0].last_seq), ("s", 2));
+    assert_eq!(heads[0].last_digest, wire::record_digest(&last).unwrap());
+    assert_eq!((heads[1].id.as_str(), heads[1].last_seq), ("only-a", 0));
+    let header = a.header("only-a").unwrap();
+    assert_eq!(heads[1].last_digest, wire::header_digest(&header).unwrap());
+    // Project b sees its own `s` (header only) and not a's `only-a`.
+    let heads = b.heads(&ids(&["s", "only-a"])).unwrap();
+    assert_eq!(heads.len(), 1, "{heads:?}");
+    assert_eq!(heads[0].last_seq, 0);
+    assert!(matches!(b.heads(&ids(&["../s"])), Err(Error::Invalid(_))));
+}

@@ -419,6 +419,81 @@ pub mod wire {
         pub size: u64,
     }
 
+    /// `POST /v1/heads`: which of these sessions the project holds, and
+    /// where each ends (what `memoir sync` asks before sending).
+    #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct HeadsRequest {
+        /// Session ids (at most 10,000).
+        pub ids: Vec<String>,
+    }
+
+    /// Where one stored session ends.
+    #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+    pub struct Head {
+        /// The session id.
+        pub id: String,
+        /// The `seq` of its last applied record (0: only the header).
+        pub last_seq: u64,
+        /// [`record_digest`] of that record, with payloads resolved (the
+        /// header's for `last_seq` 0).
+        pub last_digest: String,
+    }
+
+    /// The sessions of a [`HeadsRequest`] that exist; the others are absent.
+    #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+    pub struct HeadsResponse {
+        /// One entry per existing session, in request order.
+        pub heads: Vec<Head>,
+    }
+
+    /// The content digest of a record: the first 16 bytes of BLAKE3, in
+    /// lowercase hex, of its JSON object (the `"record"` tag and payload,
+    /// no framing), keys sorted at every level, no whitespace. Unlike a line's `h`, it does not depend on the `seq`,
+    /// the batch or the chain, so a client and a server holding the same
+    /// record under different headers agree on it.
+    pub fn record_digest(record: &Record) -> Result<String, serde_json::Error> {
+        let v = Value::Object(record.to_object()?);
+        Ok(digest_bytes(&serde_json::to_vec(&canonical(v))?))
+    }
+
+    /// `v` with every object's keys in sorted order (so the digest does not
+    /// depend on the order a writer or a redaction pass left them in).
+    fn canonical(v: Value) -> Value {
+        match v {
+            Value::Object(m) => {
+                let mut entries: Vec<(String, Value)> = m.into_iter().collect();
+                entries.sort_by(|a, b| a.0.cmp(&b.0));
+                Value::Object(
+                    entries
+                        .into_iter()
+                        .map(|(k, v)| (k, canonical(v)))
+                        .collect(),
+                )
+            }
+            Value::Array(a) => Value::Array(a.into_iter().map(canonical).collect()),
+            other => other,
+        }
+    }
+
+    /// [`record_digest`] of a header (`last_seq` 0): its JSON without the
+    /// `project` field a server adds.
+    pub fn header_digest(meta: &SessionMeta) -> Result<String, serde_json::Error> {
+        let mut m = meta.clone();
+        m.extra.remove("project");
+        Ok(digest_bytes(&serde_json::to_vec(&canonical(
+            serde_json::to_value(&m)?,
+        ))?))
+    }
+
+    fn digest_bytes(bytes: &[u8]) -> String {
+        let h = blake3::hash(bytes);
+        h.as_bytes()[..16]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+
     /// Every error response: a stable code and a sentence.
     #[derive(Debug, Clone, Default, Serialize, Deserialize)]
     pub struct ErrorBody {
@@ -505,6 +580,11 @@ impl Client {
             .build()
             .into();
         Ok(Client { base, token, agent })
+    }
+
+    /// The bearer token, if any.
+    pub fn token(&self) -> Option<&str> {
+        self.token.as_deref()
     }
 
     /// The server's base URL.
@@ -652,6 +732,13 @@ impl Client {
         Self::json(&text)
     }
 
+    /// Append a request body already encoded (a [`wire::AppendRequest`]).
+    pub fn append_raw(&self, id: &str, body: Vec<u8>) -> Result<wire::AppendResponse> {
+        let path = format!("/v1/sessions/{}/records", seg(id));
+        let text = self.ok("POST", &path, Some(body), id)?;
+        Self::json(&text)
+    }
+
     /// The session replayed (messages, taint, usage).
     pub fn load(&self, id: &str) -> Result<wire::Loaded> {
         let text = self.ok("GET", &format!("/v1/sessions/{}", seg(id)), None, id)?;
@@ -742,6 +829,14 @@ impl Client {
     pub fn list(&self) -> Result<wire::ListResponse> {
         let text = self.ok("GET", "/v1/sessions", None, "")?;
         Self::json(&text)
+    }
+
+    /// Which of `ids` the project holds, and where each ends
+    /// (`POST /v1/heads`); absent ids are not in the answer.
+    pub fn heads(&self, ids: &[String]) -> Result<Vec<wire::Head>> {
+        let body = wire::HeadsRequest { ids: ids.to_vec() };
+        let text = self.ok("POST", "/v1/heads", Some(serde_json::to_vec(&body)?), "")?;
+        Ok(Self::json::<wire::HeadsResponse>(&text)?.heads)
     }
 
     /// Fork a session by reference.

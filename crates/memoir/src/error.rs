@@ -7,7 +7,7 @@
 //! unsupported, ...) are wrapped as [`Error::Store`]; [`Error::kind`] sorts
 //! every error by what the caller can do about it ([`ErrorKind`]): the one
 //! classification the fronts map to exit codes and HTTP statuses
-//! ([`kind_of`] finds it in any error chain).
+//! (`memoir::kind_of` finds it in any error chain).
 
 use std::path::PathBuf;
 
@@ -266,23 +266,6 @@ impl ErrorKind {
     }
 }
 
-#[cfg(feature = "view")]
-#[cfg(feature = "minilm")]
-impl crate::embed::models::ModelError {
-    /// The kind of this failure: an unknown name or no home is the caller's
-    /// error, files that do not match are corrupt, a failed download or
-    /// `pip` is unavailable.
-    pub fn kind(&self) -> ErrorKind {
-        use crate::embed::models::ModelError as E;
-        match self {
-            E::Unknown(..) | E::Home(_) => ErrorKind::Invalid,
-            E::Mismatch { .. } | E::Checksum { .. } => ErrorKind::Corrupt,
-            E::Io { source, .. } => io_kind(source.kind()),
-            E::Tool(_) => ErrorKind::Unavailable,
-        }
-    }
-}
-
 impl crate::embed::EmbeddingError {
     /// What the caller can do about this error (see [`ErrorKind`]).
     pub fn kind(&self) -> ErrorKind {
@@ -297,55 +280,6 @@ impl crate::embed::EmbeddingError {
             E::Cache(_) => ErrorKind::Io,
         }
     }
-}
-
-/// The kind of the first library error in `err`'s `source()` chain
-/// ([`Error`], [`StoreError`], [`crate::manager::ManagerError`],
-/// [`crate::blob::BlobError`] or, with their features,
-/// [`crate::embed::EmbeddingError`], [`crate::view::ViewError`],
-/// [`crate::search::SearchError`] and [`crate::import::ImportError`]);
-/// `None` when there is none. Each wrapper
-/// is classified itself, because a `#[error(transparent)]` variant's
-/// `source()` skips the error it wraps. The one classification every front maps (CLI exit codes, HTTP
-/// statuses, JSON error bodies).
-pub fn kind_of(err: &(dyn std::error::Error + 'static)) -> Option<ErrorKind> {
-    let mut next = Some(err);
-    while let Some(e) = next {
-        if let Some(e) = e.downcast_ref::<Error>() {
-            return Some(e.kind());
-        }
-        if let Some(e) = e.downcast_ref::<StoreError>() {
-            return Some(e.kind());
-        }
-        if let Some(e) = e.downcast_ref::<crate::manager::ManagerError>() {
-            return Some(e.kind());
-        }
-        if let Some(e) = e.downcast_ref::<crate::blob::BlobError>() {
-            return Some(e.kind());
-        }
-        #[cfg(feature = "view")]
-        if let Some(e) = e.downcast_ref::<crate::embed::EmbeddingError>() {
-            return Some(e.kind());
-        }
-        #[cfg(feature = "minilm")]
-        if let Some(e) = e.downcast_ref::<crate::embed::models::ModelError>() {
-            return Some(e.kind());
-        }
-        #[cfg(feature = "view")]
-        if let Some(e) = e.downcast_ref::<crate::view::ViewError>() {
-            return Some(e.kind());
-        }
-        #[cfg(feature = "search")]
-        if let Some(e) = e.downcast_ref::<crate::search::SearchError>() {
-            return Some(e.kind());
-        }
-        #[cfg(feature = "import")]
-        if let Some(e) = e.downcast_ref::<crate::import::ImportError>() {
-            return Some(e.kind());
-        }
-        next = e.source();
-    }
-    None
 }
 
 /// The kind of an OS error: connection failures are
@@ -421,96 +355,6 @@ mod tests {
         );
         // A missing file is not a missing session (CLI exit 1, not 4).
         assert_eq!(io(std::io::ErrorKind::NotFound).kind(), ErrorKind::Io);
-    }
-
-    #[test]
-    fn kind_of_finds_the_library_error_in_a_chain() {
-        let e = crate::manager::ManagerError::Store(Error::NotFound("x".into()));
-        assert_eq!(e.kind(), ErrorKind::NotFound);
-        assert_eq!(
-            crate::manager::ManagerError::InTrash("x".into()).kind(),
-            ErrorKind::Conflict
-        );
-        let wrapped: Box<dyn std::error::Error> = Box::new(e);
-        assert_eq!(kind_of(wrapped.as_ref()), Some(ErrorKind::NotFound));
-        let store: Box<dyn std::error::Error> =
-            Box::new(StoreError::Unsupported { operation: "x" });
-        assert_eq!(kind_of(store.as_ref()), Some(ErrorKind::Unsupported));
-    }
-
-    /// The wrapper errors whose storage variant is `#[error(transparent)]`:
-    /// their `source()` skips the wrapped error, so `kind_of` must classify
-    /// the wrapper itself (a `memoir search` query too long was "internal",
-    /// exit 1, instead of a usage error).
-    #[test]
-    fn kind_of_classifies_the_wrapper_errors() {
-        use crate::blob::BlobError;
-        let missing = || Error::NotFound("s".into());
-        let cases: Vec<(Box<dyn std::error::Error>, ErrorKind)> = vec![
-            (Box::new(BlobError::Storage(missing())), ErrorKind::NotFound),
-            (
-                Box::new(BlobError::NotFound("h".into())),
-                ErrorKind::NotFound,
-            ),
-            (
-                Box::new(BlobError::InvalidHash("x".into())),
-                ErrorKind::Invalid,
-            ),
-            (
-                Box::new(BlobError::Corrupt {
-                    hash: "a".into(),
-                    actual: "b".into(),
-                    path: PathBuf::new(),
-                }),
-                ErrorKind::Corrupt,
-            ),
-            #[cfg(feature = "view")]
-            (
-                Box::new(crate::view::ViewError::Storage(missing())),
-                ErrorKind::NotFound,
-            ),
-            #[cfg(feature = "view")]
-            (
-                Box::new(crate::view::ViewError::DimensionMismatch {
-                    expected: 384,
-                    got: 3,
-                }),
-                ErrorKind::Invalid,
-            ),
-            #[cfg(feature = "search")]
-            (
-                Box::new(crate::search::SearchError::Invalid("q".into())),
-                ErrorKind::Invalid,
-            ),
-            #[cfg(feature = "search")]
-            (
-                Box::new(crate::search::SearchError::Store(missing())),
-                ErrorKind::NotFound,
-            ),
-            #[cfg(feature = "import")]
-            (
-                Box::new(crate::import::ImportError::Store(missing())),
-                ErrorKind::NotFound,
-            ),
-            #[cfg(feature = "import")]
-            (
-                Box::new(crate::import::ImportError::Manager(
-                    crate::manager::ManagerError::Store(missing()),
-                )),
-                ErrorKind::NotFound,
-            ),
-            #[cfg(feature = "import")]
-            (
-                Box::new(crate::import::ImportError::Unsupported {
-                    path: PathBuf::from("x.db"),
-                    reason: "not a session file".into(),
-                }),
-                ErrorKind::Unsupported,
-            ),
-        ];
-        for (e, kind) in cases {
-            assert_eq!(kind_of(e.as_ref()), Some(kind), "{e}");
-        }
     }
 
     #[test]

@@ -20,6 +20,8 @@
 //! - [`frame`]: the line framing (seq, batch marker, hash chain) on bytes,
 //!   below both [`store`] and [`transcript`];
 //! - [`doctor`]: the whole-store health check behind `memoir doctor`;
+//! - `push` (with `client`): `memoir sync`, the incremental, resumable copy
+//!   of a local store to a server;
 //! - [`notes`]: explicit per-project notes (`remember`/`forget`) as records;
 //! - [`id`], [`paths`], [`error`]: session ids, store locations, errors.
 //!
@@ -59,11 +61,13 @@
 
 pub mod blob;
 pub mod changes;
+mod classify;
 pub mod client;
 pub mod doctor;
 #[cfg(feature = "view")]
 pub mod embed;
 pub mod error;
+mod fan_out;
 pub mod frame;
 pub mod id;
 #[cfg(feature = "import")]
@@ -73,6 +77,8 @@ pub mod message;
 // Explicit per-project notes (`remember`/`forget`).
 pub mod notes;
 pub mod paths;
+#[cfg(feature = "client")]
+pub mod push;
 // Promotion of nominated records to durable project facts (needs the view).
 #[cfg(feature = "view")]
 pub mod promote;
@@ -80,6 +86,11 @@ pub mod record;
 pub mod runs;
 #[cfg(feature = "search")]
 pub mod search;
+/// Dot-product kernels (portable, AVX2 + FMA, AVX-512) shared by the vector
+/// index and the embedders.
+#[cfg(feature = "view")]
+#[allow(unsafe_code)] // the one module with `unsafe`: SIMD kernels, each call argued
+pub mod simd;
 pub mod store;
 pub mod transcript;
 #[cfg(feature = "usage")]
@@ -87,6 +98,7 @@ pub mod usage;
 #[cfg(feature = "view")]
 pub mod view;
 
+pub use classify::kind_of;
 pub use error::{Error, Result};
 
 /// `skip_serializing_if` for a field written only when it differs from its

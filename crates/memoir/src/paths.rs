@@ -258,6 +258,17 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
 /// Write `bytes` to `path` atomically: a temp file in the same directory,
 /// fsync, rename over `path`, fsync the directory.
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_and_rename(path, bytes, true)
+}
+
+/// Write `bytes` to `path` through a temp file in the same directory renamed
+/// over it, without fsync: for derived data, which a crash may leave old or
+/// missing but never torn.
+pub fn replace_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_and_rename(path, bytes, false)
+}
+
+fn write_and_rename(path: &Path, bytes: &[u8], durable: bool) -> Result<()> {
     use std::io::Write;
     let dir = path.parent().unwrap_or_else(|| Path::new("."));
     let name = path
@@ -272,9 +283,14 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<()> {
     let result = (|| {
         let mut f = private_new_file().open(&tmp).ctx("create", &tmp)?;
         f.write_all(bytes).ctx("write", &tmp)?;
-        f.sync_all().ctx("fsync", &tmp)?;
+        if durable {
+            f.sync_all().ctx("fsync", &tmp)?;
+        }
         fs::rename(&tmp, path).ctx("rename", path)?;
-        sync_dir(dir)
+        if durable {
+            sync_dir(dir)?;
+        }
+        Ok(())
     })();
     if result.is_err() {
         let _ = fs::remove_file(&tmp);

@@ -38,8 +38,71 @@ pub struct Args {
     /// Print a JSON summary.
     #[arg(long)]
     pub json: bool,
+    /// Push the store to this `memoir serve` server after the import (and,
+    /// with --watch, after every round that imported something), as
+    /// `memoir sync` does (redacted).
+    #[cfg(feature = "client")]
+    #[arg(long, value_name = "URL")]
+    pub push: Option<String>,
+    /// With --push: the bearer token (default: $MEMOIR_TOKEN).
+    #[cfg(feature = "client")]
+    #[arg(long, requires = "push")]
+    pub token: Option<String>,
     #[command(flatten)]
     pub store: StoreArgs,
+}
+
+/// After an import round: push the store when `--push` was given.
+#[cfg(feature = "client")]
+struct Pusher {
+    target: Option<super::sync::Target>,
+    json: bool,
+}
+
+#[cfg(feature = "client")]
+impl Pusher {
+    fn new(args: &Args) -> anyhow::Result<Pusher> {
+        let target = match &args.push {
+            Some(url) => Some(super::sync::target(
+                Some(url.clone()),
+                args.token.clone(),
+                &args.store,
+            )?),
+            None => None,
+        };
+        Ok(Pusher {
+            target,
+            json: args.json,
+        })
+    }
+
+    fn push(&self, manager: &memoir::manager::SessionManager) -> anyhow::Result<()> {
+        let Some(t) = &self.target else {
+            return Ok(());
+        };
+        let report = memoir::push::push(
+            manager.store().as_ref(),
+            &t.state_dir,
+            &t.client,
+            &memoir::push::PushOptions::default(),
+            &mut |_| {},
+        )?;
+        super::sync::print_report(&report, self.json, true);
+        Ok(())
+    }
+}
+
+#[cfg(not(feature = "client"))]
+struct Pusher;
+
+#[cfg(not(feature = "client"))]
+impl Pusher {
+    fn new(_: &Args) -> anyhow::Result<Pusher> {
+        Ok(Pusher)
+    }
+    fn push(&self, _: &memoir::manager::SessionManager) -> anyhow::Result<()> {
+        Ok(())
+    }
 }
 
 /// What the arguments ask for: agent homes or folders, and single files.
@@ -140,6 +203,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // Appends are handed to the OS as they go; the import fsyncs every
     // session it touched before it records its cursors.
     let manager = args.store.manager(Durability::Flush)?;
+    let pusher = Pusher::new(&args)?;
     if args.watch {
         let options = import::watch::WatchOptions {
             roots: plan.roots,
@@ -147,9 +211,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             interval: Duration::from_secs_f64(args.interval.max(0.05)),
         };
         let json = args.json;
+        // A failed push (server down, laptop offline) is reported and
+        // retried after the next round: the import goes on.
+        let mut pending = true;
         import::watch::watch(&manager, &options, &mut || true, &mut |report| {
             if report.records > 0 || !report.errors.is_empty() {
                 print_report(report, json, true);
+            }
+            if report.records > 0 || pending {
+                pending = match pusher.push(&manager) {
+                    Ok(()) => false,
+                    Err(e) => {
+                        eprintln!("push: {e:#}");
+                        true
+                    }
+                };
             }
         })?;
         return Ok(ExitCode::SUCCESS);
@@ -162,6 +238,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let report = import::import(&manager, &sources, &mut |p| bar(p))?;
     bar(&Progress::default());
     print_report(&report, args.json, false);
+    pusher.push(&manager)?;
     Ok(if report.errors.is_empty() {
         ExitCode::SUCCESS
     } else {

@@ -22,6 +22,8 @@ pub mod serve;
 pub mod sessions;
 pub mod stats;
 pub mod store;
+#[cfg(feature = "client")]
+pub mod sync;
 #[cfg(feature = "ui")]
 pub mod ui;
 pub mod usage;

@@ -143,7 +143,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             usize::MAX
         });
     if args.blocks {
-        let blocks = usage::blocks_report(&store, &query, &prices, Utc::now())?;
+        let usage::BlocksReport { blocks, notices } =
+            usage::blocks_report(&store, &query, &prices, Utc::now())?;
+        for notice in notices {
+            eprintln!("memoir: {notice}");
+        }
         if args.json {
             let v = serde_json::json!({"format": usage::USAGE_FORMAT, "blocks": blocks, "prices": prices.origin});
             println!("{}", serde_json::to_string_pretty(&v)?);
@@ -155,6 +159,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let report = usage::report(&store, &query, &prices)?;
+    for notice in &report.notices {
+        eprintln!("memoir: {notice}");
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else if args.csv {

@@ -20,4 +20,5 @@ mod processes;
 mod search_cli;
 mod sessions_cli;
 mod store_paths;
+mod sync_cli;
 mod usage_cli;

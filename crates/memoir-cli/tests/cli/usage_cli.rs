@@ -402,3 +402,48 @@ fn usage_matches_ccusage_on_generated_claude_code_trees() {
         "{stdout}"
     );
 }
+
+/// A damaged usage summary is named once on stderr, by a report and by
+/// `--blocks`, and the figures are those of the session logs.
+#[test]
+fn a_damaged_usage_summary_is_named_once_on_stderr() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    fill(dir.path());
+    let d = dir.path().to_str().unwrap();
+    let run = |extra: &[&str]| {
+        let out = memoir(home.path())
+            .args(["usage", "--dir", d, "--json"])
+            .args(extra)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let json: Value = serde_json::from_str(&ok(out)).unwrap();
+        (json, stderr)
+    };
+    let (clean, stderr) = run(&[]);
+    assert_eq!(stderr, "", "a first report rebuilds silently");
+    let (clean_blocks, _) = run(&["--blocks"]);
+    let summary = dir.path().join("index").join(memoir::usage::SUMMARY_FILE);
+    let damage = || {
+        let mut bytes = std::fs::read(&summary).unwrap();
+        let mid = bytes.len() / 2;
+        bytes[mid] ^= 0x55;
+        std::fs::write(&summary, bytes).unwrap();
+    };
+    for extra in [&[][..], &["--blocks"][..]] {
+        damage();
+        let (json, stderr) = run(extra);
+        let named: Vec<&str> = stderr.lines().filter(|l| l.contains("damaged")).collect();
+        assert_eq!(named.len(), 1, "{extra:?}: {stderr}");
+        assert!(named[0].starts_with("memoir: ") && named[0].contains("usage.summary"));
+        if extra.is_empty() {
+            assert_eq!(json["total"], clean["total"]);
+            assert_eq!(json["notices"].as_array().map(Vec::len), Some(1));
+        } else {
+            assert_eq!(json["blocks"], clean_blocks["blocks"]);
+        }
+        let (_, again) = run(extra);
+        assert_eq!(again, "", "{extra:?}: rebuilt, nothing more to say");
+    }
+}

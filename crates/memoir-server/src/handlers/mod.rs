@@ -4,6 +4,7 @@
 
 pub(crate) mod blobs; // PUT/GET /v1/blobs/{hash}
 pub(crate) mod fork;
+pub(crate) mod heads; // POST /v1/heads
 pub(crate) mod lease; // /v1/sessions/{id}/lease
 pub(crate) mod read;
 pub(crate) mod search;
@@ -24,7 +25,7 @@ use memoir::manager::SessionManager;
 use memoir::store::LogStore;
 use serde::de::DeserializeOwned;
 
-use crate::auth::{Auth, Tokens};
+use crate::auth::{Auth, HasTokens, Tokens};
 use crate::error::{ApiError, ApiResult};
 use crate::namespace::ProjectStore;
 use crate::OPENAPI_JSON;
@@ -82,6 +83,12 @@ impl LogQuery {
 
 /// The state as handlers receive it.
 pub(crate) type Shared = Arc<AppState>;
+
+impl HasTokens for Shared {
+    fn tokens(&self) -> &Tokens {
+        &self.tokens
+    }
+}
 
 /// How a log route reads its session: live (`LogStore::read`) or from the
 /// trash (`LogStore::read_deleted`).

@@ -88,7 +88,7 @@ pub(crate) async fn get_usage(
         };
         let prices = prices()?;
         if p.blocks {
-            let blocks = usage::blocks_report(&store, &query, prices, Utc::now())?;
+            let blocks = usage::blocks_report(&store, &query, prices, Utc::now())?.blocks;
             return Ok(serde_json::json!({
                 "format": usage::USAGE_FORMAT,
                 "blocks": blocks,

@@ -56,6 +56,21 @@ pub enum ModelError {
     Home(String),
 }
 
+impl ModelError {
+    /// The kind of this failure: an unknown name or no home is the caller's
+    /// error, files that do not match are corrupt, a failed download or
+    /// `pip` is unavailable.
+    pub fn kind(&self) -> crate::error::ErrorKind {
+        use crate::error::ErrorKind;
+        match self {
+            ModelError::Unknown(..) | ModelError::Home(_) => ErrorKind::Invalid,
+            ModelError::Mismatch { .. } | ModelError::Checksum { .. } => ErrorKind::Corrupt,
+            ModelError::Io { source, .. } => crate::error::io_kind(source.kind()),
+            ModelError::Tool(_) => ErrorKind::Unavailable,
+        }
+    }
+}
+
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ModelError + '_ {
     move |source| ModelError::Io {
         path: path.to_path_buf(),

@@ -457,8 +457,6 @@ pub fn select(cli: &EmbedConfig) -> Result<Arc<dyn EmbeddingProvider>, Embedding
     EmbedConfig::resolve(cli)?.build()
 }
 
-/// The error for a provider this build of the library left out.
-#[cfg(not(all(feature = "minilm", feature = "openai")))]
 /// The installed folder of a supported model named in the configuration.
 #[cfg(feature = "minilm")]
 fn named_model_dir(name: &str) -> Result<PathBuf, EmbeddingError> {
@@ -477,6 +475,8 @@ fn named_model_dir(name: &str) -> Result<PathBuf, EmbeddingError> {
     })
 }
 
+/// The error for a provider this build of the library left out.
+#[cfg(not(all(feature = "minilm", feature = "openai")))]
 fn not_built(feature: &str) -> EmbeddingError {
     EmbeddingError::Config(format!(
         "the {feature:?} embedder is not in this build (cargo feature `{feature}`)"

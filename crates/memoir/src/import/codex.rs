@@ -19,26 +19,23 @@
 //! prefix; spawned child threads name their parent. Everything else is kept
 //! verbatim as source records.
 
-use std::io::Read;
 use std::path::Path;
 
 use serde_json::{json, Map, Value};
 
+#[cfg(feature = "import-opencode")]
+use super::codex_history;
 use super::cursor::TailState;
-use super::lines::{self, Line};
+use super::lines::{self, Line, HISTORY_ITEM};
 use super::segments;
 use super::{
-    make_id, source_record, str_of, time_of, Agent, ForkAt, ForkFrom, ImportError, ParentRef,
-    ParseContext, Parsed, Planned,
+    make_id, source_record, str_of, time_of, Agent, ForkAt, ForkFrom, ParentRef, ParseContext,
+    Parsed, Planned,
 };
 use crate::message::{Block, Message, Role, Usage, SOURCE_KEY};
 use crate::record::{Record, RunConfig, SessionMeta, SourceRef};
 
 const AGENT: Agent = Agent::Codex;
-
-/// The `type` of the lines made from items of Codex's thread-history
-/// projection that the rollout lacks (see `codex_history`).
-pub(crate) const HISTORY_ITEM: &str = "thread_history_item";
 
 /// Texts that mark a `user` message as injected context, not a human turn.
 const INJECTED: &[&str] = &[
@@ -61,22 +58,6 @@ const ASSISTANT_ITEMS: &[&str] = &[
     "tool_search_call",
     "image_generation_call",
 ];
-
-/// The first line of a rollout (at most 4 MiB of it), read-only: read up
-/// to its newline, not the rest of the file.
-pub fn first_line(path: &Path) -> Result<Option<Vec<u8>>, ImportError> {
-    use std::io::BufRead;
-    let file = lines::open(path)?;
-    let mut reader = std::io::BufReader::with_capacity(64 << 10, file.take(4 << 20));
-    let mut buf = Vec::new();
-    reader
-        .read_until(b'\n', &mut buf)
-        .map_err(|e| ImportError::io("read", path, e))?;
-    Ok((buf.last() == Some(&b'\n')).then(|| {
-        buf.pop();
-        buf
-    }))
-}
 
 /// One line, normalised: `(type, payload)`.
 fn item(line: &Line, index: usize) -> (&str, &Map<String, Value>) {
@@ -699,7 +680,7 @@ pub(crate) fn parse_lines(path: &Path, file: lines::JsonlFile, ctx: &ParseContex
     }));
     #[cfg(feature = "import-opencode")]
     let lines = {
-        let (lines, notes) = super::codex_history::fill(path, &own_tid, lines);
+        let (lines, notes) = codex_history::fill(path, &own_tid, lines);
         parsed.notes.extend(notes);
         lines
     };

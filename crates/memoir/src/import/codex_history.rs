@@ -23,8 +23,7 @@ use rusqlite::Connection;
 
 use serde_json::{json, Map, Value};
 
-use super::codex::HISTORY_ITEM;
-use super::lines::Line;
+use super::lines::{Line, HISTORY_ITEM};
 use super::opencode::{columns, open, sql_err};
 use super::{segments, ImportError, Skipped};
 

@@ -46,6 +46,10 @@ pub struct JsonlFile {
     pub complete_lines: u64,
 }
 
+/// The `type` of the lines a Codex import makes from items of Codex's
+/// thread-history projection that the rollout lacks.
+pub(super) const HISTORY_ITEM: &str = "thread_history_item";
+
 /// The name ending of a zstd-compressed JSONL file.
 pub const ZSTD_SUFFIX: &str = ".jsonl.zst";
 
@@ -409,6 +413,22 @@ fn trim_line(raw: &[u8]) -> &[u8] {
         .rposition(|b| !is_pad(b))
         .map_or(start, |i| i + 1);
     &raw[start..end]
+}
+
+/// The first line of a file (a Codex rollout's `session_meta`), at most
+/// 4 MiB of it: read up to its newline, never the rest of the file.
+pub(super) fn first_line(path: &Path) -> Result<Option<Vec<u8>>, ImportError> {
+    use std::io::BufRead;
+    let file = open(path)?;
+    let mut reader = std::io::BufReader::with_capacity(64 << 10, file.take(4 << 20));
+    let mut buf = Vec::new();
+    reader
+        .read_until(b'\n', &mut buf)
+        .map_err(|e| ImportError::io("read", path, e))?;
+    Ok((buf.last() == Some(&b'\n')).then(|| {
+        buf.pop();
+        buf
+    }))
 }
 
 #[cfg(test)]

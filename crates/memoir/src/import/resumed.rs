@@ -149,7 +149,7 @@ pub(super) fn predecessor(
         let Some(main) = fc.sessions.get("main") else {
             continue;
         };
-        if fc.lines > 0 && super::sync::exists(manager, &main.id)? {
+        if fc.lines > 0 && exists(manager, &main.id)? {
             candidates.push(p.clone());
         }
     }
@@ -224,7 +224,7 @@ pub(super) fn fork_point(
     );
     let mut main_len = None;
     for id in &ids {
-        if !super::sync::exists(manager, id)? {
+        if !exists(manager, id)? {
             continue;
         }
         let t = manager.read_stored(id)?;
@@ -245,4 +245,13 @@ pub(super) fn fork_point(
         }
     }
     Ok(main_len)
+}
+
+/// Whether the store has a live session `id`.
+pub(super) fn exists(manager: &SessionManager, id: &str) -> Result<bool, ImportError> {
+    match manager.store().read_header(id) {
+        Ok(h) => Ok(h.is_some()),
+        Err(crate::Error::NotFound(_)) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
 }

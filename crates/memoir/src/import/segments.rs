@@ -72,7 +72,7 @@ impl Reference {
 
 /// The `session_meta` identity of a rollout: `(thread id, segment id)`.
 fn identity(path: &Path) -> Option<(String, Option<String>)> {
-    let line = super::codex::first_line(path).ok().flatten()?;
+    let line = super::lines::first_line(path).ok().flatten()?;
     let v: Map<String, Value> = serde_json::from_slice(&line).ok()?;
     let meta = match v.get("payload") {
         Some(Value::Object(p)) if str_of(&v, "type") == Some("session_meta") => p,

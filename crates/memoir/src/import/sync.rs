@@ -253,7 +253,7 @@ impl Run<'_> {
             return Ok(());
         }
         if source.agent == Agent::Codex {
-            let hash = super::codex::first_line(&source.path)?
+            let hash = super::lines::first_line(&source.path)?
                 .map(|l| blake3::hash(&l).to_hex().to_string());
             if let Some(h) = &hash {
                 ctx.codex_parent = self.note_first_line(source, Some(h))?;
@@ -391,7 +391,7 @@ impl Run<'_> {
         if fc.offset == 0 || fc.verify(&source.path, stat)? != Change::Grown {
             return Ok(false);
         }
-        if !exists(self.manager, &main.id)? {
+        if !resumed::exists(self.manager, &main.id)? {
             return Ok(false);
         }
         let bytes = super::lines::read_from(&source.path, fc.offset)?;
@@ -446,7 +446,7 @@ impl Run<'_> {
     ) -> Result<Option<PathBuf>, ImportError> {
         let hash = match known.and_then(|h| blake3::Hash::from_hex(h).ok()) {
             Some(h) => h,
-            None => match super::codex::first_line(&source.path)? {
+            None => match super::lines::first_line(&source.path)? {
                 Some(line) => blake3::hash(&line),
                 None => return Ok(None),
             },
@@ -466,7 +466,7 @@ impl Run<'_> {
     fn beyond_cursor(&self, fc: &FileCursor) -> Result<HashMap<String, Vec<Record>>, ImportError> {
         let mut out = HashMap::new();
         for (key, sc) in &fc.sessions {
-            if !exists(self.manager, &sc.id)? {
+            if !resumed::exists(self.manager, &sc.id)? {
                 continue;
             }
             let own = own_records(self.manager, &sc.id)?;
@@ -499,7 +499,7 @@ impl Run<'_> {
         // Planned sessions without a cursor whose session exists.
         let mut fresh: HashMap<String, Vec<Record>> = HashMap::new();
         for p in &parsed.sessions {
-            if !fc.sessions.contains_key(&p.key) && exists(self.manager, &p.meta.id)? {
+            if !fc.sessions.contains_key(&p.key) && resumed::exists(self.manager, &p.meta.id)? {
                 fresh.insert(p.key.clone(), own_records(self.manager, &p.meta.id)?);
             }
         }
@@ -636,7 +636,7 @@ impl Run<'_> {
             return Ok(None);
         }
         let id = planned.meta.id.clone();
-        if exists(self.manager, &id)? {
+        if resumed::exists(self.manager, &id)? {
             // Imported before, cursor lost (or a copy of the same session).
             let own = own_records(self.manager, &id)?;
             if own.len() <= planned.records.len() && same(&own, &planned.records[..own.len()])? {
@@ -653,7 +653,7 @@ impl Run<'_> {
                 ParentRef::Session(p) => Some(cursors.aliases.get(p).cloned().unwrap_or(p.clone())),
             };
             let parent = match parent {
-                Some(p) if exists(self.manager, &p)? => Some(p),
+                Some(p) if resumed::exists(self.manager, &p)? => Some(p),
                 _ if !last_chance => return Ok(Some(planned)),
                 _ => None,
             };
@@ -914,15 +914,6 @@ impl Run<'_> {
 /// (a thread would cost more than it saves).
 const PARALLEL_DIGEST_MIN: usize = 64;
 
-/// Whether the store has a live session `id`.
-pub(super) fn exists(manager: &SessionManager, id: &str) -> Result<bool, ImportError> {
-    match manager.store().read_header(id) {
-        Ok(h) => Ok(h.is_some()),
-        Err(crate::Error::NotFound(_)) => Ok(false),
-        Err(e) => Err(e.into()),
-    }
-}
-
 /// The records of session `id` itself (not its ancestors), as stored, with
 /// large payloads read back from the blob store (so they compare equal to a
 /// fresh parse of their source).
@@ -979,7 +970,7 @@ fn free_id(manager: &SessionManager, base: &str) -> Result<String, ImportError> 
         if crate::id::validate(&id).is_err() {
             return Ok(crate::id::new_id());
         }
-        if !exists(manager, &id)? {
+        if !resumed::exists(manager, &id)? {
             return Ok(id);
         }
     }

@@ -8,7 +8,6 @@
 //! footer `{"type":"footer","messages":N}`; every line ends with `\n`.
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::str::FromStr;
 
@@ -18,6 +17,8 @@ use crate::message::convert::{summarize_losses, LossSummary};
 use crate::message::openai::to_openai_lossy;
 use crate::message::{Block, Message};
 use crate::transcript::Transcript;
+
+pub use super::redactions::Redactions;
 
 /// The `format` named in a JSONL export's header.
 pub const EXPORT_FORMAT: &str = "memoir.session-export";
@@ -89,28 +90,6 @@ pub struct Export {
     pub losses: Vec<String>,
     /// The same losses counted once per kind: what a front reports.
     pub loss_summary: Vec<LossSummary>,
-}
-
-/// How many secrets an export replaced, per redaction rule id
-/// (`aws-access-token`, `password-assignment`...; see `manager::redact`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Redactions {
-    /// Count per rule id.
-    pub counts: BTreeMap<String, usize>,
-}
-
-impl Redactions {
-    /// Total replacements.
-    pub fn total(&self) -> usize {
-        self.counts.values().sum()
-    }
-
-    /// Count `n` more replacements by `rule`.
-    pub fn add(&mut self, rule: &str, n: usize) {
-        if n > 0 {
-            *self.counts.entry(rule.to_string()).or_default() += n;
-        }
-    }
 }
 
 /// `t` with its secrets replaced when `redact` is set.

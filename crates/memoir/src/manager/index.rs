@@ -26,7 +26,7 @@
 //!   stat'ed length must carry the entry's `seq`) and left to be rebuilt.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, OpenOptions};
 use std::io::ErrorKind;
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -40,7 +40,7 @@ use crate::paths;
 use crate::record::{source_line_time, ForkPoint, Record};
 use crate::store::file::changes::Journal;
 use crate::store::file::checkpoint::{self, Changes, Checkpoint};
-use crate::store::file::EXT;
+use crate::store::file::{last_seq_at, EXT};
 use crate::store::{Appended, LogStore};
 use crate::transcript::{read_in, Transcript};
 
@@ -52,6 +52,9 @@ pub use crate::store::file::INDEX_DIR;
 
 /// Version of the entry format written by this build.
 pub const ENTRY_VERSION: u32 = 1;
+
+/// Entries rebuilt per thread at least (fewer run on one thread).
+const REBUILD_SHARE: usize = 32;
 
 /// What a transcript looked like on disk when its entry was computed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -678,24 +681,8 @@ impl Index {
         reader: &dyn LogStore,
         ids: &[&'a str],
     ) -> Vec<(&'a str, Option<IndexEntry>)> {
-        let one = |id: &'a str| (id, self.rebuild(reader, id).ok().map(|(e, _)| e));
-        let threads = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(ids.len() / 32)
-            .clamp(1, 8);
-        if threads == 1 {
-            return ids.iter().map(|id| one(id)).collect();
-        }
-        let share = ids.len().div_ceil(threads);
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = ids
-                .chunks(share)
-                .map(|part| scope.spawn(move || part.iter().map(|id| one(id)).collect::<Vec<_>>()))
-                .collect();
-            handles
-                .into_iter()
-                .flat_map(|h| h.join().unwrap_or_default())
-                .collect()
+        crate::fan_out::map(ids, REBUILD_SHARE, |id| {
+            (*id, self.rebuild(reader, id).ok().map(|(e, _)| e))
         })
     }
 
@@ -753,36 +740,4 @@ pub(crate) fn read_dir_files(dir: &Path) -> Result<Vec<(String, fs::Metadata)>> 
         }
     }
     Ok(out)
-}
-
-/// The `seq` of the verified line that ends at byte `len` of a transcript
-/// (reads only that line). `None` when it does not end a verified line.
-fn last_seq_at(path: &Path, len: u64) -> Option<u64> {
-    const BLOCK: u64 = 64 * 1024;
-    if len == 0 {
-        return None;
-    }
-    let file = File::open(path).ok()?;
-    let read = |offset: u64, n: u64| -> Option<Vec<u8>> {
-        let mut buf = vec![0u8; n as usize];
-        file.read_exact_at(&mut buf, offset).ok()?;
-        Some(buf)
-    };
-    if read(len - 1, 1)? != b"\n" {
-        return None;
-    }
-    let end = len - 1;
-    let mut start = 0;
-    let mut hi = end;
-    while hi > 0 {
-        let lo = hi.saturating_sub(BLOCK);
-        let block = read(lo, hi - lo)?;
-        if let Some(pos) = block.iter().rposition(|&b| b == b'\n') {
-            start = lo + pos as u64 + 1;
-            break;
-        }
-        hi = lo;
-    }
-    let line = read(start, end - start)?;
-    crate::frame::verify(&line).ok().map(|f| f.seq)
 }

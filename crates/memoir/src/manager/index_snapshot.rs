@@ -83,33 +83,13 @@ pub fn load(path: &Path) -> Option<Snapshot> {
 
 /// Parse entry lines, on several threads for a large snapshot.
 fn parse_entries(lines: &[&[u8]]) -> Option<Vec<IndexEntry>> {
-    let parse = |part: &[&[u8]]| -> Option<Vec<IndexEntry>> {
-        part.iter()
-            .map(|l| {
-                serde_json::from_slice::<IndexEntry>(l)
-                    .ok()
-                    .filter(IndexEntry::is_current)
-            })
-            .collect()
-    };
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(lines.len() / PARSE_SHARE)
-        .clamp(1, 8);
-    if threads == 1 {
-        return parse(lines);
-    }
-    let share = lines.len().div_ceil(threads);
-    std::thread::scope(|scope| {
-        let mut parts = lines.chunks(share);
-        let first = parts.next().unwrap_or_default();
-        let handles: Vec<_> = parts.map(|p| scope.spawn(move || parse(p))).collect();
-        let mut out = parse(first)?;
-        for h in handles {
-            out.extend(h.join().ok()??);
-        }
-        Some(out)
+    crate::fan_out::map(lines, PARSE_SHARE, |l| {
+        serde_json::from_slice::<IndexEntry>(l)
+            .ok()
+            .filter(IndexEntry::is_current)
     })
+    .into_iter()
+    .collect()
 }
 
 /// Write `snapshot` to `path` (temp file and rename; no sync).
@@ -127,25 +107,8 @@ pub fn write(path: &Path, header: &Header, entries: &[IndexEntry]) -> Result<()>
     out.extend_from_slice(b"blake3 ");
     out.extend_from_slice(sum.to_hex().as_bytes());
     out.push(b'\n');
-    let dir = path.parent().unwrap_or_else(|| Path::new("."));
-    crate::paths::create_private_dir(dir)?;
-    let tmp = dir.join(format!(
-        ".{SNAPSHOT_FILE}.{}.{}.tmp",
-        std::process::id(),
-        uuid::Uuid::new_v4().simple()
-    ));
-    let written = (|| {
-        use std::io::Write;
-        let mut f = crate::paths::private_new_file()
-            .open(&tmp)
-            .ctx("create", &tmp)?;
-        f.write_all(&out).ctx("write", &tmp)?;
-        fs::rename(&tmp, path).ctx("rename", path)
-    })();
-    if written.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    written
+    crate::paths::create_private_dir(path.parent().unwrap_or_else(|| Path::new(".")))?;
+    crate::paths::replace_file(path, &out)
 }
 
 /// Remove the snapshot (a missing one is fine).

@@ -54,10 +54,12 @@ impl SessionManager {
             })?;
         }
         let session = Session::open_in(self.store(), id)?;
-        Ok(Some(match expected_next {
+        let appended = match expected_next {
             Some(next) => session.append_expecting(records, next)?,
             None => session.append_records(records)?,
-        }))
+        };
+        self.note_appended(id, records, &appended);
+        Ok(Some(appended))
     }
 
     /// Read session `id` (forks stitched) from the manager's store.

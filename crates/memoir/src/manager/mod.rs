@@ -37,6 +37,7 @@ pub mod index;
 pub mod ingest;
 #[cfg(feature = "redact")]
 pub mod redact;
+mod redactions;
 mod resolve;
 mod revisions;
 #[cfg(feature = "search")]
@@ -383,6 +384,16 @@ impl SessionManager {
             hook.note(id);
         }
         let _ = id;
+    }
+
+    /// Keep the usage summary of `id` current after `records` were appended
+    /// (feature `usage`, file stores); a failure never fails the append (a
+    /// report recomputes a missing or stale summary).
+    #[inline]
+    fn note_appended(&self, id: &str, records: &[Record], appended: &Appended) {
+        #[cfg(feature = "usage")]
+        let _ = crate::usage::note_append(self.live.as_ref(), id, records, appended);
+        let _ = (id, records, appended);
     }
 
     /// Forget the current session (its lease is released).
@@ -1093,6 +1104,7 @@ impl SessionManager {
         }
         let appended = session.append_records(&records)?;
         self.note_written(id);
+        self.note_appended(id, &records, &appended);
         let incremental = entry.and_then(|mut e| e.apply(&records, &appended).then_some(e));
         let entry = match (&self.index, incremental) {
             (Some(index), Some(e)) => index.commit(e).ok().flatten(),

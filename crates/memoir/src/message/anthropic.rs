@@ -92,7 +92,7 @@ pub use super::convert::{ConversionError, Loss, LossKind, Lossy};
 use super::{Block, Message, Role, Usage};
 
 /// The key of Anthropic vendor data in [`Message::extra`].
-pub const VENDOR_KEY: &str = "anthropic";
+pub const VENDOR_KEY: &str = super::convert::ANTHROPIC_KEY;
 
 const PROVIDER: &str = "Anthropic";
 

@@ -12,8 +12,14 @@ use serde_json::{Map, Value};
 
 use super::{Block, Message, Role};
 
+/// The key of OpenAI vendor data in [`Message::extra`].
+pub(super) const OPENAI_KEY: &str = "openai";
+
+/// The key of Anthropic vendor data in [`Message::extra`].
+pub(super) const ANTHROPIC_KEY: &str = "anthropic";
+
 /// The vendor-data keys of every provider this crate converts to.
-const NAMESPACES: [&str; 2] = [super::openai::VENDOR_KEY, super::anthropic::VENDOR_KEY];
+const NAMESPACES: [&str; 2] = [OPENAI_KEY, ANTHROPIC_KEY];
 
 /// Why a conversion failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -112,7 +112,7 @@ pub use super::convert::{ConversionError, Loss, LossKind, Lossy};
 use super::{Block, Message, Role, Usage};
 
 /// The key of OpenAI vendor data in [`Message::extra`].
-pub const VENDOR_KEY: &str = "openai";
+pub const VENDOR_KEY: &str = super::convert::OPENAI_KEY;
 
 const PROVIDER: &str = "OpenAI";
 

@@ -96,15 +96,13 @@ impl<T> SqlContext<T> for rusqlite::Result<T> {
 /// The `meta` value under `key`, `None` when there is none or `meta` is
 /// unreadable (e.g. a file still empty).
 fn meta_value(conn: &Connection, key: &str) -> Option<String> {
-    conn.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
-        .optional()
-        .ok()
-        .flatten()
+    meta_row(conn, key).ok().flatten()
 }
 
-/// Whether the file carries the `building` mark.
-fn is_building(conn: &Connection) -> bool {
-    meta_value(conn, JOURNAL_KEY).as_deref() == Some(BUILDING)
+/// The `meta` value under `key`, `None` when there is none.
+fn meta_row(conn: &Connection, key: &str) -> rusqlite::Result<Option<String>> {
+    conn.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+        .optional()
 }
 
 /// The batch counter of a file (`None`: none, or unreadable).
@@ -162,11 +160,6 @@ fn connect_search(path: &Path, terms_path: &Path) -> rusqlite::Result<Connection
     Ok(conn)
 }
 
-/// The stamp of an existing database, `None` when it has none or is unreadable.
-fn stamp(conn: &Connection) -> Option<(String, String)> {
-    Some((meta_value(conn, "schema")?, meta_value(conn, "tokenizer")?))
-}
-
 /// A new, empty file at `path` (owner-only) made by `create` (plus the
 /// stamp, generation `id`, batch counter 0 and `extra` `meta` rows), in
 /// rollback-journal mode.
@@ -221,8 +214,13 @@ fn open_generation(root: &Path, id: &str) -> Result<Option<Db>> {
     let Some(conn) = usable(open_file(&path), &path)? else {
         return Ok(None);
     };
+    // A `meta` row as the checks read it: a busy file is an error, never a
+    // file without the row (that would replace a sound generation).
+    let meta = |conn: &Connection, path: &Path, key: &str| -> Result<Option<String>> {
+        Ok(usable(meta_row(conn, key), path)?.flatten())
+    };
     // The index file's mark governs both files' modes.
-    let building = is_building(&conn);
+    let building = meta(&conn, &path, JOURNAL_KEY)?.as_deref() == Some(BUILDING);
     let Some(terms) = usable(open_file(&terms_path), &terms_path)? else {
         return Ok(None);
     };
@@ -231,13 +229,18 @@ fn open_generation(root: &Path, id: &str) -> Result<Option<Db>> {
     {
         return Ok(None);
     }
-    let expected = (SCHEMA_VERSION.to_string(), TOKENIZER.to_string());
-    let stamped =
-        stamp(&conn).as_ref() == Some(&expected) && stamp(&terms).as_ref() == Some(&expected);
-    let ours = meta_value(&conn, GENERATION_KEY).as_deref() == Some(id)
-        && meta_value(&terms, GENERATION_KEY).as_deref() == Some(id);
-    let agree = batch_counter(&conn).is_some() && batch_counter(&conn) == batch_counter(&terms);
-    if !(stamped && ours && agree) {
+    let mut batches = Vec::with_capacity(2);
+    for (c, p) in [(&conn, &path), (&terms, &terms_path)] {
+        let sound = meta(c, p, "schema")?.as_deref() == Some(SCHEMA_VERSION)
+            && meta(c, p, "tokenizer")?.as_deref() == Some(TOKENIZER)
+            && meta(c, p, GENERATION_KEY)?.as_deref() == Some(id);
+        let batch = meta(c, p, BATCH_KEY)?.and_then(|b| b.parse::<u64>().ok());
+        if !sound || batch.is_none() {
+            return Ok(None);
+        }
+        batches.push(batch);
+    }
+    if batches[0] != batches[1] {
         return Ok(None);
     }
     let Some(search) = usable(connect_search(&path, &terms_path), &path)? else {
@@ -314,6 +317,14 @@ impl Db {
             let _lock = generation::lock_root(root)?;
             if generation::live_id(root) != live {
                 continue; // replaced by another process meanwhile
+            }
+            // Under the lock no one publishes or sweeps: the live generation
+            // is checked once more before an empty one replaces it, so a
+            // check that failed for a passing reason never costs the index.
+            if let Some(id) = &live {
+                if let Some(db) = open_generation(root, id)? {
+                    return Ok((db, false));
+                }
             }
             let id = generation::new_id();
             let dir = generation::gen_dir(root, &id);
@@ -599,6 +610,11 @@ pub(super) fn embed_missing(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Whether the file carries the `building` mark.
+    fn is_building(conn: &Connection) -> bool {
+        meta_value(conn, JOURNAL_KEY).as_deref() == Some(BUILDING)
+    }
 
     fn both(mode: &str) -> (String, String) {
         (mode.to_string(), mode.to_string())

@@ -685,6 +685,38 @@ impl FileStore {
     }
 }
 
+/// The `seq` of the verified line that ends at byte `len` of a transcript
+/// (reads only that line). `None` when it does not end a verified line.
+pub(crate) fn last_seq_at(path: &Path, len: u64) -> Option<u64> {
+    const BLOCK: u64 = 64 * 1024;
+    if len == 0 {
+        return None;
+    }
+    let file = File::open(path).ok()?;
+    let read = |offset: u64, n: u64| -> Option<Vec<u8>> {
+        let mut buf = vec![0u8; n as usize];
+        file.read_exact_at(&mut buf, offset).ok()?;
+        Some(buf)
+    };
+    if read(len - 1, 1)? != b"\n" {
+        return None;
+    }
+    let end = len - 1;
+    let mut start = 0;
+    let mut hi = end;
+    while hi > 0 {
+        let lo = hi.saturating_sub(BLOCK);
+        let block = read(lo, hi - lo)?;
+        if let Some(pos) = block.iter().rposition(|&b| b == b'\n') {
+            start = lo + pos as u64 + 1;
+            break;
+        }
+        hi = lo;
+    }
+    let line = read(start, end - start)?;
+    crate::frame::verify(&line).ok().map(|f| f.seq)
+}
+
 /// Open a transcript without following a symlink or blocking on a FIFO, and
 /// refuse anything that is not a regular file.
 fn open_transcript(path: &Path, id: &str, append: bool) -> Result<File> {

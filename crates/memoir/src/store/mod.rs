@@ -15,7 +15,7 @@ pub mod memory;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 pub mod scan;
-#[doc(hidden)]
+#[cfg(feature = "testing")]
 pub mod testing;
 
 use std::path::{Path, PathBuf};

@@ -96,18 +96,215 @@ pub struct Selection<'f> {
     pub stop_after: Option<&'f str>,
 }
 
-/// A response found in one session's own records, before cross-session de-duplication.
-#[derive(Debug, Clone)]
-struct Found {
-    identity: Option<u128>,
+/// A response found in one session's own records, before cross-session
+/// de-duplication (what a usage summary keeps per response).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Found {
+    /// The hashed identity ([`identity`]).
+    pub(crate) identity: Option<u128>,
     /// The hashed `message.id` alone, to recognise replays.
-    message: Option<u128>,
+    pub(crate) message: Option<u128>,
     /// A sidechain line: it may replay a counted message under a new request id.
-    sidechain: bool,
-    model: Option<String>,
-    at: Option<DateTime<Utc>>,
-    usage: Usage,
-    requests: u64,
+    pub(crate) sidechain: bool,
+    /// The model it names.
+    pub(crate) model: Option<String>,
+    /// Its timestamp.
+    pub(crate) at: Option<DateTime<Utc>>,
+    /// Its tokens.
+    pub(crate) usage: Usage,
+    /// The requests it stands for.
+    pub(crate) requests: u64,
+}
+
+/// The responses one session owns, de-duplicated within the session (last
+/// copy wins), before cross-session de-duplication: everything the walk
+/// needs from a session's records, so that a usage summary can stand in for
+/// them. Messages, run summaries and run outcomes are kept apart: only the
+/// first non-empty of the three counts ([`Owned::found`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Owned {
+    /// Responses from messages, in first-seen order.
+    pub(crate) messages: Vec<Found>,
+    /// Responses from run summaries.
+    pub(crate) summaries: Vec<Found>,
+    /// Responses from run outcomes.
+    pub(crate) outcomes: Vec<Found>,
+    /// Copies of message responses merged into an earlier one.
+    pub(crate) merged: u64,
+    /// For a fork whose header names no model: the model its parent chain
+    /// last used ([`inherited_model`]), for responses that name none.
+    pub(crate) fallback_model: Option<String>,
+}
+
+impl Owned {
+    /// The responses that count, and the copies merged among them.
+    pub(crate) fn found(&self) -> (&[Found], u64) {
+        if !self.messages.is_empty() {
+            (&self.messages, self.merged)
+        } else if !self.summaries.is_empty() {
+            (&self.summaries, 0)
+        } else {
+            (&self.outcomes, 0)
+        }
+    }
+
+    /// Add one usage-bearing message (`by_identity`: the index of each
+    /// identity in `messages`, kept by the caller).
+    fn push(&mut self, by_identity: &mut HashMap<u128, usize>, m: &Message, usage: Usage) {
+        let f = Found {
+            identity: identity(m),
+            message: message_key(m),
+            sidechain: is_sidechain_line(m),
+            model: m.model.clone().filter(|s| !s.is_empty()),
+            at: m.timestamp,
+            usage,
+            requests: 1,
+        };
+        // A sidechain line repeating a message this session already holds
+        // under another request id is a replay: the first copy stays.
+        let replay = f.sidechain
+            && f.message.is_some_and(|key| {
+                self.messages
+                    .iter()
+                    .any(|g| g.message == Some(key) && g.identity != f.identity)
+            });
+        if replay {
+            self.merged += 1;
+            return;
+        }
+        match f.identity.and_then(|i| by_identity.get(&i).copied()) {
+            Some(at) => {
+                self.messages[at] = f;
+                self.merged += 1;
+            }
+            None => {
+                if let Some(i) = f.identity {
+                    by_identity.insert(i, self.messages.len());
+                }
+                self.messages.push(f);
+            }
+        }
+    }
+
+    /// For a fork whose header names no model, with responses that name
+    /// none: the model its parent chain last used ([`inherited_model`]),
+    /// read once (kept in `fallback_model`).
+    pub(crate) fn inherit_model(&mut self, store: &dyn LogStore, meta: &SessionMeta) {
+        let (found, _) = self.found();
+        if self.fallback_model.is_none()
+            && meta.model.is_empty()
+            && meta.parent.is_some()
+            && found.iter().any(|f| f.model.is_none())
+        {
+            self.fallback_model = inherited_model(store, meta);
+        }
+    }
+
+    /// Fold records appended after the ones this was computed from. False
+    /// (`self` then partly updated: discard it) when that cannot be done
+    /// without the earlier records: a `rewrite` needs what was present.
+    pub(crate) fn apply(&mut self, records: &[Record]) -> bool {
+        if records.iter().any(|r| matches!(r, Record::Rewrite { .. })) {
+            return false;
+        }
+        let mut by_identity: HashMap<u128, usize> = self
+            .messages
+            .iter()
+            .enumerate()
+            .filter_map(|(i, f)| f.identity.map(|id| (id, i)))
+            .collect();
+        for r in records {
+            self.record(&mut by_identity, r);
+        }
+        true
+    }
+
+    /// Fold one record that is not a `rewrite`.
+    fn record(&mut self, by_identity: &mut HashMap<u128, usize>, record: &Record) {
+        match record {
+            Record::Message(m) => {
+                if let Some(u) = m.usage {
+                    self.push(by_identity, m, u);
+                }
+            }
+            Record::Summary(s) if !s.usage.is_zero() => self.summaries.push(Found {
+                identity: None,
+                message: None,
+                sidechain: false,
+                model: None,
+                at: None,
+                usage: s.usage,
+                requests: u64::from(s.turns.max(1)),
+            }),
+            Record::Outcome(o) if !o.usage.is_zero() => self.outcomes.push(Found {
+                identity: None,
+                message: None,
+                sidechain: false,
+                model: o.model.clone().filter(|m| !m.is_empty()),
+                at: None,
+                usage: o.usage,
+                requests: u64::from(o.turns.max(1)),
+            }),
+            _ => {}
+        }
+    }
+}
+
+/// What one session of a walk brings: its header and the responses it owns
+/// (`None` when its records could not be read: unreadable if selected).
+pub(crate) struct SessionResponses {
+    /// The verified header.
+    pub(crate) meta: SessionMeta,
+    /// Its responses.
+    pub(crate) owned: Option<Owned>,
+}
+
+/// Everything a store-wide walk reads: the sessions in listing order (each
+/// loaded on demand) and how many listing entries were unreadable.
+pub(crate) trait SessionSource {
+    /// Every session's header (as a listing sees it) and the count of
+    /// unreadable listing entries.
+    fn list(&mut self) -> Result<(Vec<Listed>, usize)>;
+    /// The responses of a listed session; `Ok(None)` to skip it (deleted
+    /// since the listing, or unreadable and not selected).
+    fn load(&mut self, listed: &Listed, selected: bool) -> Result<Option<SessionResponses>>;
+}
+
+/// Reads every session's records from the store (no summary).
+pub(crate) struct Scan<'s> {
+    /// The store.
+    pub(crate) store: &'s dyn LogStore,
+}
+
+impl SessionSource for Scan<'_> {
+    fn list(&mut self) -> Result<(Vec<Listed>, usize)> {
+        self.store.list()
+    }
+
+    fn load(&mut self, listed: &Listed, selected: bool) -> Result<Option<SessionResponses>> {
+        let raw = match self.store.read(&listed.meta.id) {
+            Ok(raw) => raw,
+            Err(Error::NotFound(_)) => return Ok(None), // deleted since the listing
+            Err(_) if !selected => return Ok(None),
+            Err(_) => {
+                return Ok(Some(SessionResponses {
+                    meta: listed.meta.clone(),
+                    owned: None,
+                }))
+            }
+        };
+        let Some(meta) = raw.header.clone() else {
+            return Ok(selected.then(|| SessionResponses {
+                meta: listed.meta.clone(),
+                owned: None,
+            }));
+        };
+        let owned = owned(self.store, &meta, &raw)?;
+        Ok(Some(SessionResponses {
+            meta,
+            owned: Some(owned),
+        }))
+    }
 }
 
 /// Walk every session of `store` in priority order, reporting selected
@@ -119,7 +316,18 @@ pub fn walk(
     prices: &PriceTable,
     visit: &mut dyn FnMut(Event<'_>),
 ) -> Result<WalkStats> {
-    let (listed, unreadable) = store.list()?;
+    walk_source(&mut Scan { store }, selection, prices, visit)
+}
+
+/// [`walk`] over the sessions `source` gives (a store's records, or their
+/// usage summaries): one implementation of the cross-session rules.
+pub(crate) fn walk_source(
+    source: &mut dyn SessionSource,
+    selection: &Selection<'_>,
+    prices: &PriceTable,
+    visit: &mut dyn FnMut(Event<'_>),
+) -> Result<WalkStats> {
+    let (listed, unreadable) = source.list()?;
     let mut stats = WalkStats {
         unreadable,
         ..WalkStats::default()
@@ -127,26 +335,16 @@ pub fn walk(
     let mut seen: HashSet<u128> = HashSet::new();
     let mut seen_messages: HashSet<u128> = HashSet::new();
     for listed in order(listed) {
-        let id = listed.meta.id.clone();
         let selected = (selection.session)(&listed.meta);
-        let raw = match store.read(&id) {
-            Ok(raw) => raw,
-            Err(Error::NotFound(_)) => continue, // deleted since the listing
-            Err(_) if !selected => continue,
-            Err(_) => {
-                stats.unreadable += 1;
-                continue;
-            }
+        let Some(SessionResponses { meta, owned }) = source.load(&listed, selected)? else {
+            continue;
         };
-        let Some(meta) = raw.header.clone() else {
+        let Some(owned) = owned else {
             stats.unreadable += usize::from(selected);
             continue;
         };
-        let (found, merged) = own_responses(store, &meta, &raw, None)?;
+        let (found, merged) = owned.found();
         let side = is_side_session(&meta);
-        // The model of a fork's last inherited response, for own responses
-        // that name none (read once, only when needed).
-        let mut fallback: Option<Option<String>> = None;
         if selected {
             stats.sessions += 1;
             stats.duplicates += merged;
@@ -165,13 +363,10 @@ pub fn walk(
             if !selected {
                 continue;
             }
-            if f.model.is_none() && meta.model.is_empty() && fallback.is_none() {
-                fallback = Some(inherited_model(store, &meta));
-            }
             let model = f
                 .model
                 .as_deref()
-                .or(fallback.as_ref().and_then(|m| m.as_deref()))
+                .or(owned.fallback_model.as_deref())
                 .unwrap_or_else(|| header_model(&meta));
             let at = f.at.unwrap_or(meta.created_at);
             if !(selection.response)(model, at) {
@@ -188,7 +383,7 @@ pub fn walk(
             };
             visit(Event::Response(&counted));
         }
-        if selection.stop_after.is_some_and(|s| s == id) {
+        if selection.stop_after.is_some_and(|s| s == meta.id) {
             break;
         }
     }
@@ -407,6 +602,14 @@ fn content_hash(m: &Message) -> Result<u128> {
     Ok(hash128(&serde_json::to_vec(m)?))
 }
 
+/// The responses a session owns (its whole log `raw`), with the model its
+/// responses that name none fall back on (a fork's parent chain).
+pub(crate) fn owned(store: &dyn LogStore, meta: &SessionMeta, raw: &RawLog) -> Result<Owned> {
+    let mut owned = owned_upto(store, meta, raw, None)?;
+    owned.inherit_model(store, meta);
+    Ok(owned)
+}
+
 /// The responses a session's own records hold (up to `upto` inclusive),
 /// de-duplicated within the session (last copy wins), and how many copies
 /// were merged.
@@ -416,63 +619,29 @@ fn own_responses(
     raw: &RawLog,
     upto: Option<u64>,
 ) -> Result<(Vec<Found>, u64)> {
-    let mut merged = 0u64;
-    let mut found: Vec<Found> = Vec::new();
+    let owned = owned_upto(store, meta, raw, upto)?;
+    let (found, merged) = owned.found();
+    Ok((found.to_vec(), merged))
+}
+
+/// [`Owned`] of a session's records up to `upto` inclusive.
+fn owned_upto(
+    store: &dyn LogStore,
+    meta: &SessionMeta,
+    raw: &RawLog,
+    upto: Option<u64>,
+) -> Result<Owned> {
+    let mut owned = Owned::default();
     let mut by_identity: HashMap<u128, usize> = HashMap::new();
     // Content hashes of the usage-bearing messages present so far; built on
     // the first rewrite (rare), then kept up to date.
     let mut present: Option<HashSet<u128>> = None;
-    let mut summaries: Vec<Found> = Vec::new();
-    let mut outcomes: Vec<Found> = Vec::new();
-    let mut push = |found: &mut Vec<Found>, m: &Message, usage: Usage| {
-        let f = Found {
-            identity: identity(m),
-            message: message_key(m),
-            sidechain: is_sidechain_line(m),
-            model: m.model.clone().filter(|s| !s.is_empty()),
-            at: m.timestamp,
-            usage,
-            requests: 1,
-        };
-        // A sidechain line repeating a message this session already holds
-        // under another request id is a replay: the first copy stays.
-        let replay = f.sidechain
-            && f.message.is_some_and(|key| {
-                found
-                    .iter()
-                    .any(|g| g.message == Some(key) && g.identity != f.identity)
-            });
-        if replay {
-            merged += 1;
-            return;
-        }
-        match f.identity.and_then(|i| by_identity.get(&i).copied()) {
-            Some(at) => {
-                found[at] = f;
-                merged += 1;
-            }
-            None => {
-                if let Some(i) = f.identity {
-                    by_identity.insert(i, found.len());
-                }
-                found.push(f);
-            }
-        }
-    };
     let records = raw
         .records
         .iter()
         .take_while(|r| upto.is_none_or(|u| r.seq <= u));
     for (index, rec) in records.enumerate() {
         match &rec.record {
-            Record::Message(m) => {
-                if let Some(u) = m.usage {
-                    if let Some(set) = present.as_mut() {
-                        set.insert(content_hash(m)?);
-                    }
-                    push(&mut found, m, u);
-                }
-            }
             Record::Rewrite { messages } => {
                 if present.is_none() {
                     present = Some(present_before(store, meta, raw, index)?);
@@ -483,7 +652,7 @@ fn own_responses(
                     let h = content_hash(m)?;
                     let carried = present.as_ref().is_some_and(|set| set.contains(&h));
                     if !carried {
-                        push(&mut found, m, u);
+                        owned.push(&mut by_identity, m, u);
                     }
                     now.insert(h);
                 }
@@ -492,38 +661,17 @@ fn own_responses(
                     set.extend(now);
                 }
             }
-            Record::Summary(s) if !s.usage.is_zero() => summaries.push(Found {
-                identity: None,
-                message: None,
-                sidechain: false,
-                model: None,
-                at: None,
-                usage: s.usage,
-                requests: u64::from(s.turns.max(1)),
-            }),
-            Record::Outcome(o) if !o.usage.is_zero() => outcomes.push(Found {
-                identity: None,
-                message: None,
-                sidechain: false,
-                model: o.model.clone().filter(|m| !m.is_empty()),
-                at: None,
-                usage: o.usage,
-                requests: u64::from(o.turns.max(1)),
-            }),
-            _ => {}
+            other => {
+                if let (Record::Message(m), Some(set)) = (other, present.as_mut()) {
+                    if m.usage.is_some() {
+                        set.insert(content_hash(m)?);
+                    }
+                }
+                owned.record(&mut by_identity, other);
+            }
         }
     }
-    if found.is_empty() {
-        return Ok((
-            if summaries.is_empty() {
-                outcomes
-            } else {
-                summaries
-            },
-            0,
-        ));
-    }
-    Ok((found, merged))
+    Ok(owned)
 }
 
 /// Content hashes of the usage-bearing messages a session held before its

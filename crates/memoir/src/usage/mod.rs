@@ -5,6 +5,9 @@
 //!   forks by reference, own vs inherited).
 //! - [`price`]: the offline price table and what a response costs.
 //! - [`blocks`]: 5-hour billing blocks.
+//! - `summary`: per-session usage summaries kept next to a file store
+//!   (derived, checked, rebuilt when stale), which reports read instead of
+//!   every session log ([`note_append`] keeps them current on append).
 //!
 //! A [`UsageQuery`] selects sessions (project, agent, session) and responses
 //! (model, time range) and groups them by any of [`GroupKey`]; [`report`]
@@ -17,6 +20,7 @@
 pub mod blocks;
 pub mod count;
 pub mod price;
+mod summary;
 pub mod zone;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -29,6 +33,7 @@ use serde_json::Value;
 pub use blocks::{billing_blocks, BillingBlock, BLOCK_HOURS};
 pub use count::{is_side_session, Counted};
 pub use price::{Cost, PriceOrigin, PriceTable};
+pub use summary::{note_append, refresh, Refresh, SESSION_DIR, SUMMARY_FILE, SUMMARY_VERSION};
 pub use zone::Zone;
 
 use crate::error::{Error, Result};
@@ -333,6 +338,10 @@ pub struct UsageReport {
     pub duplicate_responses: u64,
     /// The price table used.
     pub prices: PriceOrigin,
+    /// Damaged usage summaries met (each was rebuilt from the session
+    /// logs; the figures are unaffected).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notices: Vec<String>,
 }
 
 /// One session's usage, own and inherited (`memoir sessions usage`).
@@ -416,18 +425,29 @@ impl<'q> Filters<'q> {
             && self.query.until.is_none_or(|u| at < u)
     }
 
+    /// Walk the store: from its usage summaries when it keeps them (a file
+    /// store), else reading every session log. Returns the notices on
+    /// damaged summaries too.
     fn walk(
         &self,
         store: &dyn LogStore,
         prices: &PriceTable,
         visit: &mut dyn FnMut(count::Event<'_>),
-    ) -> Result<count::WalkStats> {
+    ) -> Result<(count::WalkStats, Vec<String>)> {
         let selection = count::Selection {
             session: &|meta| self.session(meta),
             response: &|model, at| self.response(model, at),
             stop_after: self.session.as_deref(),
         };
-        count::walk(store, &selection, prices, visit)
+        match store.index_dir() {
+            Some(dir) => {
+                let mut summaries = summary::load(store, dir)?;
+                let notices = std::mem::take(&mut summaries.refresh.notices);
+                let stats = count::walk_source(&mut summaries, &selection, prices, visit)?;
+                Ok((stats, notices))
+            }
+            None => Ok((count::walk(store, &selection, prices, visit)?, Vec::new())),
+        }
     }
 }
 
@@ -443,7 +463,7 @@ pub fn report(
     let mut forks: BTreeMap<String, SessionMeta> = BTreeMap::new();
     let mut sources: BTreeMap<String, (Option<String>, String)> = BTreeMap::new();
     let mut total = Totals::default();
-    let stats = filters.walk(store, prices, &mut |event| match event {
+    let (stats, notices) = filters.walk(store, prices, &mut |event| match event {
         count::Event::Session(meta) => {
             if by_session {
                 rows.entry(vec![meta.id.clone()]).or_default();
@@ -513,6 +533,7 @@ pub fn report(
         unreadable_sessions: stats.unreadable,
         duplicate_responses: stats.duplicates,
         prices: prices.origin.clone(),
+        notices,
     })
 }
 
@@ -543,23 +564,36 @@ pub fn session_usage(store: &dyn LogStore, id: &str, prices: &PriceTable) -> Res
     })
 }
 
+/// 5-hour billing blocks (`memoir usage --blocks`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BlocksReport {
+    /// The blocks, oldest first.
+    pub blocks: Vec<BillingBlock>,
+    /// Damaged usage summaries met (each was rebuilt from the session
+    /// logs; the figures are unaffected).
+    pub notices: Vec<String>,
+}
+
 /// 5-hour billing blocks of the responses `query` selects (its grouping is ignored).
 pub fn blocks_report(
     store: &dyn LogStore,
     query: &UsageQuery,
     prices: &PriceTable,
     now: DateTime<Utc>,
-) -> Result<Vec<BillingBlock>> {
+) -> Result<BlocksReport> {
     let filters = Filters::new(store, query)?;
     let mut entries = Vec::new();
-    filters.walk(store, prices, &mut |event| {
+    let (_, notices) = filters.walk(store, prices, &mut |event| {
         if let count::Event::Response(c) = event {
             let mut t = Totals::default();
             t.add(c);
             entries.push((c.at, c.model.to_string(), t));
         }
     })?;
-    Ok(billing_blocks(entries, now, query.timezone))
+    Ok(BlocksReport {
+        blocks: billing_blocks(entries, now, query.timezone),
+        notices,
+    })
 }
 
 fn inherited_totals(

@@ -87,6 +87,8 @@ mod store_trash;
 mod transcript;
 #[cfg(feature = "usage")]
 mod usage;
+#[cfg(all(feature = "import", feature = "usage"))]
+mod usage_summary;
 #[cfg(feature = "view")]
 mod view_concurrency;
 #[cfg(feature = "view")]

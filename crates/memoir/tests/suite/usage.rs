@@ -700,7 +700,8 @@ fn billing_blocks_over_a_store() {
         &prices(),
         at("2026-05-13T00:00:00Z"),
     )
-    .unwrap();
+    .unwrap()
+    .blocks;
     assert_eq!(blocks.len(), 2);
     assert_eq!(
         (blocks[0].totals.requests, blocks[0].totals.input_tokens),

@@ -22,7 +22,7 @@ use candle_core::{bail, Result};
 use rayon::prelude::*;
 
 use super::strided::strided_matmul;
-use crate::view::index::simd::{Kernel, VectorWork};
+use crate::simd::{Kernel, VectorWork};
 
 /// Rows per rayon task: enough work to amortise scheduling.
 const MIN_ROWS: usize = 16;

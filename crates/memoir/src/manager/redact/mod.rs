@@ -21,7 +21,7 @@ use regex::Regex;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-pub use super::export::Redactions;
+pub use super::redactions::Redactions;
 use crate::message::{Block, Message};
 use crate::transcript::Transcript;
 

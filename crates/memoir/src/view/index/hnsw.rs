@@ -19,7 +19,7 @@ use std::collections::BinaryHeap;
 use std::sync::Mutex;
 
 use super::quant::{Codes, Query};
-use super::simd::Kernel;
+use crate::simd::Kernel;
 
 /// Highest level a node can get (a cap against pathological seeds).
 const MAX_LEVEL: usize = 16;
@@ -40,7 +40,7 @@ impl<'a> Rows<'a> {
     #[inline]
     fn prefetch(&self, i: u32) {
         let lines = (self.dims * 4).div_ceil(64);
-        super::simd::prefetch(
+        crate::simd::prefetch(
             self.data.as_ptr().wrapping_add(i as usize * self.dims),
             lines,
         );
@@ -49,7 +49,7 @@ impl<'a> Rows<'a> {
     /// Start loading the first cache lines of row `i` (a row scored soon).
     #[inline]
     fn prefetch_head(&self, i: u32) {
-        super::simd::prefetch(self.data.as_ptr().wrapping_add(i as usize * self.dims), 2);
+        crate::simd::prefetch(self.data.as_ptr().wrapping_add(i as usize * self.dims), 2);
     }
 
     #[inline]

@@ -4,7 +4,7 @@
 //! Vectors live in one contiguous row-major `Vec<f32>` of unit vectors, one
 //! row per *slot*; slots are handed out in insertion order and never reused
 //! until [`VectorIndex::compact`]. Below [`IndexConfig::hnsw_threshold`] live
-//! rows a query is an exact scan (SIMD dot products, [`simd`]); when the
+//! rows a query is an exact scan (SIMD dot products, [`crate::simd`]); when the
 //! session grows past it the graph ([`hnsw`]) is built over every row and
 //! kept up to date on each later insert. Removal is a tombstone: the row stays
 //! (as a graph waypoint) but is never returned; `compact` drops dead rows and
@@ -12,12 +12,10 @@
 
 pub mod hnsw;
 pub mod quant;
-#[allow(unsafe_code)] // the one module with `unsafe`: SIMD kernels, each call argued
-pub mod simd;
 
+use crate::simd::Kernel;
 use hnsw::{Hnsw, HnswParams, Rows};
 use quant::Codes;
-use simd::Kernel;
 
 /// Tuning of a [`VectorIndex`]. The defaults come from the `view` bench
 /// (`docs/BENCHMARKS.md`): the exact scan stays exact and under a

@@ -13,7 +13,7 @@
 //! The codes are derived from the f32 rows and rebuilt with them: nothing
 //! about them is stored on disk.
 
-use super::simd::Kernel;
+use crate::simd::Kernel;
 
 /// The int8 codes of a matrix of unit vectors, one row per slot.
 #[derive(Debug, Clone, Default)]
@@ -82,7 +82,7 @@ impl Codes {
     #[inline]
     pub fn prefetch(&self, i: u32) {
         let p = self.codes.as_ptr().wrapping_add(i as usize * self.dims);
-        super::simd::prefetch(p as *const f32, self.dims.div_ceil(64));
+        crate::simd::prefetch(p as *const f32, self.dims.div_ceil(64));
     }
 
     /// The approximate dot product of an encoded query with row `i`.

@@ -1,0 +1,481 @@
+//! Usage summaries (`memoir::usage`'s per-session summaries of a file
+//! store): every report read from them equals the same report computed by
+//! reading every session log, on a realistic generated store imported with
+//! the importer; a changed log invalidates exactly its session's summary; a
+//! damaged summary file is rebuilt with a notice; appends keep them current;
+//! a response two sessions hold is still counted once.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use memoir::import::{self, Agent};
+use memoir::manager::{ManagerOptions, SessionManager};
+use memoir::message::{Message, Usage, SOURCE_KEY};
+use memoir::record::{Record, SessionMeta, SourceRef};
+use memoir::store::file::FileStore;
+use memoir::store::{Appended, Durability, Listed, LogStore, RawLog};
+use memoir::usage::{self, GroupKey, PriceTable, UsageQuery, UsageReport, Zone};
+use memoir_testkit::corpus::{generate, home_dir, AgentKind, CorpusSpec, Shapes};
+use serde_json::json;
+
+/// The file store seen without its summaries: every report reads every log.
+#[derive(Debug)]
+struct Scan(Arc<FileStore>);
+
+impl LogStore for Scan {
+    fn create(&self, meta: &SessionMeta) -> memoir::Result<Appended> {
+        self.0.create(meta)
+    }
+    fn append(
+        &self,
+        id: &str,
+        records: &[Record],
+        expected_next: Option<u64>,
+    ) -> memoir::Result<Appended> {
+        self.0.append(id, records, expected_next)
+    }
+    fn read(&self, id: &str) -> memoir::Result<RawLog> {
+        self.0.read(id)
+    }
+    fn read_header(&self, id: &str) -> memoir::Result<Option<SessionMeta>> {
+        self.0.read_header(id)
+    }
+    fn list(&self) -> memoir::Result<(Vec<Listed>, usize)> {
+        self.0.list()
+    }
+    fn location(&self, id: &str) -> PathBuf {
+        self.0.location(id)
+    }
+    fn durability(&self) -> Durability {
+        self.0.durability()
+    }
+    fn read_deleted(&self, id: &str) -> memoir::Result<RawLog> {
+        self.0.read_deleted(id)
+    }
+}
+
+fn prices() -> PriceTable {
+    PriceTable::shipped().unwrap()
+}
+
+fn at(s: &str) -> DateTime<Utc> {
+    s.parse().unwrap()
+}
+
+/// Every grouping, in zones with whole, half- and quarter-hour offsets, with
+/// and without a time range and a model filter.
+fn queries() -> Vec<UsageQuery> {
+    let mut out = Vec::new();
+    let zones: [Zone; 3] = [
+        Zone::Utc,
+        "Asia/Kolkata".parse().unwrap(),
+        "Australia/Eucla".parse().unwrap(),
+    ];
+    let groupings: [&[GroupKey]; 8] = [
+        &[],
+        &[GroupKey::Session],
+        &[GroupKey::Day],
+        &[GroupKey::Week],
+        &[GroupKey::Month],
+        &[GroupKey::Model],
+        &[GroupKey::Project],
+        &[GroupKey::Day, GroupKey::Model, GroupKey::Agent],
+    ];
+    for zone in zones {
+        for g in groupings {
+            out.push(UsageQuery {
+                group_by: g.to_vec(),
+                timezone: zone,
+                ..UsageQuery::default()
+            });
+        }
+    }
+    out.push(UsageQuery {
+        group_by: vec![GroupKey::Day],
+        since: Some(at("2026-01-01T00:00:00Z")),
+        until: Some(at("2027-01-01T00:00:00Z")),
+        model: Some("sonnet".into()),
+        ..UsageQuery::default()
+    });
+    out
+}
+
+/// Every report (and the billing blocks) from the summaries equals the scan's.
+fn assert_same_as_scan(store: &Arc<FileStore>) -> Vec<UsageReport> {
+    let scan = Scan(store.clone());
+    let prices = prices();
+    let now = at("2030-01-01T00:00:00Z");
+    let mut reports = Vec::new();
+    for q in queries() {
+        let summed = usage::report(store.as_ref(), &q, &prices).unwrap();
+        let scanned = usage::report(&scan, &q, &prices).unwrap();
+        assert_eq!(summed, scanned, "{:?} in {}", q.group_by, q.timezone);
+        let blocks = usage::blocks_report(store.as_ref(), &q, &prices, now).unwrap();
+        let scanned = usage::blocks_report(&scan, &q, &prices, now).unwrap();
+        assert_eq!(blocks, scanned, "blocks in {}", q.timezone);
+        reports.push(summed);
+    }
+    reports
+}
+
+/// A generated Claude Code + Codex history imported into a fresh store.
+fn imported(seed: u64) -> (tempfile::TempDir, Arc<FileStore>) {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("src");
+    generate(
+        &CorpusSpec {
+            seed,
+            sessions: 6,
+            target_mb: 0.3,
+            shapes: Shapes {
+                result_median: 200.0,
+                tool_rounds: 1.2,
+                ..Shapes::dense()
+            },
+            max_session_mb: 0.1,
+            ..CorpusSpec::default()
+        },
+        &root,
+    )
+    .unwrap();
+    let dir = tmp.path().join("store");
+    let m = SessionManager::open(
+        &dir,
+        ManagerOptions {
+            durability: Durability::None,
+            repair_on_switch: false,
+            ..ManagerOptions::default()
+        },
+    )
+    .unwrap();
+    let mut sources = Vec::new();
+    for (agent, kind) in [
+        (Agent::ClaudeCode, AgentKind::ClaudeCode),
+        (Agent::Codex, AgentKind::Codex),
+    ] {
+        let home = root.join(home_dir(kind));
+        if home.exists() {
+            sources.extend(import::sources_of(agent, Some(&home)).unwrap());
+        }
+    }
+    import::import(&m, &sources, &mut |_| {}).unwrap();
+    drop(m);
+    let store = Arc::new(FileStore::new(&dir, Durability::None));
+    (tmp, store)
+}
+
+fn summary_file(store_dir: &Path) -> PathBuf {
+    store_dir.join("index").join(usage::SUMMARY_FILE)
+}
+
+fn session_file(store_dir: &Path, id: &str) -> PathBuf {
+    store_dir
+        .join("index")
+        .join(usage::SESSION_DIR)
+        .join(format!("{id}.usage"))
+}
+
+fn log(store_dir: &Path, id: &str) -> PathBuf {
+    store_dir.join(format!("{id}.jsonl"))
+}
+
+/// Sessions with at least `n` usage-bearing records, by id.
+fn sessions_with_usage(store: &FileStore, n: usize) -> Vec<String> {
+    let (listed, _) = store.list().unwrap();
+    let mut ids: Vec<String> = listed
+        .into_iter()
+        .filter(|l| {
+            let raw = store.read(&l.meta.id).unwrap();
+            raw.records
+                .iter()
+                .filter(|r| matches!(&r.record, Record::Message(m) if m.usage.is_some()))
+                .count()
+                >= n
+        })
+        .map(|l| l.meta.id)
+        .collect();
+    ids.sort();
+    ids
+}
+
+#[test]
+fn summaries_written_by_import_give_every_report_of_a_full_scan() {
+    for seed in [4, 13] {
+        let (tmp, store) = imported(seed);
+        let dir = tmp.path().join("store");
+        let (listed, _) = store.list().unwrap();
+        assert!(listed.len() >= 6, "seed {seed}: {} sessions", listed.len());
+        // The import wrote each session's summary as it appended: the first
+        // report reads them instead of the logs.
+        assert!(!summary_file(&dir).exists());
+        let first = usage::refresh(store.as_ref()).unwrap();
+        assert_eq!(first.sessions, listed.len(), "seed {seed}");
+        assert_eq!(first.recomputed, 0, "seed {seed}: {first:?}");
+        assert_eq!(first.from_appends, listed.len(), "seed {seed}");
+        assert!(summary_file(&dir).exists());
+        let reports = assert_same_as_scan(&store);
+        assert!(
+            reports[0].total.requests > 0,
+            "seed {seed}: no usage at all"
+        );
+        // Nothing changed since: the store-wide file is current.
+        let again = usage::refresh(store.as_ref()).unwrap();
+        assert_eq!((again.recomputed, again.from_appends), (0, 0), "{again:?}");
+    }
+}
+
+#[test]
+fn a_truncated_or_edited_log_invalidates_exactly_its_sessions_summary() {
+    let (tmp, store) = imported(4);
+    let dir = tmp.path().join("store");
+    usage::refresh(store.as_ref()).unwrap();
+    let ids = sessions_with_usage(&store, 2);
+    assert!(ids.len() >= 2, "{ids:?}");
+    let before = usage::report(store.as_ref(), &UsageQuery::default(), &prices()).unwrap();
+    // Cut the last line of one log (a usage-bearing response or not).
+    let path = log(&dir, &ids[0]);
+    let bytes = fs::read(&path).unwrap();
+    let body = &bytes[..bytes.len() - 1];
+    let cut = body.iter().rposition(|&b| b == b'\n').unwrap() + 1;
+    fs::write(&path, &bytes[..cut]).unwrap();
+    let r = usage::refresh(store.as_ref()).unwrap();
+    assert_eq!(r.recomputed, 1, "{r:?}");
+    assert_eq!(r.from_appends, 0, "{r:?}");
+    // Edit another log in place, same length (a token count's digit).
+    let path = log(&dir, &ids[1]);
+    let mut text = fs::read_to_string(&path).unwrap();
+    let pos = text.find("\"output_tokens\":").unwrap() + "\"output_tokens\":".len();
+    let digit = text.as_bytes()[pos];
+    assert!(digit.is_ascii_digit(), "{}", &text[pos..pos + 10]);
+    let other = if digit == b'9' { "8" } else { "9" };
+    text.replace_range(pos..pos + 1, other);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    fs::write(&path, text).unwrap();
+    let r = usage::refresh(store.as_ref()).unwrap();
+    assert_eq!(r.recomputed, 1, "{r:?}");
+    let reports = assert_same_as_scan(&store);
+    assert_ne!(
+        reports[0].total, before.total,
+        "the cut and the edit show in the totals"
+    );
+}
+
+#[test]
+fn a_damaged_summary_file_is_rebuilt_with_a_notice_not_an_error() {
+    let (tmp, store) = imported(13);
+    let dir = tmp.path().join("store");
+    let ids = sessions_with_usage(&store, 1);
+    // A damaged per-session file (the store-wide one does not exist yet).
+    let one = session_file(&dir, &ids[0]);
+    let mut bytes = fs::read(&one).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x55;
+    fs::write(&one, &bytes).unwrap();
+    let q = UsageQuery {
+        group_by: vec![GroupKey::Session],
+        ..UsageQuery::default()
+    };
+    let report = usage::report(store.as_ref(), &q, &prices()).unwrap();
+    assert_eq!(report.notices.len(), 1, "{:?}", report.notices);
+    assert!(
+        report.notices[0].contains("damaged") && report.notices[0].contains(&ids[0]),
+        "{:?}",
+        report.notices
+    );
+    let scanned = usage::report(&Scan(store.clone()), &q, &prices()).unwrap();
+    assert_eq!(report.rows, scanned.rows);
+    assert_eq!(report.total, scanned.total);
+    // The store-wide file, cut short, then garbage: rebuilt each time.
+    let all = summary_file(&dir);
+    let bytes = fs::read(&all).unwrap();
+    for damaged in [bytes[..bytes.len() / 3].to_vec(), b"not a summary".to_vec()] {
+        fs::write(&all, &damaged).unwrap();
+        let report = usage::report(store.as_ref(), &q, &prices()).unwrap();
+        assert_eq!(report.notices.len(), 1, "{:?}", report.notices);
+        assert!(report.notices[0].contains("usage.summary"));
+        assert_eq!(report.rows, scanned.rows);
+        // Rebuilt: the next report has nothing to say.
+        let next = usage::report(store.as_ref(), &q, &prices()).unwrap();
+        assert!(next.notices.is_empty(), "{:?}", next.notices);
+    }
+    // A summary file removed outright is rebuilt silently.
+    fs::remove_file(&all).unwrap();
+    let report = usage::report(store.as_ref(), &q, &prices()).unwrap();
+    assert!(report.notices.is_empty());
+    assert_eq!(report.rows, scanned.rows);
+    assert!(all.exists());
+}
+
+fn response(id: &str, request: &str, when: &str, output: u64) -> Message {
+    let mut m = Message::assistant("ok").with_usage(Usage {
+        input_tokens: 10,
+        output_tokens: output,
+        cache_read_input_tokens: 100,
+        ..Usage::default()
+    });
+    m.provider_id = Some(id.to_string());
+    m.model = Some("claude-sonnet-4-20250514".into());
+    m.timestamp = Some(at(when));
+    m.extra.insert(
+        SOURCE_KEY.to_string(),
+        json!({"request_id": request, "uuid": format!("u-{id}-{request}-{output}")}),
+    );
+    m
+}
+
+#[test]
+fn appends_keep_a_sessions_summary_current_native_and_imported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("store");
+    let options = || ManagerOptions {
+        durability: Durability::None,
+        ..ManagerOptions::default()
+    };
+    let mut m = SessionManager::open(&dir, options()).unwrap();
+    m.append_session_messages(
+        "native",
+        vec![
+            Message::user("hi"),
+            response("msg_1", "req_1", "2026-05-12T08:00:00Z", 5),
+        ],
+    )
+    .unwrap();
+    let store = Arc::new(FileStore::new(&dir, Durability::None));
+    let q = UsageQuery::default();
+    let r = usage::report(store.as_ref(), &q, &prices()).unwrap();
+    assert_eq!((r.total.output_tokens, r.total.requests), (5, 1));
+    // A native append: the session's summary is folded forward, not recomputed.
+    m.append_session_messages(
+        "native",
+        vec![response("msg_2", "req_2", "2026-05-12T08:05:00Z", 7)],
+    )
+    .unwrap();
+    let kept = usage::refresh(store.as_ref()).unwrap();
+    assert_eq!((kept.from_appends, kept.recomputed), (1, 0), "{kept:?}");
+    // A split line of the same response (same ids): the last copy wins.
+    m.append_session_messages(
+        "native",
+        vec![response("msg_2", "req_2", "2026-05-12T08:05:01Z", 9)],
+    )
+    .unwrap();
+    // An import-style append with a header of its own.
+    let mut meta = SessionMeta::new("cc-imported");
+    meta.created_at = at("2026-05-12T09:00:00Z");
+    meta.source = Some(SourceRef {
+        agent: "claude-code".into(),
+        agent_version: None,
+        session: Some("imported".into()),
+        path: None,
+        extra: serde_json::Map::new(),
+    });
+    m.create_with_header(meta).unwrap();
+    m.append_records_to(
+        "cc-imported",
+        &[Record::Message(response(
+            "msg_3",
+            "req_3",
+            "2026-05-12T09:01:00Z",
+            11,
+        ))],
+    )
+    .unwrap();
+    let kept = usage::refresh(store.as_ref()).unwrap();
+    assert_eq!((kept.from_appends, kept.recomputed), (2, 0), "{kept:?}");
+    let r = usage::report(store.as_ref(), &q, &prices()).unwrap();
+    assert_eq!((r.total.output_tokens, r.total.requests), (5 + 9 + 11, 3));
+    assert_eq!(r.duplicate_responses, 1);
+    let scanned = usage::report(&Scan(store.clone()), &q, &prices()).unwrap();
+    assert_eq!(r, scanned);
+    // A summary file left behind by a writer that lost a race (stamped with
+    // an older state of the log) is not trusted.
+    let stale = fs::read(session_file(&dir, "native")).unwrap();
+    m.append_session_messages(
+        "native",
+        vec![response("msg_4", "req_4", "2026-05-12T10:00:00Z", 13)],
+    )
+    .unwrap();
+    fs::write(session_file(&dir, "native"), stale).unwrap();
+    fs::remove_file(summary_file(&dir)).unwrap();
+    let healed = usage::refresh(store.as_ref()).unwrap();
+    assert_eq!(healed.recomputed, 1, "{healed:?}");
+    let r = usage::report(store.as_ref(), &q, &prices()).unwrap();
+    assert_eq!(r.total.output_tokens, 5 + 9 + 11 + 13);
+}
+
+#[test]
+fn a_response_two_sessions_hold_is_counted_once_from_the_summaries() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("store");
+    let m = SessionManager::open(
+        &dir,
+        ManagerOptions {
+            durability: Durability::None,
+            ..ManagerOptions::default()
+        },
+    )
+    .unwrap();
+    for (id, created) in [("a", "2026-05-12T08:00:00Z"), ("b", "2026-05-12T08:30:00Z")] {
+        let mut meta = SessionMeta::new(id);
+        meta.created_at = at(created);
+        m.create_with_header(meta).unwrap();
+    }
+    // Both hold msg_1/req_1 (a resumed copy); b also has its own response.
+    m.append_records_to(
+        "a",
+        &[Record::Message(response(
+            "msg_1",
+            "req_1",
+            "2026-05-12T08:01:00Z",
+            5,
+        ))],
+    )
+    .unwrap();
+    m.append_records_to(
+        "b",
+        &[
+            Record::Message(response("msg_1", "req_1", "2026-05-12T08:01:00Z", 5)),
+            Record::Message(response("msg_9", "req_9", "2026-05-12T08:31:00Z", 7)),
+        ],
+    )
+    .unwrap();
+    let store = Arc::new(FileStore::new(&dir, Durability::None));
+    let kept = usage::refresh(store.as_ref()).unwrap();
+    assert_eq!((kept.from_appends, kept.recomputed), (2, 0), "{kept:?}");
+    let q = UsageQuery {
+        group_by: vec![GroupKey::Session],
+        ..UsageQuery::default()
+    };
+    let r = usage::report(store.as_ref(), &q, &prices()).unwrap();
+    assert_eq!((r.total.requests, r.total.output_tokens), (2, 12));
+    assert_eq!(r.duplicate_responses, 1);
+    let keys: Vec<(String, u64)> = r
+        .rows
+        .iter()
+        .map(|row| (row.key()[0].to_string(), row.totals.output_tokens))
+        .collect();
+    assert_eq!(keys, [("a".to_string(), 5), ("b".to_string(), 7)]);
+    assert_eq!(
+        r,
+        usage::report(&Scan(store.clone()), &q, &prices()).unwrap()
+    );
+    // A later append to the older session does not change who owns it.
+    m.append_records_to(
+        "a",
+        &[Record::Message(response(
+            "msg_9",
+            "req_9",
+            "2026-05-12T08:31:00Z",
+            7,
+        ))],
+    )
+    .unwrap();
+    let r = usage::report(store.as_ref(), &q, &prices()).unwrap();
+    assert_eq!((r.total.requests, r.total.output_tokens), (2, 12));
+    assert_eq!(r.duplicate_responses, 2);
+    assert_eq!(
+        r,
+        usage::report(&Scan(store.clone()), &q, &prices()).unwrap()
+    );
+}
