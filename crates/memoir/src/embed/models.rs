@@ -616,6 +616,30 @@ mod tests {
         }
     }
 
+    /// `.ci/run` prepares the MPNet folder itself, with its own copy of the
+    /// manifest and the joined zip's digest: it must be this one.
+    #[test]
+    fn the_ci_script_checks_the_same_manifest() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.ci/run");
+        let script = std::fs::read_to_string(&path).unwrap();
+        let PypiSource::Parts { zip_sha256, .. } = MPNET_BASE_V2.pypi else {
+            panic!("all-mpnet-base-v2 comes in parts");
+        };
+        assert!(script.contains(&format!("ZIP_SHA256 = \"{zip_sha256}\"")));
+        let mut listed = 0;
+        for line in script.lines() {
+            let line = line.trim();
+            let Some((file, hash)) = line.split_once("\": \"") else {
+                continue;
+            };
+            let (file, hash) = (file.trim_start_matches('"'), hash.trim_end_matches("\","));
+            let want = MPNET_BASE_V2.files.iter().find(|(f, _)| *f == file);
+            assert_eq!(want.map(|w| w.1), Some(hash), "{file} in .ci/run");
+            listed += 1;
+        }
+        assert_eq!(listed, MPNET_BASE_V2.files.len());
+    }
+
     /// A fake model with a manifest of its own: install copies and checks;
     /// a changed byte is named as a mismatch, a missing file as missing,
     /// and nothing is installed then.
