@@ -117,6 +117,15 @@ mod tests {
                 }),
                 ErrorKind::Invalid,
             ),
+            #[cfg(feature = "minilm")]
+            (
+                Box::new(crate::embed::models::ModelError::Mismatch {
+                    model: "m".into(),
+                    dir: PathBuf::new(),
+                    problems: "model.safetensors mismatch".into(),
+                }),
+                ErrorKind::Corrupt,
+            ),
             #[cfg(feature = "search")]
             (
                 Box::new(crate::search::SearchError::Invalid("q".into())),
