@@ -80,7 +80,9 @@ fn embedder(name: &str) -> Result<Box<dyn EmbeddingProvider>, String> {
                 .or_else(|| {
                     memoir::embed::models::installed_dir(&memoir::embed::models::MPNET_BASE_V2)
                 })
-                .ok_or("all-mpnet-base-v2 is not installed (memoir models install all-mpnet-base-v2)")?;
+                .ok_or(
+                    "all-mpnet-base-v2 is not installed (memoir models install all-mpnet-base-v2)",
+                )?;
             MiniLm::load_with(&dir, &MiniLmOptions::default())
                 .map(|m| Box::new(m) as Box<dyn EmbeddingProvider>)
                 .map_err(|e| e.to_string())

@@ -52,7 +52,10 @@ fn pypi_label(s: &ModelSpec) -> String {
         } => format!(
             "{}..{}=={version}",
             packages.first().copied().unwrap_or_default(),
-            packages.last().and_then(|p| p.rsplit('-').next()).unwrap_or_default()
+            packages
+                .last()
+                .and_then(|p| p.rsplit('-').next())
+                .unwrap_or_default()
         ),
     }
 }
@@ -86,7 +89,13 @@ fn list(json: bool) -> anyhow::Result<ExitCode> {
     if json {
         return crate::output::print_json(&serde_json::json!({ "models": rows }));
     }
-    outln!("{:<18} {:<6} {:>5} {:>6}  installed", "model", "arch", "dims", "layers");
+    outln!(
+        "{:<18} {:<6} {:>5} {:>6}  installed",
+        "model",
+        "arch",
+        "dims",
+        "layers"
+    );
     for (s, row) in models::SUPPORTED.iter().zip(&rows) {
         let installed = row["installed"]
             .as_str()
@@ -130,7 +139,11 @@ fn verify(name: &str, dir: Option<PathBuf>, json: bool) -> anyhow::Result<ExitCo
         outln!(
             "{}: {} ({})",
             spec.name,
-            if ok { "ok" } else { "DOES NOT MATCH the manifest" },
+            if ok {
+                "ok"
+            } else {
+                "DOES NOT MATCH the manifest"
+            },
             dir.display()
         );
     }

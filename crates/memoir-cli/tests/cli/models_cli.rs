@@ -77,13 +77,26 @@ fn verify_rejects_missing_and_changed_files() {
     std::fs::write(dir.join("config.json"), b"{\"model_type\": \"mpnet\"}").unwrap();
     let (code, v, out) = memoir(
         home.path(),
-        &["models", "verify", "all-mpnet-base-v2", "--dir", dir.to_str().unwrap(), "--json"],
+        &[
+            "models",
+            "verify",
+            "all-mpnet-base-v2",
+            "--dir",
+            dir.to_str().unwrap(),
+            "--json",
+        ],
     );
     assert_eq!(code, 1, "{out}");
     assert_eq!(v["ok"], false, "{out}");
     let st = statuses(&v);
-    assert!(st.contains(&("config.json".into(), "mismatch".into())), "{out}");
-    assert!(st.contains(&("model.safetensors".into(), "missing".into())), "{out}");
+    assert!(
+        st.contains(&("config.json".into(), "mismatch".into())),
+        "{out}"
+    );
+    assert!(
+        st.contains(&("model.safetensors".into(), "missing".into())),
+        "{out}"
+    );
 }
 
 #[test]
@@ -100,7 +113,14 @@ fn install_from_a_folder_then_verify_catches_a_flipped_byte() {
     let src = src.to_str().expect("utf-8 path").to_string();
     let (code, v, out) = memoir(
         home.path(),
-        &["models", "install", "all-MiniLM-L6-v2", "--from", &src, "--json"],
+        &[
+            "models",
+            "install",
+            "all-MiniLM-L6-v2",
+            "--from",
+            &src,
+            "--json",
+        ],
     );
     assert_eq!(code, 0, "{out}");
     let dest = home.path().join("models/all-MiniLM-L6-v2");
@@ -117,7 +137,10 @@ fn install_from_a_folder_then_verify_catches_a_flipped_byte() {
         .clone();
     assert_eq!(minilm["installed"].as_str(), dest.to_str(), "{out}");
 
-    let (code, v, out) = memoir(home.path(), &["models", "verify", "all-MiniLM-L6-v2", "--json"]);
+    let (code, v, out) = memoir(
+        home.path(),
+        &["models", "verify", "all-MiniLM-L6-v2", "--json"],
+    );
     assert_eq!(code, 0, "{out}");
     assert!(statuses(&v).iter().all(|(_, s)| s == "ok"), "{out}");
 
@@ -127,11 +150,21 @@ fn install_from_a_folder_then_verify_catches_a_flipped_byte() {
     let mid = bytes.len() / 2;
     bytes[mid] ^= 0x01;
     std::fs::write(&weights, &bytes).unwrap();
-    let (code, v, out) = memoir(home.path(), &["models", "verify", "all-MiniLM-L6-v2", "--json"]);
+    let (code, v, out) = memoir(
+        home.path(),
+        &["models", "verify", "all-MiniLM-L6-v2", "--json"],
+    );
     assert_eq!(code, 1, "{out}");
     let st = statuses(&v);
-    assert!(st.contains(&("model.safetensors".into(), "mismatch".into())), "{out}");
-    assert_eq!(st.iter().filter(|(_, s)| s == "ok").count(), st.len() - 1, "{out}");
+    assert!(
+        st.contains(&("model.safetensors".into(), "mismatch".into())),
+        "{out}"
+    );
+    assert_eq!(
+        st.iter().filter(|(_, s)| s == "ok").count(),
+        st.len() - 1,
+        "{out}"
+    );
 
     // A corrupted source is refused by install and the folder is not replaced.
     let bad_src = home.path().join("bad-src");
@@ -142,7 +175,13 @@ fn install_from_a_folder_then_verify_catches_a_flipped_byte() {
     std::fs::write(bad_src.join("model.safetensors"), &bytes).unwrap();
     let (code, _, out) = memoir(
         home.path(),
-        &["models", "install", "all-MiniLM-L6-v2", "--from", bad_src.to_str().unwrap()],
+        &[
+            "models",
+            "install",
+            "all-MiniLM-L6-v2",
+            "--from",
+            bad_src.to_str().unwrap(),
+        ],
     );
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("model.safetensors mismatch"), "{out}");

@@ -450,10 +450,9 @@ pub fn install_from_dir(
 }
 
 fn run(cmd: &mut Command, what: &str) -> Result<(), ModelError> {
-    let out = cmd
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| ModelError::Tool(format!("{what}: cannot start {:?}: {e}", cmd.get_program())))?;
+    let out = cmd.stdin(Stdio::null()).output().map_err(|e| {
+        ModelError::Tool(format!("{what}: cannot start {:?}: {e}", cmd.get_program()))
+    })?;
     if out.status.success() {
         Ok(())
     } else {
@@ -600,7 +599,10 @@ mod tests {
     fn names_resolve_case_insensitively_and_unknown_lists_the_supported() {
         assert_eq!(spec("ALL-MPNET-base-v2").unwrap().dimensions, 768);
         let err = spec("bge-small").unwrap_err().to_string();
-        assert!(err.contains("all-MiniLM-L6-v2") && err.contains("all-mpnet-base-v2"), "{err}");
+        assert!(
+            err.contains("all-MiniLM-L6-v2") && err.contains("all-mpnet-base-v2"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -667,7 +669,10 @@ mod tests {
         };
         let dest = install_from_dir(&fake, src.path(), root.path()).unwrap();
         assert_eq!(dest, root.path().join("fake"));
-        assert_eq!(std::fs::read(dest.join("1_Pooling/config.json")).unwrap(), b"[]");
+        assert_eq!(
+            std::fs::read(dest.join("1_Pooling/config.json")).unwrap(),
+            b"[]"
+        );
         verify(&fake, &dest).unwrap();
 
         std::fs::write(src.path().join("config.json"), b"{ }").unwrap();

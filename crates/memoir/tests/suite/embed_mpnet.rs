@@ -20,7 +20,8 @@ struct Item {
 }
 
 fn reference() -> (usize, Vec<Item>) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/mpnet-reference.json");
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/mpnet-reference.json");
     let raw =
         std::fs::read(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     let v: serde_json::Value = serde_json::from_slice(&raw).expect("reference JSON");
@@ -39,7 +40,10 @@ fn reference() -> (usize, Vec<Item>) {
                 .collect(),
         })
         .collect();
-    (v["max_seq_length"].as_u64().expect("max_seq_length") as usize, items)
+    (
+        v["max_seq_length"].as_u64().expect("max_seq_length") as usize,
+        items,
+    )
 }
 
 /// The loaded model, or `None` (with a notice) when it is not installed
@@ -47,8 +51,7 @@ fn reference() -> (usize, Vec<Item>) {
 fn model() -> Option<&'static MiniLm> {
     static M: OnceLock<Option<MiniLm>> = OnceLock::new();
     M.get_or_init(|| {
-        let Some(dir) = std::env::var_os("MEMOIR_MPNET_MODEL_DIR").filter(|v| !v.is_empty())
-        else {
+        let Some(dir) = std::env::var_os("MEMOIR_MPNET_MODEL_DIR").filter(|v| !v.is_empty()) else {
             if std::env::var("CI").is_ok_and(|v| v == "true") {
                 panic!(
                     "$MEMOIR_MPNET_MODEL_DIR is not set under CI=true: .ci/run installs \
@@ -78,7 +81,12 @@ fn mpnet_matches_reference_vectors() {
     assert!(m.model_id().starts_with("mpnet-"), "{}", m.model_id());
     // Tokenisation agrees (the long inputs are truncated to 384).
     for item in &items {
-        assert_eq!(m.token_count(&item.text).expect("tokens"), item.tokens, "{:?}", item.text);
+        assert_eq!(
+            m.token_count(&item.text).expect("tokens"),
+            item.tokens,
+            "{:?}",
+            item.text
+        );
     }
     // One call: sorted into padded batches of different lengths.
     let texts: Vec<&str> = items.iter().map(|i| i.text.as_str()).collect();

@@ -557,8 +557,7 @@ impl BertConfig {
                 self.model_type
             ));
         }
-        if self.is_mpnet() && (self.relative_attention_num_buckets < 4 || self.max_tokens() < 2)
-        {
+        if self.is_mpnet() && (self.relative_attention_num_buckets < 4 || self.max_tokens() < 2) {
             return Err(
                 "relative_attention_num_buckets must be at least 4 and max_position_embeddings \
                  above pad_token_id + 2"
