@@ -929,7 +929,11 @@ mod tests {
         let table: Vec<f32> = (0..32 * 2).map(|x| x as f32).collect();
         let b = position_bias(&table, 2, 3);
         assert_eq!(b.len(), 2 * 3 * 3);
-        assert_eq!(b[(1 * 3) * 3 + 2], table[relative_bucket(2, 32) * 2 + 1]);
+        let (head, i, j) = (1, 0, 2);
+        assert_eq!(
+            b[(head * 3 + i) * 3 + j],
+            table[relative_bucket(2, 32) * 2 + head]
+        );
         assert_eq!(b[2 * 3], table[relative_bucket(-2, 32) * 2]);
     }
 
