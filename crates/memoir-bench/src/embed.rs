@@ -4,9 +4,13 @@
 //!
 //! - the hash embedder's texts/s on one core;
 //! - the embedding cache's hit cost, against the hash embedder and MiniLM;
-//! - MiniLM texts/s on 1 and 2 threads for 32- and 128-token inputs, next to
-//!   the bound set by a plain f32 matmul measured with the same library and
-//!   thread count (achieved % of that bound), and the 2-thread speed-up.
+//! - MiniLM (all-MiniLM-L6-v2) and, when installed, MPNet
+//!   (all-mpnet-base-v2: `$MEMOIR_MPNET_MODEL_DIR`, else
+//!   `$MEMOIR_HOME/models/all-mpnet-base-v2`) texts/s on 1 and 2 threads for
+//!   32- and 128-token inputs, next to the bound set by a plain f32 matmul of
+//!   the model's own shapes measured with the same library and thread count
+//!   (achieved % of that bound and of the FMA peak), and the 2-thread
+//!   speed-up.
 //!
 //! MiniLM runs in a child process per thread count (rayon's global pool,
 //! which the model and the bound's candle products use, reads
@@ -139,15 +143,15 @@ fn short_texts(n: usize) -> Vec<String> {
 /// 4,096 rows. With `workers` > 1, that many threads each run their own
 /// products on a single-thread pool (the data-parallel bound); otherwise one
 /// caller splits each product over candle's threads.
-fn matmul_gflops(budget: Duration, workers: usize) -> f64 {
+fn matmul_gflops(budget: Duration, workers: usize, (h, inner): (usize, usize)) -> f64 {
     use candle_core::{Device, Tensor};
     let one = |rows: usize| -> f64 {
         let dev = Device::Cpu;
-        let a = Tensor::randn(0f32, 1.0, (rows, 384), &dev).expect("randn");
-        let w1 = Tensor::randn(0f32, 1.0, (384, 1536), &dev).expect("randn");
-        let b = Tensor::randn(0f32, 1.0, (rows, 1536), &dev).expect("randn");
-        let w2 = Tensor::randn(0f32, 1.0, (1536, 384), &dev).expect("randn");
-        let flops_per_iter = 2.0 * 2.0 * rows as f64 * 384.0 * 1536.0;
+        let a = Tensor::randn(0f32, 1.0, (rows, h), &dev).expect("randn");
+        let w1 = Tensor::randn(0f32, 1.0, (h, inner), &dev).expect("randn");
+        let b = Tensor::randn(0f32, 1.0, (rows, inner), &dev).expect("randn");
+        let w2 = Tensor::randn(0f32, 1.0, (inner, h), &dev).expect("randn");
+        let flops_per_iter = 2.0 * 2.0 * rows as f64 * h as f64 * inner as f64;
         std::hint::black_box(a.matmul(&w1).expect("matmul"));
         let start = Instant::now();
         let mut iters = 0u32;
@@ -231,6 +235,34 @@ fn bench_minilm_child(quick: bool) {
         ..MiniLmOptions::default()
     };
     let m = MiniLm::load_with(&dir, &opts).expect("load model");
+    let ms_per_text_32 = throughput(&m, "minilm", &threads, &n_threads, quick, 64);
+    let mpnet = std::env::var_os("MEMOIR_MPNET_MODEL_DIR")
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from)
+        .or_else(|| memoir::embed::models::installed_dir(&memoir::embed::models::MPNET_BASE_V2));
+    match mpnet {
+        Some(d) => {
+            let mp = MiniLm::load_with(&d, &opts).expect("load MPNet");
+            throughput(&mp, "mpnet", &threads, &n_threads, quick, 16);
+        }
+        None => println!(
+            "mpnet: SKIPPED: set $MEMOIR_MPNET_MODEL_DIR or run `memoir models install all-mpnet-base-v2`"
+        ),
+    }
+    cache_part(&m, &threads, ms_per_text_32);
+}
+
+/// Texts/s of `m` at 32 and 128 tokens against the matmul bound of its
+/// shapes and the FMA peaks; returns ms per 32-token text.
+fn throughput(
+    m: &MiniLm,
+    label: &str,
+    threads: &str,
+    n_threads: &str,
+    quick: bool,
+    batch: usize,
+) -> f64 {
+    let data_parallel = threads.contains("batches");
     let budget = if quick {
         Duration::from_millis(1500)
     } else {
@@ -241,21 +273,24 @@ fn bench_minilm_child(quick: bool) {
     } else {
         1
     };
-    let gflops = matmul_gflops(budget, workers);
-    println!("minilm threads={threads}: candle f32 matmul bound {gflops:.1} GFLOP/s");
+    let shape = (m.dimensions(), m.intermediate_size());
+    let gflops = matmul_gflops(budget, workers, shape);
+    println!(
+        "{label} threads={threads}: candle f32 matmul bound ({}x{}) {gflops:.1} GFLOP/s",
+        shape.0, shape.1
+    );
     let cores: usize = n_threads.parse().unwrap_or(1);
     let peaks = fma_peaks(cores);
     for (name, g) in &peaks {
         println!(
-            "minilm threads={threads}: {name} FMA peak, {cores} thread(s) at once: {g:.1} GFLOP/s \
+            "{label} threads={threads}: {name} FMA peak, {cores} thread(s) at once: {g:.1} GFLOP/s \
              (candle matmul reaches {:.0}% of it)",
             100.0 * gflops / g
         );
     }
     let mut ms_per_text_32 = 0.0;
     for tokens in [32usize, 128] {
-        let batch = 64;
-        let texts = texts_of_tokens(&m, batch * 4, tokens, tokens as u64);
+        let texts = texts_of_tokens(m, batch * 4, tokens, tokens as u64);
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
         m.embed_batch(&refs[..batch]).expect("embed"); // warm-up
         let start = Instant::now();
@@ -275,7 +310,7 @@ fn bench_minilm_child(quick: bool) {
         let flops = m.flops_per_text(tokens);
         let bound = gflops * 1e9 / flops;
         println!(
-            "minilm threads={threads} tokens={tokens}: {tps:.1} texts/s ({:.2} ms/text, {done} texts \
+            "{label} threads={threads} tokens={tokens}: {tps:.1} texts/s ({:.2} ms/text, {done} texts \
              in calls of {batch}); {:.3} GFLOP/text -> {:.1} GFLOP/s; matmul bound {bound:.1} \
              texts/s; {:.0}% of bound",
             1000.0 / tps,
@@ -285,17 +320,20 @@ fn bench_minilm_child(quick: bool) {
         );
         for (name, g) in &peaks {
             println!(
-                "minilm threads={threads} tokens={tokens}: {:.0}% of the {name} FMA peak ({g:.1} GFLOP/s)",
+                "{label} threads={threads} tokens={tokens}: {:.0}% of the {name} FMA peak ({g:.1} GFLOP/s)",
                 100.0 * tps * flops / 1e9 / g
             );
         }
-        println!("@result {threads} {tokens} {tps:.3}");
+        println!("@result {label} {threads} {tokens} {tps:.3}");
     }
+    ms_per_text_32
+}
 
-    // The cache in front of MiniLM: a hit against an embedding.
+/// The cache in front of MiniLM: a hit against an embedding.
+fn cache_part(m: &MiniLm, threads: &str, ms_per_text_32: f64) {
     let tmp = std::env::temp_dir().join(format!("memoir-bench-mcache-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
-    let texts = texts_of_tokens(&m, 64, 32, 99);
+    let texts = texts_of_tokens(m, 64, 32, 99);
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let cached = CachedEmbedder::open(Arc::new(m.clone()), CacheConfig::new(&tmp)).expect("cache");
     let start = Instant::now();
@@ -407,7 +445,7 @@ pub fn main() {
     let hash_us = bench_hash(quick);
     bench_cache(quick, hash_us);
     let exe = std::env::current_exe().expect("current exe");
-    let mut results: Vec<(String, String, f64)> = Vec::new();
+    let mut results: Vec<(String, String, String, f64)> = Vec::new();
     let mut failed = false;
     for (threads, dp) in [("1", "0"), ("2", "0"), ("2", "1")] {
         let mut cmd = std::process::Command::new(&exe);
@@ -422,8 +460,8 @@ pub fn main() {
         for line in String::from_utf8_lossy(&out.stdout).lines() {
             if let Some(r) = line.strip_prefix("@result ") {
                 let f: Vec<&str> = r.split_whitespace().collect();
-                if let [t, k, v] = f[..] {
-                    results.push((t.into(), k.into(), v.parse().unwrap_or(0.0)));
+                if let [label, t, k, v] = f[..] {
+                    results.push((label.into(), t.into(), k.into(), v.parse().unwrap_or(0.0)));
                 }
             } else {
                 println!("{line}");
@@ -432,21 +470,40 @@ pub fn main() {
         eprint!("{}", String::from_utf8_lossy(&out.stderr));
         failed |= !out.status.success();
     }
-    for tokens in ["32", "128"] {
-        let get = |t: &str| {
-            results
-                .iter()
-                .find(|r| r.0 == t && r.1 == tokens)
-                .map(|r| r.2)
-        };
-        if let Some(one) = get("1") {
-            for two in ["2(products)", "2(batches)"] {
-                if let Some(v) = get(two) {
-                    println!(
-                        "minilm tokens={tokens}: {two} / 1 thread = {:.2}x ({one:.1} -> {v:.1} texts/s)",
-                        v / one
-                    );
+    for label in ["minilm", "mpnet"] {
+        for tokens in ["32", "128"] {
+            let get = |l: &str, t: &str| {
+                results
+                    .iter()
+                    .find(|r| r.0 == l && r.1 == t && r.2 == tokens)
+                    .map(|r| r.3)
+            };
+            if let Some(one) = get(label, "1") {
+                for two in ["2(products)", "2(batches)"] {
+                    if let Some(v) = get(label, two) {
+                        println!(
+                            "{label} tokens={tokens}: {two} / 1 thread = {:.2}x ({one:.1} -> {v:.1} texts/s)",
+                            v / one
+                        );
+                    }
                 }
+            }
+        }
+    }
+    for t in ["1", "2(products)", "2(batches)"] {
+        for tokens in ["32", "128"] {
+            let get = |l: &str| {
+                results
+                    .iter()
+                    .find(|r| r.0 == l && r.1 == t && r.2 == tokens)
+                    .map(|r| r.3)
+            };
+            if let (Some(a), Some(b)) = (get("minilm"), get("mpnet")) {
+                println!(
+                    "threads={t} tokens={tokens}: mpnet / minilm texts/s = {:.3} ({b:.1} vs {a:.1}), 1/{:.1}",
+                    b / a,
+                    a / b
+                );
             }
         }
     }

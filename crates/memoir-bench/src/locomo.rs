@@ -2,7 +2,7 @@
 //! harness (`memoir::view::eval`, the one behind `memoir eval locomo`).
 //!
 //! ```text
-//! cargo run --release -p memoir-bench -- locomo [--file PATH] [--embedders hash,minilm]
+//! cargo run --release -p memoir-bench -- locomo [--file PATH] [--embedders hash,minilm,mpnet]
 //!     [--modes hybrid,vector,lexical] [--holdout N] [--vector-weight W] [--vector-neighbors N]
 //! ```
 //!
@@ -71,6 +71,22 @@ fn embedder(name: &str) -> Result<Box<dyn EmbeddingProvider>, String> {
         "minilm" => MiniLm::discover(&MiniLmOptions::default())
             .map(|m| Box::new(m) as Box<dyn EmbeddingProvider>)
             .map_err(|e| e.to_string()),
+        // all-mpnet-base-v2: `$MEMOIR_MPNET_MODEL_DIR`, else where
+        // `memoir models install` put it.
+        "mpnet" => {
+            let dir = std::env::var_os("MEMOIR_MPNET_MODEL_DIR")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+                .or_else(|| {
+                    memoir::embed::models::installed_dir(&memoir::embed::models::MPNET_BASE_V2)
+                })
+                .ok_or(
+                    "all-mpnet-base-v2 is not installed (memoir models install all-mpnet-base-v2)",
+                )?;
+            MiniLm::load_with(&dir, &MiniLmOptions::default())
+                .map(|m| Box::new(m) as Box<dyn EmbeddingProvider>)
+                .map_err(|e| e.to_string())
+        }
         other => Err(format!("unknown embedder {other}")),
     }
 }

@@ -43,6 +43,9 @@ enum Command {
     Sessions(cmd::sessions::Command),
     /// Embed text with the configured provider.
     Embed(cmd::embed::Args),
+    /// Local embedding models: list, verify (sha256 manifest), install.
+    #[cfg(feature = "minilm")]
+    Models(cmd::models::Args),
     /// Retrieve the relevant earlier parts of a stored session.
     Recall(cmd::recall::Args),
     /// Run retrieval benchmarks.
@@ -101,6 +104,7 @@ const OPTIONAL_COMMANDS: &[exit::OptionalCommand] = &[
     ("sync", "client", cfg!(feature = "client")),
     ("mcp", "mcp", cfg!(feature = "mcp")),
     ("ui", "ui", cfg!(feature = "ui")),
+    ("models", "minilm", cfg!(feature = "minilm")),
 ];
 
 fn main() -> ExitCode {
@@ -118,6 +122,8 @@ fn main() -> ExitCode {
         Command::Demo(args) => cmd::demo::run(args),
         Command::Sessions(c) => cmd::sessions::run(c),
         Command::Embed(args) => cmd::embed::run(args),
+        #[cfg(feature = "minilm")]
+        Command::Models(args) => cmd::models::run(args),
         Command::Recall(args) => cmd::recall::run(args),
         Command::Eval(c) => cmd::eval::run(c),
         #[cfg(feature = "server")]

@@ -11,7 +11,8 @@ use crate::error::{Error, ErrorKind, StoreError};
 /// The kind of the first library error in `err`'s `source()` chain
 /// ([`Error`], [`StoreError`], [`crate::manager::ManagerError`],
 /// [`crate::blob::BlobError`] or, with their features,
-/// [`crate::embed::EmbeddingError`], [`crate::view::ViewError`],
+/// [`crate::embed::EmbeddingError`], [`crate::embed::models::ModelError`],
+/// [`crate::view::ViewError`],
 /// [`crate::search::SearchError`] and [`crate::import::ImportError`]);
 /// `None` when there is none. Each wrapper is classified itself, because a
 /// `#[error(transparent)]` variant's `source()` skips the error it wraps.
@@ -45,6 +46,8 @@ fn kind_here(e: &(dyn std::error::Error + 'static)) -> Option<ErrorKind> {
         crate::blob::BlobError,
         #[cfg(feature = "view")]
         crate::embed::EmbeddingError,
+        #[cfg(feature = "minilm")]
+        crate::embed::models::ModelError,
         #[cfg(feature = "view")]
         crate::view::ViewError,
         #[cfg(feature = "search")]
@@ -113,6 +116,15 @@ mod tests {
                     got: 3,
                 }),
                 ErrorKind::Invalid,
+            ),
+            #[cfg(feature = "minilm")]
+            (
+                Box::new(crate::embed::models::ModelError::Mismatch {
+                    model: "m".into(),
+                    dir: PathBuf::new(),
+                    problems: "model.safetensors mismatch".into(),
+                }),
+                ErrorKind::Corrupt,
             ),
             #[cfg(feature = "search")]
             (

@@ -266,7 +266,6 @@ impl ErrorKind {
     }
 }
 
-#[cfg(feature = "view")]
 impl crate::embed::EmbeddingError {
     /// What the caller can do about this error (see [`ErrorKind`]).
     pub fn kind(&self) -> ErrorKind {

@@ -31,6 +31,10 @@ pub struct Args {
     /// MiniLM model folder (sentence-transformers layout).
     #[arg(long)]
     pub model_dir: Option<PathBuf>,
+    /// A model installed by `memoir models install` (all-MiniLM-L6-v2,
+    /// all-mpnet-base-v2); --model-dir wins.
+    #[arg(long)]
+    pub model: Option<String>,
     /// Width of the hash embedder.
     #[arg(long)]
     pub dims: Option<usize>,
@@ -78,6 +82,7 @@ impl Args {
         };
         c.hash.dims = self.dims;
         c.minilm.model_dir.clone_from(&self.model_dir);
+        c.minilm.model.clone_from(&self.model);
         c.minilm.threads = self.threads;
         c.openai.base_url.clone_from(&self.openai_base_url);
         c.openai.model.clone_from(&self.openai_model);

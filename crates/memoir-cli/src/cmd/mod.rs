@@ -12,6 +12,8 @@ pub mod import;
 pub mod index;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+#[cfg(feature = "minilm")]
+pub mod models;
 pub mod recall;
 pub mod resume;
 pub mod search;

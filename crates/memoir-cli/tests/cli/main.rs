@@ -13,6 +13,8 @@ mod import_cli;
 mod import_shapes_cli;
 mod integrity;
 mod mcp_stdio;
+#[cfg(feature = "minilm")]
+mod models_cli;
 mod no_colour;
 mod outcomes_cli;
 mod parity;

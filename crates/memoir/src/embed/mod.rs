@@ -4,8 +4,9 @@
 //!
 //! - [`hash`]: offline feature hashing (word unigrams, bigrams and character
 //!   3-grams), the default: no model, no network, ~µs per text.
-//! - [`minilm`]: a local sentence-transformers BERT model (all-MiniLM-L6-v2)
-//!   run in pure Rust with candle.
+//! - [`minilm`]: a local sentence-transformers model (all-MiniLM-L6-v2, a
+//!   BERT, or all-mpnet-base-v2, an MPNet) run in pure Rust; [`models`]
+//!   names the supported ones, checks their files and installs them.
 //! - [`openai`]: any OpenAI-compatible `/v1/embeddings` server.
 //!
 //! [`cache::CachedEmbedder`] wraps any of them in a persistent, checksummed,
@@ -21,6 +22,8 @@ pub mod cache;
 pub mod hash;
 #[cfg(feature = "minilm")]
 pub mod minilm;
+#[cfg(feature = "minilm")]
+pub mod models;
 #[cfg(feature = "openai")]
 pub mod openai;
 pub mod select;

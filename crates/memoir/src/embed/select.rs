@@ -20,7 +20,8 @@
 //! dims = 384                 #                              (MEMOIR_HASH_DIMS)
 //!
 //! [embed.minilm]
-//! model_dir = "/models/all-MiniLM-L6-v2"  # else the search (MEMOIR_MODEL_DIR)
+//! model = "all-mpnet-base-v2" # a name of `memoir models` (MEMOIR_MINILM_MODEL)
+//! model_dir = "/models/all-MiniLM-L6-v2"  # wins over model; else the search (MEMOIR_MODEL_DIR)
 //! threads = 2                #                              (MEMOIR_MINILM_THREADS)
 //! max_batch = 32             #                              (MEMOIR_MINILM_MAX_BATCH)
 //! data_parallel = true       # whole batches per thread     (MEMOIR_MINILM_DATA_PARALLEL)
@@ -134,7 +135,11 @@ pub struct HashSection {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct MiniLmSection {
-    /// The model folder; unset means the search of [`super::minilm::discover_model_dir`].
+    /// A supported model by name (`all-MiniLM-L6-v2`, `all-mpnet-base-v2`),
+    /// loaded from where `memoir models install` put it.
+    pub model: Option<String>,
+    /// The model folder (wins over `model`); both unset means the search of
+    /// [`super::minilm::discover_model_dir`].
     pub model_dir: Option<PathBuf>,
     /// Threads for inference.
     pub threads: Option<usize>,
@@ -259,6 +264,7 @@ impl EmbedConfig {
         env!("MEMOIR_EMBED_CACHE_MAX_MB", c.cache_max_mb);
         env!("MEMOIR_HASH_DIMS", c.hash.dims);
         env!("MEMOIR_MODEL_DIR", c.minilm.model_dir);
+        env!("MEMOIR_MINILM_MODEL", c.minilm.model);
         env!("MEMOIR_MINILM_THREADS", c.minilm.threads);
         env!("MEMOIR_MINILM_MAX_BATCH", c.minilm.max_batch);
         env!("MEMOIR_MINILM_DATA_PARALLEL", c.minilm.data_parallel);
@@ -293,6 +299,7 @@ impl EmbedConfig {
         over(&mut self.cache_max_mb, &other.cache_max_mb);
         over(&mut self.hash.dims, &other.hash.dims);
         over(&mut self.minilm.model_dir, &other.minilm.model_dir);
+        over(&mut self.minilm.model, &other.minilm.model);
         over(&mut self.minilm.threads, &other.minilm.threads);
         over(&mut self.minilm.max_batch, &other.minilm.max_batch);
         over(&mut self.minilm.data_parallel, &other.minilm.data_parallel);
@@ -402,9 +409,10 @@ impl EmbedConfig {
                     data_parallel: self.minilm.data_parallel.unwrap_or(d.data_parallel),
                     ..d
                 };
-                Arc::new(match &self.minilm.model_dir {
-                    Some(dir) => MiniLm::load_with(dir, &opts)?,
-                    None => MiniLm::discover(&opts)?,
+                Arc::new(match (&self.minilm.model_dir, &self.minilm.model) {
+                    (Some(dir), _) => MiniLm::load_with(dir, &opts)?,
+                    (None, Some(name)) => MiniLm::load_with(named_model_dir(name)?, &opts)?,
+                    (None, None) => MiniLm::discover(&opts)?,
                 })
             }
             #[cfg(not(feature = "openai"))]
@@ -412,6 +420,17 @@ impl EmbedConfig {
             #[cfg(feature = "openai")]
             EmbedderKind::Openai => Arc::new(OpenAiEmbedder::new(self.openai_config()?)?),
         })
+    }
+
+    /// The supported model this configuration names (`[embed.minilm] model`),
+    /// if any.
+    #[cfg(feature = "minilm")]
+    pub fn named_model(&self) -> Result<Option<&'static super::models::ModelSpec>, EmbeddingError> {
+        self.minilm
+            .model
+            .as_deref()
+            .map(|n| super::models::spec(n).map_err(|e| EmbeddingError::Config(e.to_string())))
+            .transpose()
     }
 
     /// Build the provider, wrapped in the cache when [`Self::cache_enabled`].
@@ -436,6 +455,24 @@ impl EmbedConfig {
 /// provider, cached as configured.
 pub fn select(cli: &EmbedConfig) -> Result<Arc<dyn EmbeddingProvider>, EmbeddingError> {
     EmbedConfig::resolve(cli)?.build()
+}
+
+/// The installed folder of a supported model named in the configuration.
+#[cfg(feature = "minilm")]
+fn named_model_dir(name: &str) -> Result<PathBuf, EmbeddingError> {
+    let spec = super::models::spec(name).map_err(|e| EmbeddingError::Config(e.to_string()))?;
+    super::models::installed_dir(spec).ok_or_else(|| {
+        let tried: Vec<String> = super::models::locations(spec, true)
+            .into_iter()
+            .map(|l| l.dir.display().to_string())
+            .collect();
+        EmbeddingError::ModelNotLoaded(format!(
+            "model {} is not installed (looked in {}); install it with `memoir models install {}`",
+            spec.name,
+            tried.join(", "),
+            spec.name
+        ))
+    })
 }
 
 /// The error for a provider this build of the library left out.

@@ -32,6 +32,8 @@ mod doctor;
 mod embed_cache;
 #[cfg(feature = "minilm")]
 mod embed_minilm;
+#[cfg(feature = "minilm")]
+mod embed_mpnet;
 #[cfg(feature = "openai")]
 mod embed_openai;
 mod full_disk;

@@ -1,16 +1,18 @@
-//! `minilm`: a local sentence-transformers BERT model (all-MiniLM-L6-v2 and
-//! other BERT encoders with mean pooling) in pure Rust.
+//! `minilm`: a local sentence-transformers encoder (all-MiniLM-L6-v2 and
+//! other BERT encoders, all-mpnet-base-v2 and other MPNet encoders) in pure
+//! Rust.
 //!
 //! [`MiniLm::load`] reads a sentence-transformers folder:
 //!
-//! - `config.json` (BERT hyper-parameters), `tokenizer.json` (WordPiece) and
-//!   `model.safetensors` (f32 weights, names with or without a `bert.`
-//!   prefix) are required;
+//! - `config.json` (hyper-parameters; its `model_type`, `bert` by default or
+//!   `mpnet`, picks the architecture), `tokenizer.json` (WordPiece) and
+//!   `model.safetensors` (f32 weights, names with or without a `bert.` /
+//!   `mpnet.` prefix) are required;
 //! - `sentence_bert_config.json` (`max_seq_length`, default 256) and
 //!   `1_Pooling/config.json` (mean or CLS pooling, default mean) are optional.
 //!
 //! The tokenizer's own padding is turned off and its truncation set to the
-//! model's `max_seq_length` (the reference `tokenizer.json` ships fixed
+//! model's `max_seq_length` (the reference `tokenizer.json` files ship fixed
 //! padding and truncation at 128). Texts are sorted by token count and run in
 //! batches padded to the longest member; attention runs over each text's real
 //! tokens only, and the mean pooling skips the padding; vectors are L2
@@ -18,6 +20,13 @@
 //! pass is written here over plain `f32` buffers, its matrix products on
 //! `gemm` (the crate candle's own products use) and its other steps fused
 //! in `ops.rs` (no `candle-nn`, no `candle-transformers`).
+//!
+//! MPNet runs on the same kernels with three differences from BERT: no
+//! token-type table; positions start at `pad_token_id + 1` (so the position
+//! rows used are shifted); and every attention logit gets a learned
+//! relative-position bias, one value per head and bucket of `j − i` (32
+//! buckets: exact up to 8 either way, logarithmic up to 128), one table
+//! shared by all layers.
 //!
 //! Model discovery ([`discover_model_dir`], in `discovery.rs`), first match wins:
 //!
@@ -183,7 +192,7 @@ impl MiniLm {
             .max_seq_len
             .or(st_cfg.and_then(|c| c.max_seq_length))
             .unwrap_or(DEFAULT_MAX_SEQ_LEN)
-            .clamp(2, config.max_position_embeddings);
+            .clamp(2, config.max_tokens());
 
         let tok_bytes = read("tokenizer.json")?;
         let mut tokenizer = tokenizers::Tokenizer::from_bytes(&tok_bytes).map_err(|e| {
@@ -239,8 +248,9 @@ impl MiniLm {
             Pooling::Mean => "mean",
             Pooling::Cls => "cls",
         };
+        let family = if config.is_mpnet() { "mpnet" } else { "minilm" };
         let model_id = format!(
-            "minilm-{}-{pool_tag}-t{max_seq_len}@{}",
+            "{family}-{}-{pool_tag}-t{max_seq_len}@{}",
             &hash.as_str()[..12],
             config.hidden_size
         );
@@ -269,6 +279,16 @@ impl MiniLm {
     /// The truncation length in tokens.
     pub fn max_seq_len(&self) -> usize {
         self.inner.max_seq_len
+    }
+
+    /// The encoder's feed-forward width (`intermediate_size`).
+    pub fn intermediate_size(&self) -> usize {
+        self.inner.bert.config.intermediate_size
+    }
+
+    /// `bert` or `mpnet` (`config.json`'s `model_type`).
+    pub fn architecture(&self) -> &str {
+        &self.inner.bert.config.model_type
     }
 
     /// Token count of `text` after truncation (including `[CLS]` and `[SEP]`).
@@ -477,6 +497,26 @@ struct BertConfig {
     layer_norm_eps: f64,
     #[serde(default)]
     position_embedding_type: Option<String>,
+    /// `bert` (also when absent) or `mpnet`.
+    #[serde(default = "default_model_type")]
+    model_type: String,
+    /// MPNet: the padding id; positions start at `pad_token_id + 1`.
+    #[serde(default = "default_pad_token_id")]
+    pad_token_id: usize,
+    /// MPNet: buckets of the relative-position bias.
+    #[serde(default = "default_buckets")]
+    relative_attention_num_buckets: usize,
+}
+
+fn default_model_type() -> String {
+    "bert".into()
+}
+fn default_pad_token_id() -> usize {
+    // MPNet's (`<pad>` is id 1); BERT does not use it.
+    1
+}
+fn default_buckets() -> usize {
+    32
 }
 
 fn default_hidden_act() -> String {
@@ -490,7 +530,40 @@ fn default_ln_eps() -> f64 {
 }
 
 impl BertConfig {
+    fn is_mpnet(&self) -> bool {
+        self.model_type == "mpnet"
+    }
+
+    /// Rows of the position table skipped before position 0 (MPNet counts
+    /// positions from `pad_token_id + 1`).
+    fn position_offset(&self) -> usize {
+        if self.is_mpnet() {
+            self.pad_token_id + 1
+        } else {
+            0
+        }
+    }
+
+    /// The longest input, in tokens, the position table allows.
+    fn max_tokens(&self) -> usize {
+        self.max_position_embeddings
+            .saturating_sub(self.position_offset())
+    }
+
     fn validate(&self) -> Result<(), String> {
+        if self.model_type != "bert" && self.model_type != "mpnet" {
+            return Err(format!(
+                "model_type {:?} is not supported (only \"bert\" and \"mpnet\")",
+                self.model_type
+            ));
+        }
+        if self.is_mpnet() && (self.relative_attention_num_buckets < 4 || self.max_tokens() < 2) {
+            return Err(
+                "relative_attention_num_buckets must be at least 4 and max_position_embeddings \
+                 above pad_token_id + 2"
+                    .into(),
+            );
+        }
         if self.hidden_size == 0 || self.num_attention_heads == 0 {
             return Err("hidden_size and num_attention_heads must be positive".into());
         }
@@ -507,7 +580,7 @@ impl BertConfig {
             ));
         }
         if let Some(p) = &self.position_embedding_type {
-            if p != "absolute" {
+            if p != "absolute" && !self.is_mpnet() {
                 return Err(format!("position_embedding_type {p:?} is not supported"));
             }
         }
@@ -553,10 +626,49 @@ struct Bert {
     config: BertConfig,
     /// Word embeddings, `vocab × h` row-major.
     word: Vec<f32>,
-    /// Position embeddings plus the token-type-0 row, `max_pos × h`.
+    /// Position embeddings plus the token-type-0 row (BERT) or from
+    /// position `pad_token_id + 1` on (MPNet), `max_tokens × h`.
     pos_type: Vec<f32>,
     emb_norm: LayerNorm,
     layers: Vec<Layer>,
+    /// MPNet's relative-position bias table, `buckets × heads` row-major.
+    rel_bias: Option<Vec<f32>>,
+}
+
+/// MPNet's bucket of the relative position `rel = j − i` (key minus query):
+/// half the buckets for keys before the query, half after; in each half
+/// distances below `n/4` (`n` the half's buckets) get their own bucket and
+/// the rest share logarithmically wider ones up to `max_distance` (128).
+fn relative_bucket(rel: i64, num_buckets: usize) -> usize {
+    const MAX_DISTANCE: f64 = 128.0;
+    let half = (num_buckets / 2) as i64;
+    let n = -rel;
+    let base = if n < 0 { half } else { 0 };
+    let n = n.abs();
+    let max_exact = half / 2;
+    if n < max_exact {
+        return (base + n) as usize;
+    }
+    let large = max_exact
+        + ((n as f64 / max_exact as f64).ln() / (MAX_DISTANCE / max_exact as f64).ln()
+            * (half - max_exact) as f64) as i64;
+    (base + large.min(half - 1)) as usize
+}
+
+/// The `(heads, l, l)` bias of MPNet's attention logits for a padded length
+/// `l`: `bias[h][i][j] = table[bucket(j − i)][h]`.
+fn position_bias(table: &[f32], heads: usize, l: usize) -> Vec<f32> {
+    let buckets = table.len() / heads.max(1);
+    let mut out = vec![0f32; heads * l * l];
+    for i in 0..l {
+        for j in 0..l {
+            let b = relative_bucket(j as i64 - i as i64, buckets);
+            for h in 0..heads {
+                out[(h * l + i) * l + j] = table[b * heads + h];
+            }
+        }
+    }
+    out
 }
 
 struct Weights {
@@ -583,8 +695,11 @@ impl Bert {
         config: &BertConfig,
         map: std::collections::HashMap<String, Tensor>,
     ) -> candle_core::Result<Self> {
+        let mpnet = config.is_mpnet();
         let prefix = if map.contains_key("embeddings.word_embeddings.weight") {
             ""
+        } else if mpnet {
+            "mpnet."
         } else {
             "bert."
         };
@@ -618,10 +733,22 @@ impl Bert {
         let mut layers = Vec::with_capacity(config.num_hidden_layers);
         for n in 0..config.num_hidden_layers {
             let p = format!("encoder.layer.{n}");
-            let (qw, qb) = dense(&format!("{p}.attention.self.query"), h, h)?;
-            let (kw, kb) = dense(&format!("{p}.attention.self.key"), h, h)?;
-            let (vw, vb) = dense(&format!("{p}.attention.self.value"), h, h)?;
-            let (ow, ob) = dense(&format!("{p}.attention.output.dense"), h, h)?;
+            // (query, key, value, output, attention norm) tensor names.
+            let names = if mpnet {
+                ["attn.q", "attn.k", "attn.v", "attn.o", "LayerNorm"]
+            } else {
+                [
+                    "self.query",
+                    "self.key",
+                    "self.value",
+                    "output.dense",
+                    "output.LayerNorm",
+                ]
+            };
+            let (qw, qb) = dense(&format!("{p}.attention.{}", names[0]), h, h)?;
+            let (kw, kb) = dense(&format!("{p}.attention.{}", names[1]), h, h)?;
+            let (vw, vb) = dense(&format!("{p}.attention.{}", names[2]), h, h)?;
+            let (ow, ob) = dense(&format!("{p}.attention.{}", names[3]), h, h)?;
             let (uw, ub) = dense(&format!("{p}.intermediate.dense"), i, h)?;
             let (dw, db) = dense(&format!("{p}.output.dense"), h, i)?;
             let flat = |t: &Tensor| t.flatten_all()?.to_vec1::<f32>();
@@ -629,7 +756,7 @@ impl Bert {
                 qkv_w: flat(&Tensor::cat(&[&qw.affine(scale, 0.0)?, &kw, &vw], 1)?)?,
                 qkv_b: Tensor::cat(&[&qb.affine(scale, 0.0)?, &kb, &vb], 0)?.to_vec1()?,
                 attn_out_w: flat(&ow)?,
-                norm1: fused_norm(&ob, &format!("{p}.attention.output.LayerNorm"))?,
+                norm1: fused_norm(&ob, &format!("{p}.attention.{}", names[4]))?,
                 up_w: flat(&uw)?,
                 up_b: ub.to_vec1()?,
                 down_w: flat(&dw)?,
@@ -641,19 +768,34 @@ impl Bert {
             "embeddings.position_embeddings.weight",
             &[config.max_position_embeddings, h],
         )?;
-        let type0 = w
-            .get(
-                "embeddings.token_type_embeddings.weight",
-                &[config.type_vocab_size, h],
-            )?
-            .narrow(0, 0, 1)?;
         let emb_norm = ln("embeddings.LayerNorm")?;
+        let (pos_type, rel_bias) = if mpnet {
+            let nb = config.relative_attention_num_buckets;
+            let table = w.get(
+                "encoder.relative_attention_bias.weight",
+                &[nb, config.num_attention_heads],
+            )?;
+            let offset = config.position_offset();
+            (
+                pos.narrow(0, offset, config.max_tokens())?,
+                Some(table.flatten_all()?.to_vec1()?),
+            )
+        } else {
+            let type0 = w
+                .get(
+                    "embeddings.token_type_embeddings.weight",
+                    &[config.type_vocab_size, h],
+                )?
+                .narrow(0, 0, 1)?;
+            (pos.broadcast_add(&type0)?, None)
+        };
         Ok(Self {
             config: config.clone(),
             word: word.flatten_all()?.to_vec1()?,
-            pos_type: pos.broadcast_add(&type0)?.flatten_all()?.to_vec1()?,
+            pos_type: pos_type.flatten_all()?.to_vec1()?,
             emb_norm,
             layers,
+            rel_bias,
         })
     }
 
@@ -677,12 +819,16 @@ impl Bert {
         if let Some(bad) = ids.iter().find(|&&t| t >= vocab) {
             candle_core::bail!("token id {bad} is outside the vocabulary ({vocab})");
         }
-        if l > self.config.max_position_embeddings {
+        if l > self.config.max_tokens() {
             candle_core::bail!(
                 "{l} tokens exceed the model's {} positions",
-                self.config.max_position_embeddings
+                self.config.max_tokens()
             );
         }
+        let pos_bias = self
+            .rel_bias
+            .as_ref()
+            .map(|table| position_bias(table, nh, l));
         let rows = b * l;
         let mut x = ops::embed_tokens(ids, l, &self.word, &self.pos_type, &self.emb_norm);
         let mut qkv = vec![0f32; rows * 3 * h];
@@ -696,6 +842,7 @@ impl Bert {
                 heads: nh,
                 lengths,
                 len: l,
+                pos_bias: pos_bias.as_deref(),
             }
             .apply(&qkv, &mut ctx)?;
             ops::dense(&ctx, &layer.attn_out_w, h, &mut next)?;
@@ -744,6 +891,67 @@ mod tests {
         let err = MiniLm::load(tmp.path()).unwrap_err();
         assert!(matches!(err, EmbeddingError::ModelNotLoaded(_)), "{err:?}");
         assert!(err.to_string().contains("config.json"), "{err}");
+    }
+
+    /// The buckets of transformers' `MPNetEncoder.relative_position_bucket`
+    /// (32 buckets, max distance 128), as computed there for these offsets.
+    #[test]
+    fn mpnet_relative_buckets() {
+        // (j − i, bucket): keys before the query in 0..16, after in 16..32;
+        // exact below 8, then logarithmic, saturating at 128.
+        let cases = [
+            (0, 0),
+            (-1, 1),
+            (-7, 7),
+            (-8, 8),
+            (-11, 8),
+            (-12, 9),
+            (-16, 10),
+            (-23, 11),
+            (-32, 12),
+            (-45, 12),
+            (-46, 13),
+            (-64, 14),
+            (-90, 14),
+            (-91, 15),
+            (-500, 15),
+            (1, 17),
+            (7, 23),
+            (8, 24),
+            (16, 26),
+            (127, 31),
+            (500, 31),
+        ];
+        for (rel, want) in cases {
+            assert_eq!(relative_bucket(rel, 32), want, "j - i = {rel}");
+        }
+        // The (heads, l, l) layout: bias[h][i][j] = table[bucket(j − i)][h].
+        let table: Vec<f32> = (0..32 * 2).map(|x| x as f32).collect();
+        let b = position_bias(&table, 2, 3);
+        assert_eq!(b.len(), 2 * 3 * 3);
+        let (head, i, j) = (1, 0, 2);
+        assert_eq!(
+            b[(head * 3 + i) * 3 + j],
+            table[relative_bucket(2, 32) * 2 + head]
+        );
+        assert_eq!(b[2 * 3], table[relative_bucket(-2, 32) * 2]);
+    }
+
+    #[test]
+    fn mpnet_config_is_accepted_and_unknown_types_refused() {
+        let c: BertConfig = serde_json::from_str(
+            r#"{"vocab_size": 10, "hidden_size": 8, "num_hidden_layers": 1,
+                "num_attention_heads": 2, "intermediate_size": 16,
+                "max_position_embeddings": 34, "model_type": "mpnet",
+                "pad_token_id": 1, "relative_attention_num_buckets": 32}"#,
+        )
+        .unwrap();
+        assert!(c.validate().is_ok());
+        assert_eq!(c.position_offset(), 2);
+        assert_eq!(c.max_tokens(), 32);
+        let mut other = c.clone();
+        other.model_type = "roberta".into();
+        assert!(other.validate().unwrap_err().contains("roberta"));
     }
 
     #[test]

@@ -318,6 +318,9 @@ pub(super) struct Attention<'a> {
     pub lengths: &'a [usize],
     /// The padded length of every row.
     pub len: usize,
+    /// An additive bias of the logits, `(heads, len, len)`, the same for
+    /// every batch row (MPNet's relative-position bias); `None` for BERT.
+    pub pos_bias: Option<&'a [f32]>,
 }
 
 impl Attention<'_> {
@@ -336,6 +339,14 @@ impl Attention<'_> {
         }
         if let Some(n) = self.lengths.iter().find(|&&n| n == 0 || n > t) {
             bail!("attention: a row of {n} tokens in a batch padded to {t}");
+        }
+        if let Some(pb) = self.pos_bias {
+            if pb.len() != nh * t * t {
+                bail!(
+                    "attention: a position bias of {} values for ({nh}, {t}, {t})",
+                    pb.len()
+                );
+            }
         }
         let kernel = Kernel::detect();
         out.par_chunks_mut(t * h)
@@ -362,6 +373,14 @@ impl Attention<'_> {
                         (n, n, d),
                         1,
                     );
+                    if let Some(pb) = self.pos_bias {
+                        let pb = &pb[head * t * t..(head + 1) * t * t];
+                        for (row, brow) in scores.chunks_exact_mut(n).zip(pb.chunks_exact(t)) {
+                            for (s, &bb) in row.iter_mut().zip(&brow[..n]) {
+                                *s += bb;
+                            }
+                        }
+                    }
                     for (row, norm) in scores.chunks_exact_mut(n).zip(&mut norms) {
                         *norm = kernel.compiled_for(SoftmaxRow(row));
                     }
@@ -462,6 +481,7 @@ mod tests {
         lengths: &[usize],
         t: usize,
         nh: usize,
+        pos_bias: Option<&[f32]>,
     ) -> candle_core::Result<Tensor> {
         let dev = x.device();
         let b = lengths.len();
@@ -479,7 +499,10 @@ mod tests {
         }
         let mask = Tensor::from_vec(mask, (b, 1, 1, t), dev)?;
         let scores = q.contiguous()?.matmul(&k.t()?.contiguous()?)?;
-        let logits = scores.broadcast_add(&mask)?;
+        let mut logits = scores.broadcast_add(&mask)?;
+        if let Some(pb) = pos_bias {
+            logits = logits.broadcast_add(&Tensor::from_slice(pb, (1, nh, t, t), dev)?)?;
+        }
         let e = logits.broadcast_sub(&logits.max_keepdim(3)?)?.exp()?;
         let p = e.broadcast_div(&e.sum_keepdim(3)?)?;
         p.matmul(&v.contiguous()?)?
@@ -489,6 +512,12 @@ mod tests {
 
     #[test]
     fn fused_attention_matches_the_plain_formulation_on_real_rows() -> candle_core::Result<()> {
+        fused_attention_case(false)?;
+        // With an additive (heads, t, t) logit bias (MPNet's position bias).
+        fused_attention_case(true)
+    }
+
+    fn fused_attention_case(with_bias: bool) -> candle_core::Result<()> {
         let dev = Device::Cpu;
         let (t, nh, d) = (7usize, 3usize, 4usize);
         let h = nh * d;
@@ -496,6 +525,8 @@ mod tests {
         let b = lengths.len();
         let x = Tensor::randn(0f32, 1.0, (b * t, 3 * h), &dev)?;
         let bias: Vec<f32> = (0..3 * h).map(|i| (i as f32 * 0.37).sin()).collect();
+        let pos: Vec<f32> = (0..nh * t * t).map(|i| (i as f32 * 0.11).cos()).collect();
+        let pos_bias = with_bias.then_some(pos.as_slice());
         let input = x.flatten_all()?.to_vec1::<f32>()?;
         // Garbage in the output buffer first: every element must be written.
         let mut out = vec![f32::NAN; b * t * h];
@@ -504,10 +535,11 @@ mod tests {
             heads: nh,
             lengths: &lengths,
             len: t,
+            pos_bias,
         }
         .apply(&input, &mut out)?;
         let got: Vec<&[f32]> = out.chunks(h).collect();
-        let want = plain_attention(&x, &bias, &lengths, t, nh)?.to_vec2::<f32>()?;
+        let want = plain_attention(&x, &bias, &lengths, t, nh, pos_bias)?.to_vec2::<f32>()?;
         let mut worst = 0f32;
         for (r, &n) in lengths.iter().enumerate() {
             for row in r * t..(r + 1) * t {
@@ -530,6 +562,7 @@ mod tests {
                 heads: nh,
                 lengths: &bad,
                 len: t,
+                pos_bias: None,
             }
             .apply(&input, &mut out);
             assert!(err.is_err(), "{bad:?}");
@@ -539,9 +572,19 @@ mod tests {
             heads: nh,
             lengths: &lengths,
             len: t,
+            pos_bias: None,
         }
         .apply(&input, &mut out[1..]);
         assert!(short.is_err());
+        let bad_bias = Attention {
+            bias: &bias,
+            heads: nh,
+            lengths: &lengths,
+            len: t,
+            pos_bias: Some(&pos[1..]),
+        }
+        .apply(&input, &mut out);
+        assert!(bad_bias.is_err());
         Ok(())
     }
 
