@@ -269,7 +269,9 @@ fn a_damaged_summary_file_is_rebuilt_with_a_notice_not_an_error() {
     let (tmp, store) = imported(13);
     let dir = tmp.path().join("store");
     let ids = sessions_with_usage(&store, 1);
-    // A damaged per-session file (the store-wide one does not exist yet).
+    // A damaged per-session file, read because the store-wide one (written
+    // at the end of the import) is gone.
+    fs::remove_file(summary_file(&dir)).unwrap();
     let one = session_file(&dir, &ids[0]);
     let mut bytes = fs::read(&one).unwrap();
     let mid = bytes.len() / 2;
