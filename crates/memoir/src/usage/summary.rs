@@ -667,8 +667,7 @@ fn append_delta(
     if d.stamp == stamp {
         return Ok(true); // covered already (a report recomputed it)
     }
-    if d.stamp.last_seq + 1 != appended.first_seq
-        || len - d.base_len >= d.base_len.max(COMPACT_MIN)
+    if d.stamp.last_seq + 1 != appended.first_seq || len - d.base_len >= d.base_len.max(COMPACT_MIN)
     {
         return Ok(false);
     }
@@ -1090,7 +1089,10 @@ mod tests {
         if bytes != GOLDEN {
             let out = std::env::temp_dir().join("session-v2.usage");
             let _ = fs::write(&out, &bytes);
-            panic!("the session file layout changed (this build's bytes: {})", out.display());
+            panic!(
+                "the session file layout changed (this build's bytes: {})",
+                out.display()
+            );
         }
         let (mut want, _, after) = golden_parts();
         want.stamp = after;

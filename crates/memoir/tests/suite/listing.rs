@@ -379,6 +379,10 @@ fn ingested_sessions_are_listed_without_a_rebuild() {
             e.id
         );
     }
-    let b = listing.entries.iter().find(|e| e.id == "ingested-b").unwrap();
+    let b = listing
+        .entries
+        .iter()
+        .find(|e| e.id == "ingested-b")
+        .unwrap();
     assert_eq!((b.messages, b.inherited), (3, 2));
 }

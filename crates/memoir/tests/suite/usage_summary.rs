@@ -507,7 +507,12 @@ fn a_long_sessions_appends_add_deltas_instead_of_rewriting_its_summary() {
     let mut rewrites = 0;
     let mut inode = None;
     for i in 0..appends {
-        let when = format!("2026-05-12T{:02}:{:02}:{:02}Z", 8 + i / 3600, i / 60 % 60, i % 60);
+        let when = format!(
+            "2026-05-12T{:02}:{:02}:{:02}Z",
+            8 + i / 3600,
+            i / 60 % 60,
+            i % 60
+        );
         let mut batch = vec![Record::Message(response(
             &format!("msg_{i}"),
             &format!("req_{i}"),
@@ -559,5 +564,8 @@ fn a_long_sessions_appends_add_deltas_instead_of_rewriting_its_summary() {
     fs::remove_file(summary_file(&dir)).unwrap();
     let rebuilt = usage::refresh(store.as_ref()).unwrap();
     assert_eq!(rebuilt.recomputed, 1, "{rebuilt:?}");
-    assert_eq!(usage::report(store.as_ref(), &q, &prices()).unwrap(), scanned);
+    assert_eq!(
+        usage::report(store.as_ref(), &q, &prices()).unwrap(),
+        scanned
+    );
 }
