@@ -5,6 +5,7 @@
 //! memoir-bench history [--sessions N[,N...]] [--mb-per-session MB] [--seed S]
 //!                      [--queries Q] [--runs R] [--memoir PATH] [--ccusage PATH]
 //!                      [--dir DIR] [--machine NAME] [--keep]
+//! memoir-bench history --appends N
 //! ```
 //!
 //! The tree comes from `memoir-testkit`'s realistic generator (a lognormal
@@ -25,6 +26,10 @@
 //!   each query names one prompt's unique reference tag (planted by the
 //!   generator) and its first word, recall@10 = the tag is in the hits;
 //!   beside it the baseline `grep -rlF TAG` over the raw tree.
+//!
+//! `--appends N` measures instead the cost of one append to a session of
+//! up to N responses (its usage summary and listing entry kept current)
+//! beside the bare log append.
 //!
 //! cass (`coding-agent-search`) is not measured: see [`CASS`]. The end of
 //! the output repeats the headline figures as rows of the summary table
@@ -101,16 +106,93 @@ fn wait4(child: &std::process::Child) -> io::Result<(i32, libc::rusage)> {
     Ok((code, ru))
 }
 
+/// The hidden subcommand of `memoir-bench` that spawns one measured child
+/// (see [`trampoline`]).
+pub const TRAMPOLINE: &str = "__measure";
+
+/// The program [`measure`] spawns children through (set once by the
+/// `memoir-bench` binary to itself).
+static TRAMPOLINE_EXE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// Spawn every measured child through `exe`'s [`TRAMPOLINE`] subcommand.
+pub fn set_trampoline(exe: PathBuf) {
+    let _ = TRAMPOLINE_EXE.set(exe);
+}
+
 /// Run `cmd` with stdout to `out` (when given) and stderr to `err`,
-/// measured by [`wait4`].
+/// measured: through the trampoline set by [`set_trampoline`] when there
+/// is one (see [`measure_via`]).
 pub fn measure(cmd: &mut Command, out: Option<&Path>, err: &Path) -> io::Result<Measure> {
+    measure_via(TRAMPOLINE_EXE.get().map(PathBuf::as_path), cmd, out, err)
+}
+
+/// Run `cmd` with stdout to `out` (when given) and stderr to `err`,
+/// measured by `wait4`.
+///
+/// Linux copies a process's RSS high-water mark into a child it forks and
+/// folds it into the child's peak at `exec`: a child forked by this
+/// process (hundreds of MB after generating a corpus) reports at least
+/// that much. With `trampoline` (the `memoir-bench` binary) the child is
+/// forked by a fresh, small process instead, `memoir-bench __measure`,
+/// which measures it and writes the figures to a file for this one; its
+/// peak is then the child's own (plus the trampoline's few MB at fork).
+/// Without, the child is forked and measured here.
+pub fn measure_via(
+    trampoline: Option<&Path>,
+    cmd: &mut Command,
+    out: Option<&Path>,
+    err: &Path,
+) -> io::Result<Measure> {
     let stdout = match out {
         Some(p) => Stdio::from(fs::File::create(p)?),
         None => Stdio::null(),
     };
-    cmd.stdin(Stdio::null())
+    let stderr = Stdio::from(fs::File::create(err)?);
+    let Some(trampoline) = trampoline else {
+        cmd.stdin(Stdio::null()).stdout(stdout).stderr(stderr);
+        return spawn_measured(cmd);
+    };
+    let result = tempfile::NamedTempFile::new()?;
+    let mut t = Command::new(trampoline);
+    t.arg(TRAMPOLINE)
+        .arg(result.path())
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => t.env(k, v),
+            None => t.env_remove(k),
+        };
+    }
+    if let Some(d) = cmd.get_current_dir() {
+        t.current_dir(d);
+    }
+    let status = t
+        .stdin(Stdio::null())
         .stdout(stdout)
-        .stderr(Stdio::from(fs::File::create(err)?));
+        .stderr(stderr)
+        .status()?;
+    let text = fs::read_to_string(result.path())?;
+    let f: Vec<f64> = text
+        .split_whitespace()
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    match f[..] {
+        [code, wall, cpu, rss_mb] if status.success() => Ok(Measure {
+            wall,
+            cpu,
+            rss_mb,
+            code: code as i32,
+        }),
+        _ => Err(io::Error::other(format!(
+            "{TRAMPOLINE} {}: {status}, result {text:?}",
+            cmd.get_program().to_string_lossy()
+        ))),
+    }
+}
+
+/// Spawn `cmd` (its stdio set) and measure it with [`wait4`].
+fn spawn_measured(cmd: &mut Command) -> io::Result<Measure> {
     let t = Instant::now();
     let child = cmd.spawn()?;
     let (code, ru) = wait4(&child)?;
@@ -122,6 +204,30 @@ pub fn measure(cmd: &mut Command, out: Option<&Path>, err: &Path) -> io::Result<
         rss_mb: ru.ru_maxrss as f64 / 1024.0,
         code,
     })
+}
+
+/// `memoir-bench __measure RESULT PROGRAM [ARGS...]`: run PROGRAM with this
+/// process's stdio, environment and directory, and write `code wall cpu
+/// peak-RSS-MB` to RESULT. Exits 0 when the figures were written (whatever
+/// the child's exit code), 127 when PROGRAM could not be run.
+pub fn trampoline(args: &[String]) -> std::process::ExitCode {
+    let [result, program, rest @ ..] = args else {
+        eprintln!("usage: memoir-bench {TRAMPOLINE} RESULT PROGRAM [ARGS...]");
+        return std::process::ExitCode::from(2);
+    };
+    let measured = spawn_measured(Command::new(program).args(rest)).and_then(|m| {
+        fs::write(
+            result,
+            format!("{} {} {} {}\n", m.code, m.wall, m.cpu, m.rss_mb),
+        )
+    });
+    match measured {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("memoir-bench {TRAMPOLINE}: {program}: {e}");
+            std::process::ExitCode::from(127)
+        }
+    }
 }
 
 /// The median of several runs' measures (each field on its own).
@@ -571,10 +677,9 @@ fn run_size(
     }
     print_table(&rows);
     println!(
-        "\nPeak RSS of `search` rows is the largest of the queries'. Caveat: Linux keeps a \
-         process's RSS high-water mark across fork and exec, so a child's peak is at least this \
-         bench's own RSS when it was spawned (rows equal to it are that floor, not the child). \
-         Usage and list rows are medians of {runs} runs. Load average after this size: {}.",
+        "\nPeak RSS of `search` rows is the largest of the queries'. Every child is forked by a \
+         small trampoline (`memoir-bench {TRAMPOLINE}`), not by this bench, so its peak RSS is its \
+         own. Usage and list rows are medians of {runs} runs. Load average after this size: {}.",
         load_average()
     );
 
@@ -696,8 +801,96 @@ struct Opts {
     machine: String,
 }
 
+/// The cost of one append to a long session, as the session grows: the
+/// manager's append (`append_records_to`: the log, then the session's usage
+/// summary and listing entry kept current) beside the bare log append
+/// (`Session::append_records`, nothing derived) in the same store, one
+/// assistant response with usage per append, no fsync. Rows are the
+/// medians of the `window` appends before each size.
+fn appends(n: usize) {
+    use memoir::manager::{ManagerOptions, SessionManager};
+    use memoir::message::{Message, Usage};
+    use memoir::record::{Record, SessionMeta};
+    use memoir::store::Durability;
+    use memoir::transcript::Session;
+
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let store_dir = tmp.path().join("store");
+    let m = SessionManager::open(
+        &store_dir,
+        ManagerOptions {
+            durability: Durability::None,
+            ..ManagerOptions::default()
+        },
+    )
+    .expect("open store");
+    for id in ["summarised", "bare"] {
+        m.create_with_header(SessionMeta::new(id)).expect("create");
+    }
+    let bare = Session::open_in(m.store(), "bare").expect("open");
+    let response = |i: usize| {
+        let mut msg = Message::assistant(format!("response {i}: done, tests pass"));
+        msg.model = Some("claude-sonnet-4-5".into());
+        msg.provider_id = Some(format!("msg_{i:08}"));
+        msg.usage = Some(Usage {
+            input_tokens: 3 + i as u64 % 7,
+            output_tokens: 120 + i as u64 % 300,
+            cache_read_input_tokens: 20_000 + i as u64,
+            cache_creation_input_tokens: 400,
+            ..Usage::default()
+        });
+        [Record::Message(msg)]
+    };
+    let window = 200;
+    let mut marks: Vec<usize> = [1_000, 2_000, 5_000, 10_000, 20_000, 50_000]
+        .into_iter()
+        .filter(|&k| k <= n)
+        .collect();
+    if marks.last() != Some(&n) {
+        marks.push(n);
+    }
+    println!("\n## One append to a long session (usage summary kept current)\n");
+    println!("| responses in the session | `append_records_to` p50 | summary file | bare log append p50 | ratio |");
+    println!("|---|---|---|---|---|");
+    let (mut managed, mut raw) = (Vec::new(), Vec::new());
+    for i in 0..n {
+        let records = response(i);
+        let t = Instant::now();
+        m.append_records_to("summarised", &records).expect("append");
+        managed.push(t.elapsed().as_secs_f64());
+        let t = Instant::now();
+        bare.append_records(&records).expect("append");
+        raw.push(t.elapsed().as_secs_f64());
+        if marks.contains(&(i + 1)) {
+            let from = (i + 1).saturating_sub(window);
+            let a = percentile(&mut managed[from..].to_vec(), 0.5);
+            let b = percentile(&mut raw[from..].to_vec(), 0.5);
+            let summary = fs::metadata(
+                store_dir
+                    .join("index")
+                    .join(memoir::usage::SESSION_DIR)
+                    .join("summarised.usage"),
+            )
+            .map_or(0, |m| m.len());
+            println!(
+                "| {} | {:.0} µs | {:.0} KB | {:.0} µs | {:.1}× |",
+                i + 1,
+                a * 1e6,
+                summary as f64 / 1024.0,
+                b * 1e6,
+                a / b.max(1e-12)
+            );
+        }
+    }
+    println!("\nLoad average: {}.", load_average());
+}
+
 /// Run the benchmark.
 pub fn main() {
+    if let Some(n) = arg("--appends").and_then(|v| v.parse().ok()) {
+        appends(n);
+        return;
+    }
     let sizes: Vec<usize> = arg("--sessions")
         .unwrap_or_else(|| "1000".into())
         .split(',')

@@ -80,6 +80,9 @@ fn main() -> ExitCode {
         return usage();
     };
     let rest: Vec<String> = args.collect();
+    if sub == memoir_bench::history::TRAMPOLINE {
+        return memoir_bench::history::trampoline(&rest);
+    }
     if sub == "all" {
         return run_all(rest.iter().any(|a| a == "--quick"));
     }
@@ -87,6 +90,12 @@ fn main() -> ExitCode {
         return usage();
     };
     memoir_bench::set_args(std::iter::once(program).chain(rest).collect());
+    // Children measured with `history::measure` are forked by a fresh
+    // `memoir-bench` process, never by this one (whose RSS high-water mark
+    // they would inherit).
+    if let Ok(exe) = std::env::current_exe() {
+        memoir_bench::history::set_trampoline(exe);
+    }
     bench();
     ExitCode::SUCCESS
 }

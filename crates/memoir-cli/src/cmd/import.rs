@@ -237,6 +237,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut bar = progress_bar(!args.json);
     let report = import::import(&manager, &sources, &mut |p| bar(p))?;
     bar(&Progress::default());
+    if report.records > 0 || !report.created.is_empty() {
+        update_search_index(&manager, !args.json);
+    }
     print_report(&report, args.json, false)?;
     pusher.push(&manager)?;
     Ok(if report.errors.is_empty() {
@@ -244,6 +247,25 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Bring a file store's search index up to date after an import that
+/// changed something (built, the first time), so the first `memoir search`
+/// after it costs what the next ones do; a spinner on a terminal. A failure
+/// is a warning: the sessions are imported, and the next search catches up.
+fn update_search_index(manager: &memoir::manager::SessionManager, show: bool) {
+    if manager.store().index_dir().is_none() {
+        return;
+    }
+    let spinner = show.then(|| crate::progress::Progress::spinner("updating the search index"));
+    let updated = memoir::search::SearchIndex::open(manager.sessions_dir())
+        .and_then(|mut ix| ix.update().map(|_| ()));
+    if let Some(s) = spinner {
+        s.finish();
+    }
+    if let Err(e) = updated {
+        eprintln!("warning: the search index was not updated (the next search catches up): {e}");
+    }
 }
 
 fn print_report(report: &ImportReport, as_json: bool, compact: bool) -> anyhow::Result<()> {

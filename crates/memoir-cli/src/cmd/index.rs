@@ -47,12 +47,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let store = None;
     let mut ix = open_store_index(store, &args.dir, mode)?;
     let started = std::time::Instant::now();
+    // A first index of a large store takes seconds: a spinner on a terminal.
+    let spinner = (!args.json).then(|| {
+        crate::progress::Progress::spinner(if args.rebuild {
+            "rebuilding the search index"
+        } else {
+            "updating the search index"
+        })
+    });
     let report = if args.rebuild {
         ix.rebuild()
     } else {
         ix.update()
+    };
+    if let Some(s) = spinner {
+        s.finish();
     }
-    .context("indexing")?;
+    let report = report.context("indexing")?;
     let mut embedded = 0;
     if args.embed {
         let show = !args.json;

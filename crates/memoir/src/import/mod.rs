@@ -351,13 +351,28 @@ pub struct ImportReport {
 
 /// Import `sources` into the manager's store: each new or changed source is
 /// parsed and its sessions created or extended; unchanged sources are not
-/// read. `progress` is called after each source.
+/// read. `progress` is called after each source. Each session's listing
+/// entry and usage summary are kept current as records are appended, and
+/// the listing snapshot is refreshed at the end, so the first listing or
+/// usage report after an import costs what later ones do.
 pub fn import(
     manager: &SessionManager,
     sources: &[Source],
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<ImportReport, ImportError> {
-    sync::run(manager, sources, progress)
+    let report = sync::run(manager, sources, progress)?;
+    // Leave the listing snapshot current (the entries are, after each
+    // append): the first `sessions list` after an import then reads one
+    // file, as every later one does. Derived data: a failure here is
+    // healed by that listing.
+    if report.files_read > 0 || !report.created.is_empty() {
+        let _ = manager.list_sessions_report();
+        // Likewise the store-wide usage summary (each session's own file
+        // was kept current by its appends).
+        #[cfg(feature = "usage")]
+        let _ = crate::usage::refresh(manager.store().as_ref());
+    }
+    Ok(report)
 }
 
 /// Sources of `agent` under `dir` (its home by default; see [`detect`]).

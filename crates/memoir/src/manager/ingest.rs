@@ -15,7 +15,20 @@ impl SessionManager {
     /// [`crate::Error::SessionExists`] when the id is taken.
     pub fn create_with_header(&self, meta: SessionMeta) -> Result<()> {
         crate::id::validate(&meta.id)?;
-        Session::create_in(self.store(), meta)?;
+        let session = Session::create_in(self.store(), meta)?;
+        // Its listing entry is written now and kept current by each append
+        // (below), so the first listing after an import reads entries
+        // instead of re-reading every transcript. A fork's entry counts the
+        // messages it inherits, so it is computed from the stitched
+        // transcript.
+        match (&self.index, session.meta.parent.is_some()) {
+            (Some(index), true) => {
+                let _ = index.rebuild(self.reader.as_ref(), &session.meta.id);
+            }
+            _ => {
+                self.new_entry(&session);
+            }
+        }
         Ok(())
     }
 
@@ -54,11 +67,22 @@ impl SessionManager {
             })?;
         }
         let session = Session::open_in(self.store(), id)?;
+        // The entry as it stood before the append, when it matched the
+        // transcript; folded forward below (one small read and write).
+        let before = self.index.as_ref().and_then(|i| i.load_fresh(id));
         let appended = match expected_next {
             Some(next) => session.append_expecting(records, next)?,
             None => session.append_records(records)?,
         };
         self.note_appended(id, records, &appended);
+        // Index failures never fail the append: an entry that cannot be
+        // folded (another writer came in between, a rewrite) or written is
+        // left for the next listing to rebuild from the transcript.
+        if let (Some(index), Some(mut entry)) = (&self.index, before) {
+            if entry.apply(records, &appended) {
+                let _ = index.commit(entry);
+            }
+        }
         Ok(Some(appended))
     }
 

@@ -151,15 +151,22 @@ impl Owned {
     /// Add one usage-bearing message (`by_identity`: the index of each
     /// identity in `messages`, kept by the caller).
     fn push(&mut self, by_identity: &mut HashMap<u128, usize>, m: &Message, usage: Usage) {
-        let f = Found {
-            identity: identity(m),
-            message: message_key(m),
-            sidechain: is_sidechain_line(m),
-            model: m.model.clone().filter(|s| !s.is_empty()),
-            at: m.timestamp,
-            usage,
-            requests: 1,
-        };
+        self.push_found(
+            by_identity,
+            Found {
+                identity: identity(m),
+                message: message_key(m),
+                sidechain: is_sidechain_line(m),
+                model: m.model.clone().filter(|s| !s.is_empty()),
+                at: m.timestamp,
+                usage,
+                requests: 1,
+            },
+        );
+    }
+
+    /// Add one message response, de-duplicated against those held.
+    fn push_found(&mut self, by_identity: &mut HashMap<u128, usize>, f: Found) {
         // A sidechain line repeating a message this session already holds
         // under another request id is a replay: the first copy stays.
         let replay = f.sidechain
@@ -186,6 +193,33 @@ impl Owned {
         }
     }
 
+    /// The index in `messages` of each identity (what [`Owned::extend`]
+    /// keeps across several calls).
+    pub(crate) fn identities(&self) -> HashMap<u128, usize> {
+        self.messages
+            .iter()
+            .enumerate()
+            .filter_map(|(i, f)| f.identity.map(|id| (id, i)))
+            .collect()
+    }
+
+    /// Fold in `later`: what [`Owned::apply`] found in records appended
+    /// after these, starting from nothing (so de-duplicated among
+    /// themselves only). The result is what applying those records here
+    /// gives: each later response is de-duplicated against these in order.
+    /// `by_identity` is [`Owned::identities`], kept current.
+    pub(crate) fn extend(&mut self, by_identity: &mut HashMap<u128, usize>, later: Owned) {
+        for f in later.messages {
+            self.push_found(by_identity, f);
+        }
+        self.summaries.extend(later.summaries);
+        self.outcomes.extend(later.outcomes);
+        self.merged += later.merged;
+        if self.fallback_model.is_none() {
+            self.fallback_model = later.fallback_model;
+        }
+    }
+
     /// For a fork whose header names no model, with responses that name
     /// none: the model its parent chain last used ([`inherited_model`]),
     /// read once (kept in `fallback_model`).
@@ -207,12 +241,7 @@ impl Owned {
         if records.iter().any(|r| matches!(r, Record::Rewrite { .. })) {
             return false;
         }
-        let mut by_identity: HashMap<u128, usize> = self
-            .messages
-            .iter()
-            .enumerate()
-            .filter_map(|(i, f)| f.identity.map(|id| (id, i)))
-            .collect();
+        let mut by_identity = self.identities();
         for r in records {
             self.record(&mut by_identity, r);
         }

@@ -6,10 +6,14 @@
 //! Derived, rebuildable and checked data (`docs/FORMAT.md`, "Usage
 //! summaries"):
 //!
-//! - `<store>/index/usage/<id>.usage`: one session's summary, written after
-//!   each append ([`note_append`]: folded in from the records appended when
-//!   it ends right before them, else recomputed from the log) and whenever a
-//!   report had to recompute it;
+//! - `<store>/index/usage/<id>.usage`: one session's summary, a base and
+//!   the deltas appended after it: each append ([`note_append`]) adds a
+//!   delta of the responses it brought when the file ends right before
+//!   them (reading only the last delta, so an append costs the same on a
+//!   session of ten responses or ten thousand); once the deltas outweigh
+//!   the base, or when they cannot be added, the whole summary is folded
+//!   or recomputed from the log and written anew, as whenever a report had
+//!   to recompute it;
 //! - `<store>/index/usage.summary`: every session's summary in one file,
 //!   written by a report that found something to refresh.
 //!
@@ -19,8 +23,9 @@
 //! from the session's own file when that one matches, else recomputed from
 //! the log for that session only. A file that is missing, torn, of another
 //! version or whose checksum fails is rebuilt (with a notice), never
-//! trusted. Both files are written to a temporary file and renamed into
-//! place; the store-wide file is synced first. A summary is written only
+//! trusted. Both files are written whole to a temporary file and renamed
+//! into place (the store-wide file synced first); deltas are appended under
+//! an exclusive lock of the session's file. A summary is written only
 //! while the log is locked shared (no append in flight) and ends with the
 //! record it covers, so concurrent writers never leave a wrong summary that
 //! looks current.
@@ -47,7 +52,7 @@ use crate::store::file::{last_seq_at, EXT, INDEX_DIR};
 use crate::store::{Appended, Listed, LogStore};
 
 /// Version of the summary format this build reads and writes.
-pub const SUMMARY_VERSION: u32 = 1;
+pub const SUMMARY_VERSION: u32 = 2;
 
 /// The store-wide summary file, inside the store's index directory.
 pub const SUMMARY_FILE: &str = "usage.summary";
@@ -325,11 +330,7 @@ fn read_session_file(store_dir: &Path, id: &str) -> std::result::Result<Option<E
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e.to_string()),
     };
-    let mut entries = decode_file(&bytes)?;
-    match (entries.pop(), entries.is_empty()) {
-        (Some(e), true) if e.id == id => Ok(Some(e)),
-        _ => Err("it does not hold this session's summary".into()),
-    }
+    decode_session(&bytes, id).map(Some)
 }
 
 /// Keep the summary of session `id` current after `records` were appended
@@ -347,33 +348,42 @@ pub fn note_append(
         return Ok(());
     };
     crate::id::validate(id)?;
-    if !records.iter().any(matters) {
-        // Nothing with usage: the summary only moves its stamp along.
-        return refresh_stamp(store_dir, id, appended);
-    }
+    let matter = records.iter().any(matters);
     let Some(lock) = lock_shared(store_dir, id)? else {
         return Ok(());
     };
     let fstat = lock.metadata().ctx("stat", log_path(store_dir, id))?;
-    let ends_here = last_seq_at(&log_path(store_dir, id), fstat.len()) == Some(appended.last_seq);
-    let folded = if ends_here {
-        fold(store, store_dir, id, records, appended)
-    } else {
-        None
-    };
-    let entry = match folded {
-        Some((meta, owned)) => Entry {
-            id: id.to_string(),
-            stamp: Stamp::of(&fstat, appended.last_seq),
-            meta: Some(meta),
-            owned: Some(owned),
-        },
+    if last_seq_at(&log_path(store_dir, id), fstat.len()) != Some(appended.last_seq) {
+        // Another writer came in between: a summary that records could
+        // change is recomputed; else it is left stale for a report.
+        if !matter {
+            return Ok(());
+        }
+        drop(lock);
+        return recompute(store, store_dir, id).map(|_| ());
+    }
+    let stamp = Stamp::of(&fstat, appended.last_seq);
+    if append_delta(store, store_dir, id, records, appended, stamp)? {
+        return Ok(());
+    }
+    match fold(store, store_dir, id, records, appended) {
+        Some((meta, owned)) => write_session(
+            store_dir,
+            &Entry {
+                id: id.to_string(),
+                stamp,
+                meta: Some(meta),
+                owned: Some(owned),
+            },
+        ),
+        // Records without usage leave a summary they cannot be folded
+        // into stale (a report recomputes it once, not every append).
+        None if !matter => Ok(()),
         None => {
             drop(lock);
-            return recompute(store, store_dir, id).map(|_| ());
+            recompute(store, store_dir, id).map(|_| ())
         }
-    };
-    write_session(store_dir, &entry)
+    }
 }
 
 /// A record that can change what a session owns.
@@ -411,27 +421,6 @@ fn fold(
     }
     owned.inherit_model(store, &meta);
     Some((meta, owned))
-}
-
-/// Records without usage were appended: move the stored summary's stamp
-/// along when it ended right before them (else leave it: a report
-/// recomputes a stale one).
-fn refresh_stamp(store_dir: &Path, id: &str, appended: &Appended) -> Result<()> {
-    let Ok(Some(mut entry)) = read_session_file(store_dir, id) else {
-        return Ok(());
-    };
-    if entry.stamp.last_seq + 1 != appended.first_seq {
-        return Ok(());
-    }
-    let Some(lock) = lock_shared(store_dir, id)? else {
-        return Ok(());
-    };
-    let fstat = lock.metadata().ctx("stat", log_path(store_dir, id))?;
-    if last_seq_at(&log_path(store_dir, id), fstat.len()) != Some(appended.last_seq) {
-        return Ok(());
-    }
-    entry.stamp = Stamp::of(&fstat, appended.last_seq);
-    write_session(store_dir, &entry)
 }
 
 /// Rebuild every summary of the file store in `store_dir` now (what a
@@ -473,7 +462,7 @@ impl SessionSource for Summaries {
 fn write_session(store_dir: &Path, entry: &Entry) -> Result<()> {
     let path = session_path(store_dir, entry.id.as_str());
     crate::paths::create_private_dir(path.parent().unwrap_or(store_dir))?;
-    crate::paths::replace_file(&path, &encode_file(std::iter::once(entry)))
+    crate::paths::replace_file(&path, &encode_session(entry))
 }
 
 /// Write the store-wide summary file, synced.
@@ -481,6 +470,232 @@ fn write_all(store_dir: &Path, entries: &[&Entry]) -> Result<()> {
     let path = summary_path(store_dir);
     crate::paths::create_private_dir(path.parent().unwrap_or(store_dir))?;
     crate::paths::atomic_write(&path, &encode_file(entries.iter().copied()))
+}
+
+// ---- per-session files: a base, then deltas (docs/FORMAT.md, "Usage summaries")
+
+/// Last bytes of every delta.
+const DELTA_MAGIC: &[u8; 4] = b"USd2";
+
+/// A delta's trailer: `len`, `mtime_ns`, `ino`, `last_seq` (the log after
+/// the append), `first_seq` (the append's first record), the base's length
+/// and the payload's (u64le each), 16 bytes of BLAKE3 over the payload and
+/// the trailer before them, then [`DELTA_MAGIC`].
+const TRAILER: usize = 7 * 8 + 16 + 4;
+
+/// Deltas are folded into a new base once they outweigh it and this many
+/// bytes: each response is then rewritten O(1) times on average.
+const COMPACT_MIN: u64 = 16 * 1024;
+
+/// One delta as read back.
+struct Delta<'b> {
+    /// Where it starts in the file.
+    start: usize,
+    /// `seq` of the append's first record.
+    first_seq: u64,
+    /// The log after the append.
+    stamp: Stamp,
+    /// Length of the file's base.
+    base_len: u64,
+    /// The encoded responses the append added ([`Writer::owned`]).
+    payload: &'b [u8],
+}
+
+/// The delta of an append that added `add` (its own responses,
+/// de-duplicated among themselves) from `first_seq` on, the log then at
+/// `stamp`, to a file whose base is `base_len` bytes.
+fn encode_delta(first_seq: u64, stamp: Stamp, base_len: u64, add: &Owned) -> Vec<u8> {
+    let mut w = Writer(Vec::with_capacity(64 + TRAILER));
+    w.owned(add);
+    let payload_len = w.0.len() as u64;
+    for v in [
+        stamp.len,
+        stamp.mtime_ns as u64,
+        stamp.ino,
+        stamp.last_seq,
+        first_seq,
+        base_len,
+        payload_len,
+    ] {
+        w.0.extend_from_slice(&v.to_le_bytes());
+    }
+    let sum = blake3::hash(&w.0);
+    w.0.extend_from_slice(&sum.as_bytes()[..16]);
+    w.0.extend_from_slice(DELTA_MAGIC);
+    w.0
+}
+
+/// The delta ending at `end` of `bytes`, checked.
+fn delta_at(bytes: &[u8], end: usize) -> Decoded<Delta<'_>> {
+    let tail = end.checked_sub(TRAILER).ok_or("truncated")?;
+    let t = &bytes[tail..end];
+    if &t[TRAILER - 4..] != DELTA_MAGIC {
+        return Err("not a delta".into());
+    }
+    let word = |i: usize| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&t[i * 8..i * 8 + 8]);
+        u64::from_le_bytes(b)
+    };
+    let payload_len = usize::try_from(word(6)).map_err(|_| "bad length")?;
+    let start = tail.checked_sub(payload_len).ok_or("truncated")?;
+    let sum = blake3::hash(&bytes[start..end - 20]);
+    if sum.as_bytes()[..16] != t[TRAILER - 20..TRAILER - 4] {
+        return Err("checksum mismatch".into());
+    }
+    Ok(Delta {
+        start,
+        first_seq: word(4),
+        stamp: Stamp {
+            len: word(0),
+            mtime_ns: word(1) as i64,
+            ino: word(2),
+            last_seq: word(3),
+        },
+        base_len: word(5),
+        payload: &bytes[start..tail],
+    })
+}
+
+/// A session file's bytes: `entry` as its base, and a delta of no response
+/// carrying its stamp (so the file always ends with a trailer an append
+/// can read alone).
+fn encode_session(entry: &Entry) -> Vec<u8> {
+    let mut bytes = encode_file(std::iter::once(entry));
+    let base_len = bytes.len() as u64;
+    bytes.extend_from_slice(&encode_delta(
+        entry.stamp.last_seq + 1,
+        entry.stamp,
+        base_len,
+        &Owned::default(),
+    ));
+    bytes
+}
+
+/// The summary a session file holds: its base with every delta folded in,
+/// in order. A delta that does not follow the state before it, a broken
+/// chain or a failed checksum make the file damaged. Deltas after a base
+/// without records (an unreadable log) are not folded: the entry keeps the
+/// base's stamp, stale, and is recomputed.
+fn decode_session(bytes: &[u8], id: &str) -> Decoded<Entry> {
+    let last = delta_at(bytes, bytes.len())?;
+    let base_len = usize::try_from(last.base_len).map_err(|_| "bad length")?;
+    let mut deltas = Vec::new();
+    let mut end = bytes.len();
+    while end > base_len {
+        let d = delta_at(bytes, end)?;
+        if d.base_len != last.base_len {
+            return Err("deltas name different bases".into());
+        }
+        end = d.start;
+        deltas.push(d);
+    }
+    if end != base_len {
+        return Err("deltas do not end at the base".into());
+    }
+    let mut entries = decode_file(&bytes[..base_len])?;
+    let mut entry = match (entries.pop(), entries.is_empty()) {
+        (Some(e), true) if e.id == id => e,
+        _ => return Err("it does not hold this session's summary".into()),
+    };
+    let Some(owned) = entry.owned.as_mut().filter(|_| entry.meta.is_some()) else {
+        return Ok(entry);
+    };
+    let mut by_identity = owned.identities();
+    for d in deltas.iter().rev() {
+        if d.first_seq != entry.stamp.last_seq + 1 {
+            return Err("a delta does not follow the summary before it".into());
+        }
+        let mut r = Reader(d.payload);
+        let add = r.owned()?;
+        if !r.0.is_empty() {
+            return Err("trailing bytes in a delta".into());
+        }
+        owned.extend(&mut by_identity, add);
+        entry.stamp = d.stamp;
+    }
+    Ok(entry)
+}
+
+/// Append the responses of `records` (appended as `appended`; the log now
+/// at `stamp`) to the session's file as a delta, reading only its last
+/// delta: O(records), whatever the session's length. `Ok(false)` when that
+/// cannot be done (no file, a last delta that does not verify or that the
+/// append does not follow, deltas due for folding into the base, a
+/// `rewrite`, a fork that may take its parent's model): the caller then
+/// folds or recomputes the whole summary.
+fn append_delta(
+    store: &dyn LogStore,
+    store_dir: &Path,
+    id: &str,
+    records: &[Record],
+    appended: &Appended,
+    stamp: Stamp,
+) -> Result<bool> {
+    use std::io::Write as _;
+    use std::os::unix::fs::FileExt as _;
+
+    let path = session_path(store_dir, id);
+    let mut file = match fs::OpenOptions::new().read(true).append(true).open(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(e).ctx("open", &path),
+    };
+    // Appenders of one file never interleave.
+    file.lock().ctx("lock", &path)?;
+    let len = file.metadata().ctx("stat", &path)?.len();
+    let Ok(len_us) = usize::try_from(len) else {
+        return Ok(false);
+    };
+    if len_us < TRAILER {
+        return Ok(false);
+    }
+    let mut trailer = [0u8; TRAILER];
+    file.read_exact_at(&mut trailer, len - TRAILER as u64)
+        .ctx("read", &path)?;
+    let mut word = [0u8; 8];
+    word.copy_from_slice(&trailer[48..56]);
+    let payload_len = u64::from_le_bytes(word);
+    let Some(start) = (len - TRAILER as u64).checked_sub(payload_len) else {
+        return Ok(false);
+    };
+    let mut last = vec![0u8; (len - start) as usize];
+    file.read_exact_at(&mut last, start).ctx("read", &path)?;
+    let Ok(d) = delta_at(&last, last.len()) else {
+        return Ok(false);
+    };
+    if d.stamp == stamp {
+        return Ok(true); // covered already (a report recomputed it)
+    }
+    if d.stamp.last_seq + 1 != appended.first_seq || len - d.base_len >= d.base_len.max(COMPACT_MIN)
+    {
+        return Ok(false);
+    }
+    let mut add = Owned::default();
+    if !add.apply(records) {
+        return Ok(false);
+    }
+    let modelless = add
+        .messages
+        .iter()
+        .chain(&add.summaries)
+        .chain(&add.outcomes)
+        .any(|f| f.model.is_none());
+    if modelless {
+        // A fork whose header names no model takes its parent chain's for
+        // responses that name none: the whole summary is folded then.
+        match store.read_header(id) {
+            Ok(Some(meta)) if !(meta.model.is_empty() && meta.parent.is_some()) => {}
+            _ => return Ok(false),
+        }
+    }
+    let delta = encode_delta(appended.first_seq, stamp, d.base_len, &add);
+    if let Err(e) = file.write_all(&delta) {
+        // Never leave a torn delta behind (it would fail the file).
+        let _ = file.set_len(len);
+        return Err(e).ctx("write", &path);
+    }
+    Ok(true)
 }
 
 // ---- the binary format (docs/FORMAT.md, "Usage summaries")
@@ -803,5 +1018,115 @@ impl<'b> Reader<'b> {
             },
             requests: self.uint()?,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOLDEN: &[u8] = include_bytes!("../../tests/golden/usage/session-v2.usage");
+
+    fn found(identity: u128, output: u64, second: i64) -> Found {
+        Found {
+            identity: Some(identity),
+            message: Some(identity ^ 0xff),
+            sidechain: false,
+            model: Some("claude-sonnet-4-5".into()),
+            at: DateTime::<Utc>::from_timestamp(1_778_572_800 + second, 0),
+            usage: Usage {
+                input_tokens: 3,
+                output_tokens: output,
+                cache_read_input_tokens: 1000,
+                cache_creation_input_tokens: 200,
+                ..Usage::default()
+            },
+            requests: 1,
+        }
+    }
+
+    fn stamp(len: u64, last_seq: u64) -> Stamp {
+        Stamp {
+            len,
+            mtime_ns: 1_778_572_900_000_000_000,
+            ino: 4242,
+            last_seq,
+        }
+    }
+
+    /// A base with two responses, then a delta repeating the first (a
+    /// later line of it: it replaces it) and adding a third.
+    fn golden_parts() -> (Entry, Owned, Stamp) {
+        let mut meta = SessionMeta::new("golden");
+        meta.created_at = DateTime::<Utc>::from_timestamp(1_778_572_800, 0).unwrap_or_default();
+        let base = Entry {
+            id: "golden".into(),
+            stamp: stamp(900, 3),
+            meta: Some(meta),
+            owned: Some(Owned {
+                messages: vec![found(1, 10, 1), found(2, 20, 2)],
+                ..Owned::default()
+            }),
+        };
+        let add = Owned {
+            messages: vec![found(1, 15, 3), found(3, 30, 4)],
+            ..Owned::default()
+        };
+        (base, add, stamp(1400, 5))
+    }
+
+    fn golden_bytes() -> Vec<u8> {
+        let (base, add, after) = golden_parts();
+        let mut bytes = encode_session(&base);
+        let base_len = encode_file(std::iter::once(&base)).len() as u64;
+        bytes.extend(encode_delta(4, after, base_len, &add));
+        bytes
+    }
+
+    #[test]
+    fn a_session_file_is_the_golden_bytes_and_reads_back_with_its_deltas() {
+        let bytes = golden_bytes();
+        if bytes != GOLDEN {
+            let out = std::env::temp_dir().join("session-v2.usage");
+            let _ = fs::write(&out, &bytes);
+            panic!(
+                "the session file layout changed (this build's bytes: {})",
+                out.display()
+            );
+        }
+        let (mut want, _, after) = golden_parts();
+        want.stamp = after;
+        if let Some(o) = want.owned.as_mut() {
+            o.messages = vec![found(1, 15, 3), found(2, 20, 2), found(3, 30, 4)];
+            o.merged = 1;
+        }
+        assert_eq!(decode_session(GOLDEN, "golden"), Ok(want));
+        assert!(decode_session(GOLDEN, "other").is_err());
+    }
+
+    #[test]
+    fn a_damaged_or_unchained_delta_fails_the_session_file() {
+        let good = golden_bytes();
+        // Every single flipped byte and every truncation is refused.
+        for i in 0..good.len() {
+            let mut bad = good.clone();
+            bad[i] ^= 0x40;
+            assert!(decode_session(&bad, "golden").is_err(), "byte {i} flipped");
+        }
+        // Cut after a whole delta, the file is its state before that delta
+        // (whose stamp says it is stale); cut anywhere else, refused.
+        let (base, add, after) = golden_parts();
+        let before = encode_session(&base).len();
+        for n in 0..good.len() {
+            match decode_session(&good[..n], "golden") {
+                Ok(e) => assert!(n == before && e == base, "cut at {n}"),
+                Err(_) => assert_ne!(n, before),
+            }
+        }
+        // A delta that does not start right after the summary before it.
+        let mut gap = encode_session(&base);
+        let base_len = encode_file(std::iter::once(&base)).len() as u64;
+        gap.extend(encode_delta(5, after, base_len, &add));
+        assert!(decode_session(&gap, "golden").is_err());
     }
 }

@@ -576,3 +576,43 @@ fn a_resumed_session_stores_and_counts_what_it_repeats_once() {
         c.again
     );
 }
+
+/// An import leaves the listing and the usage summaries current: the first
+/// listing after it reads the snapshot and rebuilds nothing, and the first
+/// usage refresh finds the store-wide summary current (nothing recomputed,
+/// no session file to fold in); the same after the sources grow and are
+/// imported again.
+#[test]
+fn an_import_leaves_the_listing_and_usage_summaries_current() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("src");
+    let s = spec(SEEDS[0]);
+    generate(&s, &root).unwrap();
+    let m = manager(tmp.path());
+    for round in ["first import", "after growth"] {
+        if round == "after growth" {
+            let grown = generate(
+                &CorpusSpec {
+                    grow: 0.05,
+                    ..s.clone()
+                },
+                &root,
+            )
+            .unwrap();
+            assert!(grown.bytes_written > 0);
+        }
+        let report = import::import(&m, &sources(&root), &mut |_| {}).unwrap();
+        assert!(report.records > 0, "{round}: nothing imported");
+        let listing = m.list_sessions_report().unwrap();
+        assert!(!listing.entries.is_empty());
+        assert!(!listing.full_scan, "{round}: the listing scanned the store");
+        assert_eq!(listing.rebuilt, 0, "{round}: entries rebuilt");
+        let refresh = usage::refresh(m.store().as_ref()).unwrap();
+        assert_eq!(refresh.sessions, listing.entries.len(), "{round}");
+        assert_eq!(
+            (refresh.recomputed, refresh.from_appends),
+            (0, 0),
+            "{round}: usage summaries not current"
+        );
+    }
+}

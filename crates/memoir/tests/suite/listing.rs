@@ -305,3 +305,84 @@ fn a_transient_read_error_never_drops_a_session_from_later_listings() {
     assert_eq!(listed(&after.entries), truth(dir.path(), &ids));
     assert!(!after.full_scan, "caught up from the journal");
 }
+
+/// Sessions written through the ingest API (what importers use) keep their
+/// listing entries current as they are created and appended to: the first
+/// listing rebuilds none of them, and each entry is the one a rebuild from
+/// the transcript gives (a fork's counts its inherited messages).
+#[test]
+fn ingested_sessions_are_listed_without_a_rebuild() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = manager(dir.path());
+    let with_usage = |text: &str, tokens: u64| {
+        let mut msg = Message::assistant(text);
+        msg.usage = Some(memoir::message::Usage {
+            input_tokens: tokens,
+            output_tokens: tokens / 2,
+            ..Default::default()
+        });
+        Record::Message(msg)
+    };
+    m.create_with_header(memoir::record::SessionMeta::new("ingested-a"))
+        .unwrap();
+    m.append_records_to(
+        "ingested-a",
+        &[
+            Record::Message(Message::user("first question")),
+            with_usage("first answer", 100),
+        ],
+    )
+    .unwrap();
+    m.append_records_to(
+        "ingested-a",
+        &[
+            Record::Title {
+                title: "renamed".into(),
+            },
+            Record::Message(Message::user("second question")),
+            with_usage("second answer", 40),
+        ],
+    )
+    .unwrap();
+    let point = m.fork_reference("ingested-a", 2).unwrap().unwrap();
+    let mut fork = memoir::record::SessionMeta::new("ingested-b");
+    fork.parent = Some(point);
+    m.create_with_header(fork).unwrap();
+    m.append_records_to("ingested-b", &[with_usage("another answer", 7)])
+        .unwrap();
+    m.create_with_header(memoir::record::SessionMeta::new("ingested-c"))
+        .unwrap();
+
+    let listing = m.list_sessions_report().unwrap();
+    assert_eq!(listing.entries.len(), 3);
+    assert_eq!(listing.rebuilt, 0, "entries rebuilt by the first listing");
+    for e in &listing.entries {
+        let want = IndexEntry::from_transcript(&m.read_stored(&e.id).unwrap());
+        assert_eq!(
+            (
+                &e.title,
+                e.messages,
+                e.inherited,
+                e.estimated_tokens,
+                &e.message_usage,
+                e.last_seq
+            ),
+            (
+                &want.title,
+                want.messages,
+                want.inherited,
+                want.estimated_tokens,
+                &want.message_usage,
+                want.last_seq
+            ),
+            "{}",
+            e.id
+        );
+    }
+    let b = listing
+        .entries
+        .iter()
+        .find(|e| e.id == "ingested-b")
+        .unwrap();
+    assert_eq!((b.messages, b.inherited), (3, 2));
+}

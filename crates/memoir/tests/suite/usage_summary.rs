@@ -207,9 +207,11 @@ fn summaries_written_by_import_give_every_report_of_a_full_scan() {
         let dir = tmp.path().join("store");
         let (listed, _) = store.list().unwrap();
         assert!(listed.len() >= 6, "seed {seed}: {} sessions", listed.len());
-        // The import wrote each session's summary as it appended: the first
-        // report reads them instead of the logs.
-        assert!(!summary_file(&dir).exists());
+        // The import wrote each session's summary as it appended, and the
+        // store-wide file at its end; without the latter, a report reads
+        // the sessions' files instead of the logs.
+        assert!(summary_file(&dir).exists());
+        fs::remove_file(summary_file(&dir)).unwrap();
         let first = usage::refresh(store.as_ref()).unwrap();
         assert_eq!(first.sessions, listed.len(), "seed {seed}");
         assert_eq!(first.recomputed, 0, "seed {seed}: {first:?}");
@@ -267,7 +269,9 @@ fn a_damaged_summary_file_is_rebuilt_with_a_notice_not_an_error() {
     let (tmp, store) = imported(13);
     let dir = tmp.path().join("store");
     let ids = sessions_with_usage(&store, 1);
-    // A damaged per-session file (the store-wide one does not exist yet).
+    // A damaged per-session file, read because the store-wide one (written
+    // at the end of the import) is gone.
+    fs::remove_file(summary_file(&dir)).unwrap();
     let one = session_file(&dir, &ids[0]);
     let mut bytes = fs::read(&one).unwrap();
     let mid = bytes.len() / 2;
@@ -477,5 +481,91 @@ fn a_response_two_sessions_hold_is_counted_once_from_the_summaries() {
     assert_eq!(
         r,
         usage::report(&Scan(store.clone()), &q, &prices()).unwrap()
+    );
+}
+
+/// A long session appended one response at a time: its summary file grows
+/// by a delta per append and is rewritten whole only when the deltas
+/// outweigh its base (not on every append), and it still reads back as
+/// the summary a recompute gives, with split lines and sidechain replays
+/// de-duplicated across deltas.
+#[test]
+fn a_long_sessions_appends_add_deltas_instead_of_rewriting_its_summary() {
+    use std::os::unix::fs::MetadataExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("store");
+    let m = SessionManager::open(
+        &dir,
+        ManagerOptions {
+            durability: Durability::None,
+            ..ManagerOptions::default()
+        },
+    )
+    .unwrap();
+    m.create_with_header(SessionMeta::new("long")).unwrap();
+    let appends = 3000;
+    let mut rewrites = 0;
+    let mut inode = None;
+    for i in 0..appends {
+        let when = format!(
+            "2026-05-12T{:02}:{:02}:{:02}Z",
+            8 + i / 3600,
+            i / 60 % 60,
+            i % 60
+        );
+        let mut batch = vec![Record::Message(response(
+            &format!("msg_{i}"),
+            &format!("req_{i}"),
+            &when,
+            10 + i as u64 % 50,
+        ))];
+        if i % 7 == 3 {
+            // A later line of an earlier response (same ids): it replaces it.
+            batch.push(Record::Message(response(
+                &format!("msg_{}", i - 2),
+                &format!("req_{}", i - 2),
+                &when,
+                99,
+            )));
+        }
+        if i % 11 == 5 {
+            // A sidechain replay of an earlier message under a new request.
+            let mut replay = response(&format!("msg_{}", i - 4), "req_replay", &when, 1);
+            if let Some(source) = replay.extra.get_mut(SOURCE_KEY) {
+                source["is_sidechain"] = json!(true);
+            }
+            batch.push(Record::Message(replay));
+        }
+        if i % 13 == 0 {
+            batch.push(Record::Message(Message::user(format!("prompt {i}"))));
+        }
+        m.append_records_to("long", &batch).unwrap();
+        let now = fs::metadata(session_file(&dir, "long")).unwrap().ino();
+        if inode.is_some_and(|was| was != now) {
+            rewrites += 1;
+        }
+        inode = Some(now);
+    }
+    assert!(
+        rewrites < 40,
+        "the summary file was rewritten {rewrites} times in {appends} appends"
+    );
+    let store = Arc::new(FileStore::new(&dir, Durability::None));
+    let kept = usage::refresh(store.as_ref()).unwrap();
+    assert_eq!((kept.from_appends, kept.recomputed), (1, 0), "{kept:?}");
+    assert!(kept.notices.is_empty(), "{kept:?}");
+    let q = UsageQuery::default();
+    let from_deltas = usage::report(store.as_ref(), &q, &prices()).unwrap();
+    let scanned = usage::report(&Scan(store.clone()), &q, &prices()).unwrap();
+    assert_eq!(from_deltas, scanned);
+    assert!(from_deltas.duplicate_responses > 0);
+    // The same summary recomputed from the log, written whole.
+    fs::remove_file(session_file(&dir, "long")).unwrap();
+    fs::remove_file(summary_file(&dir)).unwrap();
+    let rebuilt = usage::refresh(store.as_ref()).unwrap();
+    assert_eq!(rebuilt.recomputed, 1, "{rebuilt:?}");
+    assert_eq!(
+        usage::report(store.as_ref(), &q, &prices()).unwrap(),
+        scanned
     );
 }
