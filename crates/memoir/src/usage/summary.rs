@@ -160,6 +160,7 @@ pub(crate) fn load(store: &dyn LogStore, store_dir: &Path) -> Result<Summaries> 
     let mut refresh = Refresh::default();
     let path = summary_path(store_dir);
     let mut cached: HashMap<String, Entry> = match fs::read(&path) {
+        Ok(bytes) if of_another_version(&bytes) => HashMap::new(),
         Ok(bytes) => match decode_file(&bytes) {
             Ok(entries) => entries.into_iter().map(|e| (e.id.clone(), e)).collect(),
             Err(why) => {
@@ -330,6 +331,9 @@ fn read_session_file(store_dir: &Path, id: &str) -> std::result::Result<Option<E
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e.to_string()),
     };
+    if of_another_version(&bytes) {
+        return Ok(None);
+    }
     decode_session(&bytes, id).map(Some)
 }
 
@@ -717,6 +721,18 @@ pub(crate) fn encode_file<'e>(entries: impl Iterator<Item = &'e Entry>) -> Vec<u
 }
 
 /// The entries of a summary file, or why it cannot be trusted.
+/// Whether `bytes` are a summary of another version of this format: not
+/// damage, but a file an upgrade left behind, recomputed like a missing
+/// one. Decided on the magic and version alone (the checksum scheme may be
+/// what changed).
+fn of_another_version(bytes: &[u8]) -> bool {
+    bytes.starts_with(MAGIC)
+        && bytes
+            .get(MAGIC.len()..MAGIC.len() + 4)
+            .and_then(|v| v.try_into().ok())
+            .is_some_and(|v| u32::from_le_bytes(v) != SUMMARY_VERSION)
+}
+
 pub(crate) fn decode_file(bytes: &[u8]) -> std::result::Result<Vec<Entry>, String> {
     if bytes.len() < MAGIC.len() + 4 + 32 || !bytes.starts_with(MAGIC) {
         return Err("not a usage summary".into());

@@ -312,6 +312,37 @@ fn a_damaged_summary_file_is_rebuilt_with_a_notice_not_an_error() {
     assert!(all.exists());
 }
 
+/// Summaries an older build wrote (another format version) are rebuilt
+/// without a notice per file: an upgrade is not damage.
+#[test]
+fn summaries_of_another_version_are_rebuilt_without_notices() {
+    let (tmp, store) = imported(17);
+    let dir = tmp.path().join("store");
+    let ids = sessions_with_usage(&store, 1);
+    assert!(!ids.is_empty());
+    let as_version_1 = |path: &Path| {
+        let mut bytes = fs::read(path).unwrap();
+        bytes[8..12].copy_from_slice(&1u32.to_le_bytes());
+        fs::write(path, &bytes).unwrap();
+    };
+    as_version_1(&summary_file(&dir));
+    for id in &ids {
+        as_version_1(&session_file(&dir, id));
+    }
+    let q = UsageQuery {
+        group_by: vec![GroupKey::Session],
+        ..UsageQuery::default()
+    };
+    let report = usage::report(store.as_ref(), &q, &prices()).unwrap();
+    assert!(report.notices.is_empty(), "{:?}", report.notices);
+    let scanned = usage::report(&Scan(store.clone()), &q, &prices()).unwrap();
+    assert_eq!(report.rows, scanned.rows);
+    assert_eq!(report.total, scanned.total);
+    // Rewritten in this build's version.
+    let bytes = fs::read(summary_file(&dir)).unwrap();
+    assert_eq!(bytes[8..12], usage::SUMMARY_VERSION.to_le_bytes());
+}
+
 fn response(id: &str, request: &str, when: &str, output: u64) -> Message {
     let mut m = Message::assistant("ok").with_usage(Usage {
         input_tokens: 10,
