@@ -307,6 +307,9 @@ pub fn kind_of(err: &(dyn std::error::Error + 'static)) -> Option<ErrorKind> {
         if let Some(e) = e.downcast_ref::<crate::blob::BlobError>() {
             return Some(e.kind());
         }
+        if let Some(e) = e.downcast_ref::<crate::blame::BlameError>() {
+            return Some(e.kind());
+        }
         #[cfg(feature = "view")]
         if let Some(e) = e.downcast_ref::<crate::embed::EmbeddingError>() {
             return Some(e.kind());

@@ -58,6 +58,7 @@
 #![deny(missing_docs)]
 
 pub mod blob;
+pub mod blame;
 pub mod changes;
 pub mod client;
 pub mod doctor;
