@@ -537,6 +537,26 @@ pub fn candidates(
     Ok(Some(ids))
 }
 
+/// [`file_history`] over the sessions [`candidates`] finds in `index`
+/// (every session when the index cannot answer precisely). `visible` maps
+/// an indexed session id to the id `m` knows it by (`None`: not one of
+/// `m`'s sessions); identity for a manager over the indexed store itself.
+#[cfg(feature = "search")]
+pub fn file_history_indexed(
+    m: &SessionManager,
+    index: &mut crate::search::SearchIndex,
+    path: &Path,
+    visible: impl Fn(&str) -> Option<String>,
+) -> Result<FileHistory, BlameError> {
+    match candidates(index, path)? {
+        Some(ids) => {
+            let ids: Vec<String> = ids.iter().filter_map(|id| visible(id)).collect();
+            file_history(m, path, Some(&ids))
+        }
+        None => file_history(m, path, None),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
