@@ -316,7 +316,12 @@ fn lines_of(text: &str) -> Vec<&str> {
 
 /// Undo one hunk on `state`, claiming the lines it added for `edit`.
 /// Returns false when its new text is not in `state`.
-fn undo_hunk(state: &mut Vec<Slot>, hunk: &Hunk, edit: usize, owners: &mut [Option<usize>]) -> bool {
+fn undo_hunk(
+    state: &mut Vec<Slot>,
+    hunk: &Hunk,
+    edit: usize,
+    owners: &mut [Option<usize>],
+) -> bool {
     let new: Vec<(char, &str)> = hunk
         .lines
         .iter()
@@ -608,14 +613,26 @@ mod tests {
             "a",
             "/p",
             &[
-                (1, "Write", json!({"file_path": "/p/src/lib.rs", "content": FILE})),
-                (5, "Edit", json!({"file_path": "src/lib.rs", "old_string": "let a = 1;", "new_string": "let a = 10;"})),
+                (
+                    1,
+                    "Write",
+                    json!({"file_path": "/p/src/lib.rs", "content": FILE}),
+                ),
+                (
+                    5,
+                    "Edit",
+                    json!({"file_path": "src/lib.rs", "old_string": "let a = 1;", "new_string": "let a = 10;"}),
+                ),
             ],
         );
         let b = session(
             "b",
             "/p/src",
-            &[(9, "Edit", json!({"file_path": "lib.rs", "old_string": "    let a = 10;", "new_string": "    let a = 100;"}))],
+            &[(
+                9,
+                "Edit",
+                json!({"file_path": "lib.rs", "old_string": "    let a = 10;", "new_string": "    let a = 100;"}),
+            )],
         );
         let now = FILE.replace("let a = 1;", "let a = 100;");
         // Whatever order the sessions are read in.
@@ -640,12 +657,20 @@ mod tests {
         let a = session(
             "writer",
             "/p",
-            &[(1, "Write", json!({"file_path": "/p/src/lib.rs", "content": FILE}))],
+            &[(
+                1,
+                "Write",
+                json!({"file_path": "/p/src/lib.rs", "content": FILE}),
+            )],
         );
         let b = session(
             "editor",
             "/p",
-            &[(3, "Edit", json!({"file_path": "/p/src/lib.rs", "old_string": "a + b", "new_string": "a * b"}))],
+            &[(
+                3,
+                "Edit",
+                json!({"file_path": "/p/src/lib.rs", "old_string": "a + b", "new_string": "a * b"}),
+            )],
         );
         let now = FILE.replace("a + b", "a * b");
         let h = history(&[a, b], "/p/src/lib.rs");
@@ -655,7 +680,13 @@ mod tests {
             .collect();
         assert_eq!(
             owners,
-            [Some("writer"), Some("writer"), Some("writer"), Some("editor"), Some("writer")]
+            [
+                Some("writer"),
+                Some("writer"),
+                Some("writer"),
+                Some("editor"),
+                Some("writer")
+            ]
         );
     }
 
@@ -665,8 +696,16 @@ mod tests {
             "a",
             "/p",
             &[
-                (1, "Edit", json!({"file_path": "/p/x.py", "old_string": "x = 1\n", "new_string": "x = 1\ny = 2\n"})),
-                (2, "Edit", json!({"file_path": "/p/x.py", "old_string": "y = 2", "new_string": "y = 3"})),
+                (
+                    1,
+                    "Edit",
+                    json!({"file_path": "/p/x.py", "old_string": "x = 1\n", "new_string": "x = 1\ny = 2\n"}),
+                ),
+                (
+                    2,
+                    "Edit",
+                    json!({"file_path": "/p/x.py", "old_string": "y = 2", "new_string": "y = 3"}),
+                ),
             ],
         );
         let mut h = history(&[a], "/p/x.py");
@@ -685,14 +724,22 @@ mod tests {
             "codex",
             "/w",
             &[
-                (1, "apply_patch", json!({"input": "*** Begin Patch\n*** Add File: app/main.py\n+def main():\n+    run(1)\n*** End Patch"})),
+                (
+                    1,
+                    "apply_patch",
+                    json!({"input": "*** Begin Patch\n*** Add File: app/main.py\n+def main():\n+    run(1)\n*** End Patch"}),
+                ),
                 (2, "apply_patch", json!(patch)),
             ],
         );
         let b = session(
             "claude",
             "/elsewhere",
-            &[(3, "Edit", json!({"file_path": "/w/app/main.py", "old_string": "run(2)", "new_string": "run(3)"}))],
+            &[(
+                3,
+                "Edit",
+                json!({"file_path": "/w/app/main.py", "old_string": "run(2)", "new_string": "run(3)"}),
+            )],
         );
         let now = "def main():\n    run(3)\n    log()\n";
         let h = history(&[a, b], "/w/app/main.py");
@@ -700,7 +747,10 @@ mod tests {
             .into_iter()
             .map(|o| o.map(|i| (h.edits[i].session.as_str(), h.edits[i].message)))
             .collect();
-        assert_eq!(owners, [Some(("codex", 0)), Some(("claude", 0)), Some(("codex", 1))]);
+        assert_eq!(
+            owners,
+            [Some(("codex", 0)), Some(("claude", 0)), Some(("codex", 1))]
+        );
     }
 
     #[test]
@@ -712,7 +762,10 @@ mod tests {
         assert!(same_file(q, "src/lib.rs", Path::new("")));
         assert!(!same_file(q, "lib.rs", Path::new("/p")));
         assert!(!same_file(q, "/q/src/lib.rs", Path::new("/p")));
-        assert!(!same_file(q, "rc/lib.rs", Path::new("")), "whole components only");
+        assert!(
+            !same_file(q, "rc/lib.rs", Path::new("")),
+            "whole components only"
+        );
         assert_eq!(normalize(Path::new("/a/./b/../c")), PathBuf::from("/a/c"));
     }
 
@@ -727,7 +780,10 @@ mod tests {
         let err = file_history(&m, Path::new("/nowhere/x.rs"), None).unwrap_err();
         assert!(matches!(err, BlameError::UnknownFile(ref p) if p == Path::new("/nowhere/x.rs")));
         assert_eq!(err.kind(), crate::error::ErrorKind::NotFound);
-        assert_eq!(err.to_string(), "no recorded tool call edited /nowhere/x.rs");
+        assert_eq!(
+            err.to_string(),
+            "no recorded tool call edited /nowhere/x.rs"
+        );
         let a = session(
             "a",
             "/p",
@@ -735,6 +791,13 @@ mod tests {
         );
         let h = history(&[a], "/p/a");
         let err = blame_line(&h, "one\n", 2).unwrap_err();
-        assert!(matches!(err, BlameError::NoSuchLine { line: 2, lines: 1, .. }));
+        assert!(matches!(
+            err,
+            BlameError::NoSuchLine {
+                line: 2,
+                lines: 1,
+                ..
+            }
+        ));
     }
 }

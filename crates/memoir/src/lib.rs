@@ -57,8 +57,8 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 #![deny(missing_docs)]
 
-pub mod blob;
 pub mod blame;
+pub mod blob;
 pub mod changes;
 pub mod client;
 pub mod doctor;

@@ -9,8 +9,8 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use memoir::blame::{self, Edit, FileHistory};
 
-use crate::output::print_json;
 use crate::outln;
+use crate::output::print_json;
 
 use super::store::StoreArgs;
 
