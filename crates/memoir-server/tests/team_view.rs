@@ -55,7 +55,7 @@ fn plant(store: &Arc<FileStore>, project: &str, id: &str, word: &str, file: &str
                 input: serde_json::json!({"file_path": file, "old_string": "a", "new_string": word}),
             }],
         ),
-        Message::tool_result(&format!("{id}-t1"), "updated", false),
+        Message::tool_result(format!("{id}-t1"), "updated", false),
     ])
     .unwrap();
 }
@@ -168,7 +168,7 @@ fn dechunk(mut body: &str) -> String {
             break;
         }
         out.push_str(&rest[..n]);
-        body = &rest[n..].trim_start_matches("\r\n");
+        body = rest[n..].trim_start_matches("\r\n");
     }
     out
 }

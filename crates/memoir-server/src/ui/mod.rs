@@ -205,7 +205,6 @@ fn app() -> Router<Ui> {
         .route("/api/search", get(api::search))
         .route("/api/usage", get(api::usage))
         .route("/api/blame", get(api::blame))
-        .route("/blame", get(page))
 }
 
 /// Serve the web view on `listener` until `shutdown` resolves (open live
