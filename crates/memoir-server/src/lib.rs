@@ -39,8 +39,8 @@ use axum::Router;
 
 pub use background::BackgroundServer;
 pub use config::{
-    check_listen, open_store, parse_tokens, AuthError, ServeError, ServerConfig, TokenGrant,
-    TokenIndex,
+    check_listen, open_store, parse_tokens, AuthError, ServeError, ServerConfig, TeamUi,
+    TokenGrant, TokenIndex,
 };
 pub use error::ApiError;
 use handlers::{blobs, fork, heads, lease, read, search, trash, write, AppState};
@@ -62,6 +62,11 @@ pub const PROJECT_FIELD: &str = "project";
 
 /// The API's router over `config`.
 pub fn router(config: ServerConfig) -> Router {
+    #[cfg(feature = "ui")]
+    let team = config
+        .ui
+        .as_ref()
+        .map(|ui| ui::team_router(config.store.clone(), auth::index(config.tokens.clone()), ui));
     let state = Arc::new(AppState {
         store: config.store,
         tokens: auth::index(config.tokens),
@@ -111,10 +116,17 @@ pub fn router(config: ServerConfig) -> Router {
     // Cross-session search.
     #[cfg(feature = "search")]
     let router = router.route("/v1/search", post(handlers::search_all::search_all));
-    router
+    let router = router
         .fallback(handlers::fallback)
         .layer(DefaultBodyLimit::max(config.max_body))
-        .with_state(state)
+        .with_state(state);
+    // The team view's page and `/api/*` beside `/v1/*`, behind its own gate.
+    #[cfg(feature = "ui")]
+    let router = match team {
+        Some(team) => router.merge(team),
+        None => router,
+    };
+    router
 }
 
 /// Serve `config` on `listener` until `shutdown` resolves, then stop

@@ -59,6 +59,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 #![deny(missing_docs)]
 
+pub mod blame;
 pub mod blob;
 pub mod changes;
 mod classify;

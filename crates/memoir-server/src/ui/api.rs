@@ -26,7 +26,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
 use axum::extract::rejection::{PathRejection, QueryRejection};
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, Query};
 use axum::http::StatusCode;
 use axum::Json;
 use chrono::{DateTime, NaiveDate, Utc};
@@ -37,7 +37,7 @@ use memoir::usage::{self, GroupKey, PriceTable, UsageQuery};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::Ui;
+use super::{Scoped, Ui};
 use crate::error::{blocking, ApiError, ApiResult};
 
 /// Largest page of the session list.
@@ -54,6 +54,9 @@ pub(crate) async fn not_found() -> ApiError {
 }
 
 pub(crate) fn manager(st: &Ui) -> SessionManager {
+    if let Some(project) = &st.project {
+        return crate::namespace::project_manager(st.shared.clone(), project);
+    }
     SessionManager::with_store(
         st.store.clone(),
         ManagerOptions {
@@ -335,7 +338,7 @@ fn page_of(entries: Vec<IndexEntry>, p: &ListParams) -> ApiResult<Page> {
 
 /// `GET /api/sessions`.
 pub(crate) async fn sessions(
-    State(st): State<Ui>,
+    Scoped(st): Scoped,
     params: Result<Query<ListParams>, QueryRejection>,
 ) -> ApiResult<Json<Page>> {
     let params = query(params)?;
@@ -348,7 +351,7 @@ pub(crate) async fn sessions(
 }
 
 /// `GET /api/facets`.
-pub(crate) async fn facets(State(st): State<Ui>) -> ApiResult<Json<Value>> {
+pub(crate) async fn facets(Scoped(st): Scoped) -> ApiResult<Json<Value>> {
     let value = blocking(move || {
         let entries = manager(&st).list_sessions()?;
         let mut agents: BTreeMap<String, usize> = BTreeMap::new();
@@ -389,7 +392,7 @@ pub(crate) struct CostParams {
 
 /// `GET /api/costs?ids=a,b`: each session's own tokens and cost.
 pub(crate) async fn costs(
-    State(st): State<Ui>,
+    Scoped(st): Scoped,
     params: Result<Query<CostParams>, QueryRejection>,
 ) -> ApiResult<Json<Value>> {
     let params = query(params)?;
@@ -501,7 +504,7 @@ pub(crate) fn slim_message(i: usize, seq: Option<u64>, m: &Message) -> Value {
 
 /// `GET /api/sessions/{id}`.
 pub(crate) async fn session(
-    State(st): State<Ui>,
+    Scoped(st): Scoped,
     path: Result<Path<String>, PathRejection>,
 ) -> ApiResult<Json<Value>> {
     let id = session_id(path)?;
@@ -559,7 +562,7 @@ pub(crate) async fn session(
 
 /// `GET /api/sessions/{id}/block/{message}/{block}`: one block in full.
 pub(crate) async fn block(
-    State(st): State<Ui>,
+    Scoped(st): Scoped,
     path: Result<Path<(String, usize, usize)>, PathRejection>,
 ) -> ApiResult<Json<Value>> {
     let Path((id, message, index)) = path?;
@@ -591,7 +594,7 @@ impl From<serde_json::Error> for ApiError {
 
 /// `GET /api/sessions/{id}/changes`.
 pub(crate) async fn changes(
-    State(st): State<Ui>,
+    Scoped(st): Scoped,
     path: Result<Path<String>, PathRejection>,
 ) -> ApiResult<Json<Value>> {
     let id = session_id(path)?;
@@ -638,7 +641,7 @@ fn search_error(e: memoir::search::SearchError) -> ApiError {
 
 /// `GET /api/search`: the store's cross-session index, caught up first.
 pub(crate) async fn search(
-    State(st): State<Ui>,
+    Scoped(st): Scoped,
     params: Result<Query<SearchParams>, QueryRejection>,
 ) -> ApiResult<Json<Value>> {
     let p = query(params)?;
@@ -661,30 +664,109 @@ pub(crate) async fn search(
         filter: SearchFilter {
             project: nonempty(p.project),
             agent: nonempty(p.agent),
-            session: nonempty(p.session),
+            session: scoped_session(&st, nonempty(p.session))?,
             since: parse_time(p.since.as_deref(), false)?,
             until: parse_time(p.until.as_deref(), true)?,
             role,
             tool: nonempty(p.tool),
         },
     };
+    let prefix = st.project.as_deref().map(crate::namespace::id_prefix);
     let hits = blocking(move || -> ApiResult<_> {
-        let mut slot = st.search.lock().unwrap_or_else(|p| p.into_inner());
-        if slot.is_none() {
-            *slot = Some(SearchIndex::for_store(st.store.clone()).map_err(search_error)?);
-        }
-        let Some(ix) = slot.as_mut() else {
-            return Err(ApiError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "internal",
-                "search index not open",
-            ));
-        };
-        ix.update().map_err(search_error)?;
-        ix.search(&q).map_err(search_error)
+        with_index(&st, |ix| {
+            ix.update().map_err(search_error)?;
+            ix.search(&q).map_err(search_error)
+        })
     })
     .await?;
+    let hits = match prefix {
+        Some(prefix) => crate::namespace::visible_hits(&prefix, hits),
+        None => hits,
+    };
     Ok(Json(json!({ "hits": hits })))
+}
+
+/// The `session` filter of a search: in the team view, inside the caller's
+/// project (its stored-id prefix, so no other project's hit can match).
+fn scoped_session(st: &Ui, session: Option<String>) -> ApiResult<Option<String>> {
+    let Some(project) = &st.project else {
+        return Ok(session);
+    };
+    let prefix = crate::namespace::id_prefix(project);
+    match session {
+        Some(s) if s.contains(crate::namespace::SEPARATOR) => Err(ApiError::bad_request(format!(
+            "session {s:?} contains '{}'",
+            crate::namespace::SEPARATOR
+        ))),
+        Some(s) => Ok(Some(format!("{prefix}{s}"))),
+        None => Ok(Some(prefix)),
+    }
+}
+
+/// Run `f` on the whole store's search index (opened on first use).
+fn with_index<T>(st: &Ui, f: impl FnOnce(&mut SearchIndex) -> ApiResult<T>) -> ApiResult<T> {
+    let mut slot = st.search.lock().unwrap_or_else(|p| p.into_inner());
+    if slot.is_none() {
+        *slot = Some(SearchIndex::for_store(st.shared.clone()).map_err(search_error)?);
+    }
+    let Some(ix) = slot.as_mut() else {
+        return Err(ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "search index not open",
+        ));
+    };
+    f(ix)
+}
+
+/// The query of `GET /api/blame`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct BlameParams {
+    path: String,
+    /// A session whose workspace a relative `path` is resolved against.
+    session: Option<String>,
+}
+
+/// `GET /api/blame?path&session`: every recorded edit of a file, newest
+/// first ([`memoir::blame::file_history_indexed`]; the sessions found
+/// through the search index, each read from its log).
+pub(crate) async fn blame(
+    Scoped(st): Scoped,
+    params: Result<Query<BlameParams>, QueryRejection>,
+) -> ApiResult<Json<Value>> {
+    let p = query(params)?;
+    if let Some(id) = &p.session {
+        memoir::id::validate(id).map_err(ApiError::from)?;
+    }
+    let value = blocking(move || -> ApiResult<Value> {
+        let m = manager(&st);
+        let mut path = PathBuf::from(&p.path);
+        if path.is_relative() {
+            if let Some(id) = &p.session {
+                path = m.read_session(id)?.meta.workspace.join(path);
+            }
+        }
+        let prefix = st.project.as_deref().map(crate::namespace::id_prefix);
+        let visible = |id: &str| match &prefix {
+            Some(prefix) => id.strip_prefix(prefix.as_str()).map(str::to_string),
+            None => Some(id.to_string()),
+        };
+        let history = with_index(&st, |ix| {
+            memoir::blame::file_history_indexed(&m, ix, &path, visible).map_err(blame_error)
+        })?;
+        Ok(serde_json::to_value(history)?)
+    })
+    .await?;
+    Ok(Json(value))
+}
+
+fn blame_error(e: memoir::blame::BlameError) -> ApiError {
+    use memoir::blame::BlameError;
+    match e {
+        BlameError::Search(e) => search_error(e),
+        other => ApiError::of_kind(other.kind(), other.to_string()),
+    }
 }
 
 /// The query of `GET /api/usage`.
@@ -701,7 +783,7 @@ pub(crate) struct UsageParams {
 
 /// `GET /api/usage`: [`memoir::usage::report`] over the whole store.
 pub(crate) async fn usage(
-    State(st): State<Ui>,
+    Scoped(st): Scoped,
     params: Result<Query<UsageParams>, QueryRejection>,
 ) -> ApiResult<Json<Value>> {
     let p = query(params)?;
