@@ -28,6 +28,7 @@ pub mod locomo;
 pub mod manager;
 pub mod search; // cross-session search
 pub mod transcript;
+pub mod ui; // memoir ui against agentsview in a browser
 pub mod view;
 
 use std::sync::OnceLock;
@@ -81,6 +82,7 @@ pub const BENCHES: &[Bench] = &[
     ("locomo", locomo::main),
     ("search", search::main),
     ("catchup", catchup::main),
+    ("ui", ui::main),
 ];
 
 /// The small-size arguments and environment of each benchmark for
@@ -137,6 +139,10 @@ pub fn quick(name: &str) -> (Vec<&'static str>, Vec<(&'static str, &'static str)
             vec![],
         ),
         "catchup" => (vec!["--sessions", "1000", "--runs", "10"], vec![]),
+        "ui" => (
+            vec!["--sessions", "200", "--runs", "3", "--long-mb", "2"],
+            vec![],
+        ),
         _ => (vec![], vec![]),
     }
 }

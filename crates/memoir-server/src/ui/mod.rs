@@ -73,6 +73,8 @@ pub(crate) struct UiState {
     pub home: Option<PathBuf>,
     pub prices: std::sync::OnceLock<memoir::usage::PriceTable>,
     pub search: Mutex<Option<memoir::search::SearchIndex>>,
+    /// The last listing, reused while the store does not change.
+    pub listing: Mutex<memoir::manager::ListingMemo>,
     /// One permit per open live stream ([`live::MAX_STREAMS`]).
     pub streams: Arc<tokio::sync::Semaphore>,
     /// Turns `true` when the server shuts down: live streams end.
@@ -92,6 +94,7 @@ fn routes(config: UiConfig, closing: Arc<tokio::sync::watch::Sender<bool>>) -> R
         home: config.home,
         prices: Default::default(),
         search: Mutex::new(None),
+        listing: Mutex::new(Default::default()),
         streams: live::stream_slots(),
         closing,
     });
