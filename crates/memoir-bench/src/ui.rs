@@ -9,7 +9,7 @@
 //!
 //! 1. Writes a seeded Claude Code + Codex tree of N sessions
 //!    (`memoir_testkit::corpus`, `--mb` in total, default N/50 MB) and plants
-//!    one long Claude Code session (`--long-mb`, default 12 MB: about 10,000
+//!    one long Claude Code session (`--long-mb`, default 24 MB: about 10,000
 //!    messages) in it.
 //! 2. `memoir import claude …` and `memoir import codex …` into a fresh store
 //!    (timed), then `memoir ui --dir store`.
@@ -72,7 +72,7 @@ fn opts() -> Opts {
             .unwrap_or((sessions as f64 / 50.0).max(10.0)),
         long_mb: arg("--long-mb")
             .and_then(|v| v.parse().ok())
-            .unwrap_or(12.0),
+            .unwrap_or(24.0),
         runs: num("--runs", 5),
         memoir: arg("--memoir")
             .map(PathBuf::from)

@@ -366,7 +366,7 @@ pub(crate) async fn facets(State(st): State<Ui>) -> ApiResult<Json<Value>> {
         let mut agents: BTreeMap<String, usize> = BTreeMap::new();
         let mut projects: BTreeMap<String, usize> = BTreeMap::new();
         let mut models: BTreeMap<String, usize> = BTreeMap::new();
-        for e in &entries {
+        for e in entries.iter() {
             *agents.entry(agent(e).to_string()).or_default() += 1;
             *projects.entry(workspace(e)).or_default() += 1;
             if !e.model.is_empty() {
