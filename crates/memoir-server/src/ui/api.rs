@@ -12,8 +12,9 @@
 //! - `GET /api/facets`: agents, projects and models with their session counts.
 //! - `GET /api/costs?ids=a,b`: each session's own usage and cost
 //!   ([`memoir::usage::session_usage`]).
-//! - `GET /api/sessions/{id}`: the conversation (large blocks cut), its
-//!   parent and children.
+//! - `GET /api/sessions/{id}?from&limit`: the conversation (large blocks
+//!   cut; messages `from..from+limit`, all by default, and their `count`),
+//!   its parent and children.
 //! - `GET /api/sessions/{id}/block/{message}/{block}`: one block in full.
 //! - `GET /api/sessions/{id}/changes`: [`memoir::changes::reconstruct`].
 //! - `GET /api/sessions/{id}/events?from=N`: the messages appended after the
@@ -65,6 +66,17 @@ pub(crate) fn manager(st: &Ui) -> SessionManager {
             ..ManagerOptions::default()
         },
     )
+}
+
+/// Every listed session: the memoised listing
+/// ([`SessionManager::list_sessions_memo`]), so that the list, its facets
+/// and a session's children cost a look at the change journal while the
+/// store is unchanged.
+pub(crate) fn listing(
+    st: &Ui,
+) -> Result<std::sync::Arc<Vec<IndexEntry>>, memoir::manager::ManagerError> {
+    let mut memo = st.listing.lock().unwrap_or_else(|p| p.into_inner());
+    manager(st).list_sessions_memo(&mut memo)
 }
 
 fn query<T>(q: Result<Query<T>, QueryRejection>) -> ApiResult<T> {
@@ -257,7 +269,7 @@ impl SortKey {
 /// Filter, sort and page a listing into trees. A session whose parent is
 /// not among the filtered sessions is a root; roots are sorted and paged,
 /// each followed by its descendants in creation order.
-fn page_of(entries: Vec<IndexEntry>, p: &ListParams) -> ApiResult<Page> {
+fn page_of(entries: &[IndexEntry], p: &ListParams) -> ApiResult<Page> {
     let key = SortKey::parse(p.sort.as_deref())?;
     let descending = match p.dir.as_deref().unwrap_or("desc") {
         "desc" => true,
@@ -270,8 +282,8 @@ fn page_of(entries: Vec<IndexEntry>, p: &ListParams) -> ApiResult<Page> {
     let text = p.q.as_ref().map(|q| q.to_lowercase());
     let nonempty = |o: &Option<String>| o.clone().filter(|s| !s.is_empty());
     let (want_agent, want_project) = (nonempty(&p.agent), nonempty(&p.project));
-    let kept: Vec<IndexEntry> = entries
-        .into_iter()
+    let kept: Vec<&IndexEntry> = entries
+        .iter()
         .filter(|e| {
             want_agent.as_deref().is_none_or(|a| a == agent(e))
                 && want_project.as_deref().is_none_or(|w| w == workspace(e))
@@ -343,8 +355,8 @@ pub(crate) async fn sessions(
 ) -> ApiResult<Json<Page>> {
     let params = query(params)?;
     let page = blocking(move || {
-        let entries = manager(&st).list_sessions()?;
-        page_of(entries, &params)
+        let entries = listing(&st)?;
+        page_of(&entries, &params)
     })
     .await?;
     Ok(Json(page))
@@ -353,11 +365,11 @@ pub(crate) async fn sessions(
 /// `GET /api/facets`.
 pub(crate) async fn facets(Scoped(st): Scoped) -> ApiResult<Json<Value>> {
     let value = blocking(move || {
-        let entries = manager(&st).list_sessions()?;
+        let entries = listing(&st)?;
         let mut agents: BTreeMap<String, usize> = BTreeMap::new();
         let mut projects: BTreeMap<String, usize> = BTreeMap::new();
         let mut models: BTreeMap<String, usize> = BTreeMap::new();
-        for e in &entries {
+        for e in entries.iter() {
             *agents.entry(agent(e).to_string()).or_default() += 1;
             *projects.entry(workspace(e)).or_default() += 1;
             if !e.model.is_empty() {
@@ -502,17 +514,49 @@ pub(crate) fn slim_message(i: usize, seq: Option<u64>, m: &Message) -> Value {
     })
 }
 
-/// `GET /api/sessions/{id}`.
+/// The query of `GET /api/sessions/{id}`: which messages (all by default).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SessionParams {
+    /// The first message sent (an index into the conversation).
+    from: Option<usize>,
+    /// At most this many messages.
+    limit: Option<usize>,
+}
+
+/// `GET /api/sessions/{id}?from&limit`: the session's head (with
+/// `from` 0 or absent) and its messages `from..from+limit`; `count` is the
+/// number of messages it has, so a page can fetch the rest.
 pub(crate) async fn session(
     Scoped(st): Scoped,
     path: Result<Path<String>, PathRejection>,
+    params: Result<Query<SessionParams>, QueryRejection>,
 ) -> ApiResult<Json<Value>> {
     let id = session_id(path)?;
+    let p = query(params)?;
     let value = blocking(move || {
         let m = manager(&st);
         let t = m.read_session(&id)?;
+        let count = t.messages.len();
+        let from = p.from.unwrap_or(0).min(count);
+        let to = p
+            .limit
+            .map_or(count, |l| from.saturating_add(l.max(1)).min(count));
+        let messages: Vec<Value> = (from..to)
+            .map(|i| slim_message(i, t.message_seqs.get(i).copied(), &t.messages[i]))
+            .collect();
+        if from > 0 {
+            // A later page: the messages only (the head came with the first).
+            return Ok::<_, ApiError>(json!({
+                "id": t.meta.id,
+                "from": from,
+                "count": count,
+                "last_seq": t.last_seq,
+                "messages": messages,
+            }));
+        }
         // Children: every listed session hanging under this one.
-        let listing = m.list_sessions()?;
+        let listing = listing(&st)?;
         let entry = listing.iter().find(|e| e.id == id);
         let children: Vec<Value> = listing
             .iter()
@@ -533,14 +577,10 @@ pub(crate) async fn session(
             json!({"id": p, "relation": relation,
                    "messages": t.meta.parent.as_ref().map(|f| f.messages)})
         });
-        let messages: Vec<Value> = t
-            .messages
-            .iter()
-            .enumerate()
-            .map(|(i, msg)| slim_message(i, t.message_seqs.get(i).copied(), msg))
-            .collect();
         Ok::<_, ApiError>(json!({
             "id": t.meta.id,
+            "from": from,
+            "count": count,
             "title": t.title.clone().or_else(|| t.meta.title.clone()),
             "agent": usage::agent_of(&t.meta),
             "project": t.meta.workspace,
@@ -853,7 +893,7 @@ mod tests {
             entry("orphan", 2, Some("gone")),
         ];
         let page = page_of(
-            entries.clone(),
+            &entries,
             &ListParams {
                 limit: Some(2),
                 ..Default::default()
@@ -864,7 +904,7 @@ mod tests {
         let ids: Vec<(&str, usize)> = page.rows.iter().map(|r| (r.id.as_str(), r.depth)).collect();
         assert_eq!(ids, [("b", 0), ("orphan", 0)]);
         let page = page_of(
-            entries,
+            &entries,
             &ListParams {
                 offset: Some(2),
                 ..Default::default()
@@ -884,7 +924,7 @@ mod tests {
     fn filters_and_bad_parameters() {
         let entries = vec![entry("a", 86_400, None), entry("b", 3 * 86_400, None)];
         let page = page_of(
-            entries.clone(),
+            &entries,
             &ListParams {
                 since: Some("1970-01-03".into()),
                 ..Default::default()
@@ -894,7 +934,7 @@ mod tests {
         assert_eq!(page.rows.len(), 1);
         assert_eq!(page.rows[0].id, "b");
         let page = page_of(
-            entries.clone(),
+            &entries,
             &ListParams {
                 until: Some("1970-01-02".into()),
                 ..Default::default()
@@ -916,7 +956,7 @@ mod tests {
                 ..Default::default()
             },
         ] {
-            assert!(page_of(entries.clone(), &bad).is_err());
+            assert!(page_of(&entries, &bad).is_err());
         }
     }
 

@@ -87,6 +87,9 @@ pub(crate) struct UiState {
     pub home: Option<PathBuf>,
     pub prices: Arc<std::sync::OnceLock<memoir::usage::PriceTable>>,
     pub search: Arc<Mutex<Option<memoir::search::SearchIndex>>>,
+    /// The last listing of the whole store, reused while it does not
+    /// change (a project's view lists afresh: its own memo, never shared).
+    pub listing: Arc<Mutex<memoir::manager::ListingMemo>>,
     /// One permit per open live stream ([`live::MAX_STREAMS`]).
     pub streams: Arc<tokio::sync::Semaphore>,
     /// Turns `true` when the server shuts down: live streams end.
@@ -119,6 +122,7 @@ impl axum::extract::FromRequestParts<Ui> for Scoped {
             home: st.home.clone(),
             prices: st.prices.clone(),
             search: st.search.clone(),
+            listing: Default::default(),
             streams: st.streams.clone(),
             closing: st.closing.clone(),
         })))
@@ -142,6 +146,7 @@ fn state(
         home,
         prices: Default::default(),
         search: Default::default(),
+        listing: Default::default(),
         streams: live::stream_slots(),
         closing,
     })

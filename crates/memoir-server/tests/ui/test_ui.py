@@ -205,6 +205,28 @@ def test_a_ten_thousand_message_session_renders_progressively(page, server):
     assert page.evaluate("document.activeElement.id") == "m-9501"
 
 
+def test_a_long_session_comes_in_two_requests(page, server):
+    """Without a deep link, a long session's head and first messages come
+    in one request and the rest in one more; every message is drawn and
+    the live stream starts after the last."""
+    long = "cc-77770000-0000-4000-8000-0000000010ad"
+    seen = []
+    page.on("request", lambda r: f"/api/sessions/{long}" in r.url and seen.append(r.url))
+    page.goto(server.base + f"/s/{long}")
+    page.wait_for_selector("#m-0")
+    page.wait_for_selector('section.conversation[aria-busy="false"]', timeout=60_000)
+    assert page.locator("article.msg").count() == 10_000
+    assert page.locator(".msg-count").inner_text() == "10,000"
+    reads = [u for u in seen if "/events" not in u]
+    assert len(reads) == 2, reads
+    assert reads[0].endswith("?limit=200") and reads[1].endswith("?from=200"), reads
+    for _ in range(100):
+        if any("/events?from=10000" in u for u in seen):
+            break
+        page.wait_for_timeout(100)
+    assert any("/events?from=10000" in u for u in seen), seen
+
+
 @pytest.mark.parametrize(
     "path,ready",
     [

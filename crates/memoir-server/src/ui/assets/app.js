@@ -9,6 +9,7 @@
   const main = document.getElementById("main");
   const PAGE = 50;
   const CHUNK = 400; // messages rendered per frame
+  const FIRST = 200; // messages of a session's first request (the rest follow in one more)
 
   // ---------- small helpers ----------
 
@@ -203,16 +204,16 @@
     const pager = el("nav", { class: "pager", "aria-label": "Pages" });
     main.append(el("h1", { text: "Sessions" }), form, table, pager);
 
-    let f;
-    try {
-      f = await facets();
-    } catch (e) {
-      main.append(errorBox(e));
-      return;
-    }
-    if (gen !== generation) return;
+    // The page of rows and the filters' choices are asked for at once; the
+    // rows are drawn as soon as they come.
+    const q = new URLSearchParams(params);
+    const offset = Number(params.get("offset") || 0);
+    q.set("offset", offset);
+    q.set("limit", PAGE);
+    const pageRequest = api("/api/sessions?" + q.toString());
+    pageRequest.catch(() => {});
     const p = (k) => params.get(k) || "";
-    form.append(
+    const filters = (f) => form.append(
       el("div", { class: "field" }, input("q", "Title or id", p("q"), "search")),
       el("div", { class: "field" }, selectOf("agent", "Agent", Object.entries(f.agents), p("agent"))),
       el("div", { class: "field" }, selectOf("project", "Project", Object.entries(f.projects), p("project"))),
@@ -248,14 +249,13 @@
       ev.preventDefault();
       apply();
     });
+    facets()
+      .then((f) => gen === generation && filters(f))
+      .catch((e) => gen === generation && main.append(errorBox(e)));
 
-    const q = new URLSearchParams(params);
-    const offset = Number(params.get("offset") || 0);
-    q.set("offset", offset);
-    q.set("limit", PAGE);
     let page;
     try {
-      page = await api("/api/sessions?" + q.toString());
+      page = await pageRequest;
     } catch (e) {
       table.append(errorBox(e));
       return;
@@ -454,7 +454,8 @@
     const id = data.id;
     setTitle(data.title || id);
     const msgs = data.messages;
-    const messageCount = () => fmtInt(msgs.length) + (data.inherited ? ` (${fmtInt(data.inherited)} inherited)` : "");
+    const total = () => Math.max(msgs.length, data.count || 0);
+    const messageCount = () => fmtInt(total()) + (data.inherited ? ` (${fmtInt(data.inherited)} inherited)` : "");
 
     // Tool results by call id, so each call shows its result beside it.
     const results = new Map();
@@ -609,8 +610,8 @@
     }
     function progress() {
       const done = rendered - (stubbed - filled);
-      status.textContent = done < msgs.length ? `Showing ${fmtInt(done)} of ${fmtInt(msgs.length)} messages…` : "";
-      if (done >= msgs.length) list.setAttribute("aria-busy", "false");
+      status.textContent = done < total() ? `Showing ${fmtInt(done)} of ${fmtInt(total())} messages…` : "";
+      if (done >= total()) list.setAttribute("aria-busy", "false");
     }
     function renderThrough(n) {
       const frag = document.createDocumentFragment();
@@ -685,14 +686,23 @@
     if (first !== null && first > CHUNK) stubThrough(first - 20);
     renderThrough(first === null ? CHUNK : first + CHUNK);
     if (first !== null) land();
+    let drawing = false; // the drawing loop is scheduled
     const step = () => {
+      drawing = false;
       if (gen !== generation) return;
       if (filled < stubbed) fillThrough(filled + CHUNK);
       else if (rendered < msgs.length) renderThrough(rendered + CHUNK);
       else return;
+      drawing = true;
       requestAnimationFrame(step);
     };
-    requestAnimationFrame(step);
+    const draw = () => {
+      if (!drawing) {
+        drawing = true;
+        requestAnimationFrame(step);
+      }
+    };
+    draw();
     window.onhashchange = () => gen === generation && land();
 
     // j / k: next / previous message; o: open or close its tool calls.
@@ -726,14 +736,13 @@
     // Server-Sent Events and are drawn in place. The scroll position stays
     // where it is, unless the reader was at the bottom: then it follows.
     let arrived = 0;
-    function appendLive(update) {
-      if (gen !== generation) return;
+    // Messages after those held: the rest of a long session (`bulk`: drawn
+    // by the frame loop) or live ones (drawn at once).
+    function addMessages(update, bulk) {
       if (update.from !== msgs.length) {
         route(); // out of step with the server: reload the session
-        return;
+        return false;
       }
-      const doc = document.documentElement;
-      const atBottom = window.innerHeight + window.scrollY >= doc.scrollHeight - 24;
       const caughtUp = rendered >= msgs.length && filled >= stubbed;
       const redraw = new Set();
       for (const m of update.messages) {
@@ -754,20 +763,42 @@
         fresh.querySelectorAll("details").forEach((d, k) => (d.open = !!open[k]));
         article.replaceWith(fresh);
       }
-      if (caughtUp) renderThrough(msgs.length); // else the drawing loop gets them
-      arrived += update.messages.length;
+      if (bulk) draw();
+      else if (caughtUp) renderThrough(msgs.length); // else the drawing loop gets them
       head.querySelector(".msg-count").textContent = messageCount();
+      return true;
+    }
+    function appendLive(update) {
+      if (gen !== generation) return;
+      const doc = document.documentElement;
+      const atBottom = window.innerHeight + window.scrollY >= doc.scrollHeight - 24;
+      if (!addMessages(update, false)) return;
+      arrived += update.messages.length;
       liveNote.textContent = `${fmtInt(arrived)} new message${arrived === 1 ? "" : "s"} since the page opened`;
       if (atBottom) window.scrollTo(0, doc.scrollHeight);
     }
-    const source = new EventSource("/api/sessions/" + encodeURIComponent(id) + "/events?from=" + msgs.length);
-    liveSource = source;
-    source.addEventListener("messages", (ev) => appendLive(JSON.parse(ev.data)));
-    source.addEventListener("reset", () => gen === generation && route());
-    source.addEventListener("gone", () => {
-      source.close();
-      if (gen === generation) liveNote.textContent = "This session can no longer be read.";
-    });
+    function follow() {
+      if (gen !== generation) return;
+      const source = new EventSource("/api/sessions/" + encodeURIComponent(id) + "/events?from=" + msgs.length);
+      liveSource = source;
+      source.addEventListener("messages", (ev) => appendLive(JSON.parse(ev.data)));
+      source.addEventListener("reset", () => gen === generation && route());
+      source.addEventListener("gone", () => {
+        source.close();
+        if (gen === generation) liveNote.textContent = "This session can no longer be read.";
+      });
+    }
+    // A long session came in part: the rest in one more request, drawn by
+    // the frame loop; then live updates from where it ends.
+    if (msgs.length < total()) {
+      api("/api/sessions/" + encodeURIComponent(id) + "?from=" + msgs.length)
+        .then((rest) => {
+          if (gen !== generation || !addMessages(rest, true)) return;
+          if (targetIndex() !== null && current < 0) land();
+          follow();
+        })
+        .catch((e) => gen === generation && status.replaceChildren(errorBox(e)));
+    } else follow();
   }
 
   function sumUsage(u) {
@@ -801,7 +832,10 @@
     main.append(el("p", { class: "loading" }, "Loading session…"));
     let data;
     try {
-      data = await api("/api/sessions/" + encodeURIComponent(id));
+      // A deep link (#seq-N, #m-I) needs every message to find its target;
+      // otherwise the first FIRST come at once and the rest after.
+      const deep = /^#(seq|m)-/.test(location.hash);
+      data = await api("/api/sessions/" + encodeURIComponent(id) + (deep ? "" : "?limit=" + FIRST));
     } catch (e) {
       if (gen !== generation) return;
       main.replaceChildren(errorBox(e));
