@@ -17,8 +17,9 @@
 //!    `.codex` are the same trees (its own sync, timed until its session
 //!    count stops growing).
 //! 4. `peers/ui_browser.py` (Playwright for Python driving Debian's
-//!    `chromium`, the browser tests' pins) measures, for each: navigation →
-//!    first visible session row (median of R), the API requests made before
+//!    `chromium`, the browser tests' pins) measures, for each: the first
+//!    contentful paint and navigation → first visible session row (medians
+//!    of R), the API requests made before
 //!    it, the session-list request re-sent warm, and navigation → first
 //!    visible message of the long session.
 //! 5. Each server's resident memory after that (its process tree's VmRSS)
@@ -551,6 +552,7 @@ pub fn main() {
     let p = |k: &str| peer.as_ref().and_then(|m| ms(&m.browser, k));
     let o = |k: &str| ms(&ours.browser, k);
     for (label, key, unit) in [
+        ("first contentful paint (median)", "first_paint_ms", "ms"),
         (
             "navigation → first visible session row (median)",
             "first_row_ms",

@@ -312,7 +312,7 @@ fn page_of(entries: &[IndexEntry], p: &ListParams) -> ApiResult<Page> {
         }
     }
     roots.sort_by(|&a, &b| {
-        let o = key.compare(&kept[a], &kept[b]);
+        let o = key.compare(kept[a], kept[b]);
         if descending {
             o.reverse()
         } else {
@@ -333,7 +333,7 @@ fn page_of(entries: &[IndexEntry], p: &ListParams) -> ApiResult<Page> {
             if !seen.insert(i) {
                 continue;
             }
-            rows.push(row(&kept[i], depth));
+            rows.push(row(kept[i], depth));
             if let Some(kids) = children.get(&i) {
                 stack.extend(kids.iter().rev().map(|&k| (k, depth + 1)));
             }

@@ -192,6 +192,7 @@ fn app() -> Router<Ui> {
         .route("/", get(page))
         .route("/s/{id}", get(page))
         .route("/s/{id}/changes", get(page))
+        .route("/blame", get(page))
         .route("/search", get(page))
         .route("/usage", get(page))
         .route("/assets/app.js", get(app_js))

@@ -178,6 +178,29 @@ def test_browse_search_changes_and_usage(page, server, artefacts):
     page.wait_for_selector(".hit")
     assert "exact.quantize" in page.locator(".hit").inner_text()
 
+    # Blame: from a changed file to the session and message that last wrote it.
+    page.goto(server.base + f"/s/{SESSION}/changes")
+    page.wait_for_selector("section.file")
+    invoice = page.locator("section.file", has=page.locator("h2", has_text="src/invoice.py")).first
+    invoice.locator("a.blame-link").click()
+    page.wait_for_selector("table.blame tbody tr")
+    assert page.url.startswith(server.base + "/blame?path=")
+    assert page.locator("h1 code").inner_text().endswith("src/invoice.py")
+    last = page.locator("p.last-writer")
+    assert "invoice rounding" in last.inner_text()
+    edits = page.locator("table.blame tbody tr")
+    assert edits.count() >= 2, "every recorded edit of the file is listed"
+    assert edits.first.locator("td:nth-child(4)").inner_text() in ("Edit", "MultiEdit", "Write", "apply_patch")
+    shot(page, artefacts, "4b-blame")
+    writer = last.locator("a").nth(1)
+    target = writer.get_attribute("href")
+    assert re.match(r"^/s/[^/#]+#(seq|m)-\d+$", target), target
+    writer.click()
+    page.wait_for_selector(".hit")
+    assert page.url == server.base + target
+    assert page.locator(".hit").first.is_visible()
+    assert page.locator(".hit details.tool .tool-name").first.inner_text() in ("Edit", "MultiEdit", "Write")
+
     # Usage: charts drawn as SVG, by day and by model.
     page.goto(server.base + "/usage")
     page.wait_for_selector("svg.chart rect.bar")
@@ -234,6 +257,7 @@ def test_a_long_session_comes_in_two_requests(page, server):
         (f"/s/{SESSION}", "article.msg"),
         ("/search?q=rounding", "ol.hits"),
         (f"/s/{SESSION}/changes", "section.file"),
+        (f"/blame?path=src/invoice.py&session={SESSION}", "table.blame"),
         ("/usage", "svg.chart"),
     ],
 )

@@ -145,6 +145,9 @@
     } else if ((m = path.match(/^\/s\/([^/]+)$/))) {
       markNav("sessions");
       viewSession(decodeURIComponent(m[1]), params);
+    } else if (path === "/blame") {
+      markNav("sessions");
+      viewBlame(params);
     } else if (path === "/search") {
       markNav("search");
       viewSearch(params);
@@ -883,7 +886,12 @@
       el("ul", { class: "file-index" }, data.files.map((f, fi) => el("li", null, el("a", { href: "#file-" + fi }, f.path), " ", el("span", { class: "added" }, `+${f.added}`), " ", el("span", { class: "removed" }, `−${f.removed}`))))
     );
     data.files.forEach((f, fi) => {
-      const sec = el("section", { class: "file", id: "file-" + fi, "aria-label": f.path }, el("h2", null, f.path));
+      const blame = "/blame?" + new URLSearchParams({ path: f.path, session: id }).toString();
+      const sec = el(
+        "section",
+        { class: "file", id: "file-" + fi, "aria-label": f.path },
+        el("h2", null, f.path, " ", el("a", { class: "blame-link", href: blame, title: "every recorded edit of this file, in every session" }, "who wrote it"))
+      );
       for (const c of f.changes) {
         const where = c.message >= data.inherited && c.seq !== null && c.seq !== undefined ? `#seq-${c.seq}` : `#m-${c.message}`;
         const link = el("a", { href: sessionUrl(id, where) }, `message ${c.message}`);
@@ -909,6 +917,63 @@
       }
       main.append(sec);
     });
+  }
+
+  // ---------- Blame: who wrote a file ----------
+
+  async function viewBlame(params) {
+    const gen = generation;
+    const path = params.get("path") || "";
+    const from = params.get("session") || "";
+    setTitle("Blame · " + path);
+    main.append(el("h1", null, "Who wrote ", el("code", null, path)));
+    let data;
+    try {
+      const q = new URLSearchParams({ path });
+      if (from) q.set("session", from);
+      data = await api("/api/blame?" + q.toString());
+    } catch (e) {
+      if (gen === generation) main.append(errorBox(e));
+      return;
+    }
+    if (gen !== generation) return;
+    const at = (e) => sessionUrl(e.session, e.seq !== null && e.seq !== undefined ? `#seq-${e.seq}` : `#m-${e.message}`);
+    const last = data.edits.find((e) => !e.failed);
+    if (data.path !== path) main.append(el("p", { class: "summary" }, el("code", null, data.path)));
+    if (last) {
+      main.append(
+        el(
+          "p",
+          { class: "summary last-writer" },
+          "Last written by ",
+          el("a", { href: sessionUrl(last.session) }, last.title || last.session),
+          ", ",
+          el("a", { href: at(last) }, `message ${last.message}`),
+          ` (${last.tool}, ${fmtTime(last.time)})`
+        )
+      );
+    }
+    const rows = data.edits.map((e) =>
+      el(
+        "tr",
+        { class: e.failed ? "failed" : null },
+        el("td", null, fmtTime(e.time)),
+        el("td", null, el("a", { href: sessionUrl(e.session) }, e.title || e.session)),
+        el("td", null, el("a", { class: "blame-message", href: at(e) }, `message ${e.message}`)),
+        el("td", null, e.tool),
+        el("td", null, el("span", { class: "badge kind-" + e.kind }, e.kind), e.failed ? el("span", { class: "badge warn" }, "failed") : null),
+        el("td", { class: "num" }, el("span", { class: "added" }, `+${e.added}`), " ", el("span", { class: "removed" }, `−${e.removed}`))
+      )
+    );
+    main.append(
+      el(
+        "table",
+        { class: "blame" },
+        el("caption", null, `${data.edits.length} recorded edit${data.edits.length === 1 ? "" : "s"}, newest first (${data.sessions_read} session${data.sessions_read === 1 ? "" : "s"} read)`),
+        el("thead", null, el("tr", null, ["When", "Session", "Message", "Tool", "Kind", "Lines"].map((h) => el("th", { scope: "col" }, h)))),
+        el("tbody", null, rows)
+      )
+    );
   }
 
   // ---------- Search ----------
