@@ -821,15 +821,17 @@ pub(crate) struct UsageParams {
     until: Option<String>,
 }
 
-/// `GET /api/usage`: [`memoir::usage::report`] over the whole store.
+/// `GET /api/usage`: [`memoir::usage::report`] over the whole store;
+/// `by=block` makes its rows the 5-hour billing blocks
+/// ([`memoir::usage::blocks_report`]).
 pub(crate) async fn usage(
     Scoped(st): Scoped,
     params: Result<Query<UsageParams>, QueryRejection>,
 ) -> ApiResult<Json<Value>> {
     let p = query(params)?;
-    let group_by =
-        p.by.as_deref()
-            .unwrap_or("day")
+    // `block`: 5-hour billing blocks (`memoir usage --blocks`), as rows.
+    let blocks = p.by.as_deref().map(str::trim) == Some("block");
+    let group_by = if blocks { "" } else { p.by.as_deref().unwrap_or("day") }
             .split(',')
             .filter(|s| !s.trim().is_empty())
             .map(|s| s.trim().parse::<GroupKey>())
@@ -848,10 +850,35 @@ pub(crate) async fn usage(
     let value = blocking(move || {
         let prices = prices(&st)?;
         let report = usage::report(st.store.as_ref(), &q, prices)?;
-        Ok::<_, memoir::Error>(serde_json::to_value(report)?)
+        let mut value = serde_json::to_value(&report)?;
+        if blocks {
+            let found = usage::blocks_report(st.store.as_ref(), &q, prices, Utc::now())?;
+            value["group_by"] = json!(["block"]);
+            value["rows"] = block_rows(&found.blocks)?;
+        }
+        Ok::<_, memoir::Error>(value)
     })
     .await?;
     Ok(Json(value))
+}
+
+/// Billing blocks as usage rows: each keyed by its start (`block`, UTC
+/// `YYYY-MM-DD HH:MM`), with its totals, end, models and whether it is
+/// still running.
+fn block_rows(blocks: &[usage::BillingBlock]) -> Result<Value, serde_json::Error> {
+    blocks
+        .iter()
+        .map(|b| {
+            let mut row = serde_json::to_value(&b.totals)?;
+            row["group"] = json!({"block": b.start.format("%Y-%m-%d %H:%M").to_string()});
+            row["start"] = json!(b.start);
+            row["end"] = json!(b.end);
+            row["models"] = json!(b.models);
+            row["active"] = json!(b.active);
+            Ok(row)
+        })
+        .collect::<Result<Vec<Value>, _>>()
+        .map(Value::Array)
 }
 
 #[cfg(test)]

@@ -210,6 +210,13 @@ def test_browse_search_changes_and_usage(page, server, artefacts):
     page.wait_for_url(re.compile(r"by=model"))
     page.wait_for_selector("svg.chart rect.bar")
     assert page.locator("table.usage-table tbody th", has_text="claude-opus").count() == 1
+    # 5-hour billing blocks: one bar per block, keyed by its start.
+    page.select_option("#f-by", "block")
+    page.wait_for_url(re.compile(r"by=block"))
+    page.wait_for_selector("svg.chart rect.bar")
+    starts = page.locator("table.usage-table tbody th").all_inner_texts()
+    assert starts and all(re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:00", s) for s in starts), starts
+    assert page.locator("svg.chart rect.bar").count() == len(starts)
 
     no_foreign_requests(page, server)
 

@@ -1082,7 +1082,7 @@
         "div",
         { class: "field" },
         el("label", { for: "f-by" }, "Group by"),
-        el("select", { id: "f-by", name: "by" }, ["day", "week", "month", "model", "project", "agent"].map((v) => el("option", { value: v, selected: v === by }, v)))
+        el("select", { id: "f-by", name: "by" }, [["day", "day"], ["week", "week"], ["month", "month"], ["block", "5-hour block"], ["model", "model"], ["project", "project"], ["agent", "agent"]].map(([v, l]) => el("option", { value: v, selected: v === by }, l)))
       ),
       el(
         "div",
@@ -1141,7 +1141,7 @@
     const fmt = (v) => (metric === "cost" ? fmtUsd(v) : fmtTokens(v));
     if (!rows.length) return el("p", { class: "empty" }, "No usage recorded in this range.");
     const max = Math.max(...rows.map(value), 1e-9);
-    const timeSeries = ["day", "week", "month"].includes(by);
+    const timeSeries = ["day", "week", "month", "block"].includes(by);
     const title = `${metric === "cost" ? "Cost" : "Tokens"} by ${by}`;
     if (timeSeries) {
       const W = 960, H = 260, padL = 64, padB = 40, padT = 16;
