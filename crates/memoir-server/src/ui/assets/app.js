@@ -890,7 +890,7 @@
       const sec = el(
         "section",
         { class: "file", id: "file-" + fi, "aria-label": f.path },
-        el("h2", null, f.path, " ", el("a", { class: "blame-link", href: blame, title: "every recorded edit of this file, in every session" }, "who wrote it"))
+        el("div", { class: "file-head" }, el("h2", null, f.path), el("a", { class: "blame-link", href: blame, title: "every recorded edit of this file, in every session" }, "who wrote it"))
       );
       for (const c of f.changes) {
         const where = c.message >= data.inherited && c.seq !== null && c.seq !== undefined ? `#seq-${c.seq}` : `#m-${c.message}`;
