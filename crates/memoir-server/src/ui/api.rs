@@ -831,12 +831,16 @@ pub(crate) async fn usage(
     let p = query(params)?;
     // `block`: 5-hour billing blocks (`memoir usage --blocks`), as rows.
     let blocks = p.by.as_deref().map(str::trim) == Some("block");
-    let group_by = if blocks { "" } else { p.by.as_deref().unwrap_or("day") }
-            .split(',')
-            .filter(|s| !s.trim().is_empty())
-            .map(|s| s.trim().parse::<GroupKey>())
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(ApiError::from)?;
+    let group_by = if blocks {
+        ""
+    } else {
+        p.by.as_deref().unwrap_or("day")
+    }
+    .split(',')
+    .filter(|s| !s.trim().is_empty())
+    .map(|s| s.trim().parse::<GroupKey>())
+    .collect::<Result<Vec<_>, _>>()
+    .map_err(ApiError::from)?;
     let nonempty = |o: Option<String>| o.filter(|s| !s.trim().is_empty());
     let q = UsageQuery {
         project: nonempty(p.project).map(|w| usage::ProjectFilter::Workspace(PathBuf::from(w))),
