@@ -16,7 +16,8 @@
 //! - [`catchup`]: the search index's per-request catch-up from the change
 //!   journal against the full pass;
 //! - [`history`]: agent history at scale (import, listing, usage, index,
-//!   search) on generated trees, against ccusage and `grep`.
+//!   search) on generated trees, against ccusage and `grep`;
+//! - [`ui`]: `memoir ui` against agentsview in headless chromium.
 //!
 //! [`quick`] lists the small-size arguments of each, for
 //! `memoir-bench all --quick`.
@@ -31,6 +32,7 @@ pub mod locomo;
 pub mod manager;
 pub mod search; // cross-session search
 pub mod transcript;
+pub mod ui; // memoir ui against agentsview in a browser
 pub mod view;
 
 use std::sync::OnceLock;
@@ -96,6 +98,7 @@ pub const BENCHES: &[Bench] = &[
     ("search", search::main),
     ("catchup", catchup::main),
     ("history", history::main),
+    ("ui", ui::main),
 ];
 
 /// The small-size arguments and environment of each benchmark for
@@ -154,6 +157,10 @@ pub fn quick(name: &str) -> (Vec<&'static str>, Vec<(&'static str, &'static str)
         "catchup" => (vec!["--sessions", "1000", "--runs", "10"], vec![]),
         "history" => (
             vec!["--sessions", "1000", "--runs", "1", "--queries", "20"],
+            vec![],
+        ),
+        "ui" => (
+            vec!["--sessions", "200", "--runs", "3", "--long-mb", "2"],
             vec![],
         ),
         _ => (vec![], vec![]),

@@ -1,7 +1,7 @@
 //! `memoir-bench`: run one of memoir's benchmarks, or all of them.
 //!
 //! ```text
-//! cargo run --release -p memoir-bench -- transcript|manager|embed|view|load|locomo|search|catchup|history [ARGS]
+//! cargo run --release -p memoir-bench -- transcript|manager|embed|view|load|locomo|search|catchup|history|ui [ARGS]
 //! cargo run --release -p memoir-bench -- all [--quick]
 //! ```
 //!

@@ -90,6 +90,8 @@ enum Command {
     Ui(cmd::ui::Args),
     /// The files a session edited, from its tool calls, as diffs.
     Changes(cmd::changes::Args),
+    /// Which session and message last wrote a file's line (or every recorded edit of the file).
+    Blame(cmd::blame::Args),
     /// Tools for crash and concurrency tests.
     #[command(subcommand, hide = true)]
     Debug(cmd::debug::Command),
@@ -136,6 +138,7 @@ fn main() -> ExitCode {
         #[cfg(feature = "ui")]
         Command::Ui(args) => cmd::ui::run(args),
         Command::Changes(args) => cmd::changes::run(args),
+        Command::Blame(args) => cmd::blame::run(args),
         Command::Import(args) => cmd::import::run(args),
         #[cfg(feature = "client")]
         Command::Sync(args) => cmd::sync::run(args),

@@ -18,6 +18,7 @@ pub const READ_TOOLS: &[&str] = &[
     "remember",
     "promote",
     "usage",
+    "blame",
 ];
 /// Tools offered only with `--allow-writes`.
 pub const WRITE_TOOLS: &[&str] = &["forget", "fork_session"];
@@ -218,6 +219,20 @@ pub fn definition(name: &str) -> Option<Tool> {
             json!({"type": "object", "properties": {
                 "totals": {"type": "object"}, "rows": {"type": "array"}, "truncated": {"type": "boolean"}},
                 "required": ["totals", "rows"]}),
+        )
+        .annotate(read_only()),
+        "blame" => tool(
+            "blame",
+            "Who edited a file",
+            "Which sessions and messages edited a file through their tool calls (Edit, MultiEdit, Write, apply_patch), newest first; with `line`, the one that last wrote that line of the file as it is now (local servers only). Paths: absolute, or relative to the project.".into(),
+            json!({"type": "object", "properties": {
+                "path": {"type": "string", "minLength": 1, "description": "The file: absolute, or relative to the project directory."},
+                "line": {"type": "integer", "minimum": 1, "description": "A line of the file as it is now (1-based)."}
+            }, "required": ["path"], "additionalProperties": false}),
+            json!({"type": "object", "properties": {
+                "path": {"type": "string"}, "edits": {"type": "array"}, "edit": {"type": ["object", "null"]},
+                "line": {"type": "integer"}, "text": {"type": "string"}, "truncated": {"type": "boolean"}},
+                "required": ["path"]}),
         )
         .annotate(read_only()),
         "forget" => tool(

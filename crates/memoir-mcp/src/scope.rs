@@ -81,7 +81,7 @@ pub struct Scope {
     index_key: (PathBuf, String),
     /// For a tenant: the shared store and the prefix of the tenant's ids in
     /// it, so the search can use the shared store's own index.
-    tenant: Option<(Arc<dyn LogStore>, String)>,
+    pub(crate) tenant: Option<(Arc<dyn LogStore>, String)>,
 }
 
 /// One open search index, shared by the calls that use it.

@@ -59,6 +59,7 @@ pub fn call(
         "remember" => remember(&mut scope, parse(args)?),
         "promote" => promote(config, &mut scope, parse(args)?),
         "usage" => usage(&scope, parse(args)?),
+        "blame" => blame(config, indexes, &scope, parse(args)?),
         "forget" => {
             writes(name)?;
             forget(&mut scope, parse(args)?)
@@ -598,6 +599,83 @@ fn fork(scope: &mut Scope, a: ForkArgs) -> Result<Value, ToolError> {
         "messages": f.effective,
         "requested": f.requested,
     }))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BlameArgs {
+    path: String,
+    line: Option<usize>,
+}
+
+/// Most edits a `blame` result lists.
+const MAX_BLAME_EDITS: usize = 50;
+
+/// [`memoir::blame`]: the file's recorded edits (sessions found through the
+/// search index, each read from its log), or who last wrote one line of the
+/// file as it is now (a local server only: it reads the file).
+fn blame(
+    config: &McpConfig,
+    indexes: &Indexes,
+    scope: &Scope,
+    a: BlameArgs,
+) -> Result<Value, ToolError> {
+    use memoir::blame::{self, BlameError};
+    nonempty("path", &a.path)?;
+    let mut path = std::path::PathBuf::from(&a.path);
+    if path.is_relative() {
+        match &scope.workspace {
+            Some(ws) => path = ws.join(path),
+            None => return Err(ToolError::invalid("give the file's absolute path")),
+        }
+    }
+    let path = blame::normalize(&path);
+    let scoped = indexes.get(scope, &config.embedder)?;
+    let prefix = scoped.id_prefix.clone();
+    let visible = |id: &str| match &prefix {
+        Some(p) => id.strip_prefix(p.as_str()).map(str::to_string),
+        None => Some(id.to_string()),
+    };
+    let as_tool = |e: BlameError| match e {
+        BlameError::Search(e) => ToolError::from(e),
+        other => ToolError {
+            class: other.kind(),
+            message: other.to_string(),
+        },
+    };
+    let history = {
+        let mut ix = scoped
+            .index
+            .lock()
+            .map_err(|_| ToolError::internal("search index lock poisoned"))?;
+        blame::file_history_indexed(&scope.manager, &mut ix, &path, visible).map_err(as_tool)?
+    };
+    if let Some(line) = a.line {
+        if scope.tenant.is_some() {
+            return Err(ToolError::invalid(
+                "line blame reads the file as it is now: ask a local memoir mcp, or omit line",
+            ));
+        }
+        let content = std::fs::read(&path).map_err(|source| memoir::Error::Io {
+            op: "read",
+            path: path.clone(),
+            source,
+        })?;
+        let b = blame::blame_line(&history, &String::from_utf8_lossy(&content), line)
+            .map_err(as_tool)?;
+        return Ok(json!(b));
+    }
+    let total = history.edits.len();
+    let truncated = total > MAX_BLAME_EDITS;
+    let mut out = json!({
+        "path": history.path,
+        "edits": history.edits.iter().take(MAX_BLAME_EDITS).collect::<Vec<_>>(),
+        "truncated": truncated,
+    });
+    if truncated {
+        out["note"] = json!(format!("the newest {MAX_BLAME_EDITS} of {total} edits"));
+    }
+    Ok(out)
 }
 
 #[derive(Deserialize)]

@@ -199,6 +199,51 @@ pub struct ServerConfig {
     pub max_body: usize,
     /// Largest accepted payload blob upload (`PUT /v1/blobs/{hash}`), in bytes.
     pub max_blob: usize,
+    /// Serve the team view (the web view, per token's project) beside the
+    /// API, with these `Host`/`Origin` rules (builds with the feature `ui`).
+    pub ui: Option<TeamUi>,
+}
+
+/// Where the team view answers: the `Host` and `Origin` values its gate
+/// accepts (anything else is refused, against DNS rebinding and
+/// cross-site requests).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TeamUi {
+    /// The port the server listens on (names the cookie).
+    pub port: u16,
+    /// Accepted `Host` header values (`name:port`).
+    pub hosts: Vec<String>,
+    /// Accepted `Origin` header values.
+    pub origins: Vec<String>,
+}
+
+impl TeamUi {
+    /// The rules for a server bound to `addr`: its own `ip:port` (and
+    /// `localhost:port` on loopback) over `http://`, plus each of `names`
+    /// (`host` or `host:port`, as a proxy in front forwards it) over
+    /// `http://` and `https://`.
+    pub fn for_listen(addr: SocketAddr, names: &[String]) -> TeamUi {
+        let port = addr.port();
+        let own = match addr {
+            SocketAddr::V4(a) => format!("{}:{port}", a.ip()),
+            SocketAddr::V6(a) => format!("[{}]:{port}", a.ip()),
+        };
+        let mut hosts = vec![own];
+        if addr.ip().is_loopback() {
+            hosts.push(format!("localhost:{port}"));
+        }
+        let mut origins: Vec<String> = hosts.iter().map(|h| format!("http://{h}")).collect();
+        for name in names {
+            hosts.push(name.clone());
+            origins.push(format!("http://{name}"));
+            origins.push(format!("https://{name}"));
+        }
+        TeamUi {
+            port,
+            hosts,
+            origins,
+        }
+    }
 }
 
 impl ServerConfig {
@@ -209,6 +254,7 @@ impl ServerConfig {
             tokens,
             max_body: DEFAULT_MAX_BODY,
             max_blob: DEFAULT_MAX_BLOB,
+            ui: None,
         }
     }
 }

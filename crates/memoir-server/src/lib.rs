@@ -41,8 +41,8 @@ use axum::Router;
 
 pub use background::BackgroundServer;
 pub use config::{
-    check_listen, open_store, parse_tokens, AuthError, ServeError, ServerConfig, TokenGrant,
-    TokenIndex, LEGACY_ROLES,
+    check_listen, open_store, parse_tokens, AuthError, ServeError, ServerConfig, TeamUi,
+    TokenGrant, TokenIndex, LEGACY_ROLES,
 };
 pub use error::ApiError;
 use handlers::{blobs, fork, heads, lease, read, search, trash, write, AppState};
@@ -66,6 +66,11 @@ pub const PROJECT_FIELD: &str = "project";
 /// The API's router over `config`: every route of [`rules::ROUTES`], each
 /// behind its access rule.
 pub fn router(config: ServerConfig) -> Router {
+    #[cfg(feature = "ui")]
+    let team = config
+        .ui
+        .as_ref()
+        .map(|ui| ui::team_router(config.store.clone(), TokenIndex::new(config.tokens.clone()), ui));
     let book = memoir::access::book_of(&config.store);
     let state = Arc::new(AppState {
         store: config.store,
@@ -84,10 +89,17 @@ pub fn router(config: ServerConfig) -> Router {
             router = router.route(route.path, h);
         }
     }
-    router
+    let router = router
         .fallback(handlers::fallback)
         .layer(DefaultBodyLimit::max(config.max_body))
-        .with_state(state)
+        .with_state(state);
+    // The team view's page and `/api/*` beside `/v1/*`, behind its own gate.
+    #[cfg(feature = "ui")]
+    let router = match team {
+        Some(team) => router.merge(team),
+        None => router,
+    };
+    router
 }
 
 /// The handler of one route of [`rules::ROUTES`].

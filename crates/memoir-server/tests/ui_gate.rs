@@ -476,3 +476,71 @@ fn stopping_the_server_ends_open_streams() {
         "shutdown waited on an open live stream"
     );
 }
+
+#[test]
+fn a_session_comes_in_pages_and_the_list_sees_a_new_session() {
+    let r = start();
+    let host = own_host(r.port);
+    let cookie = good_cookie(r.port);
+    let json = |path: &str| {
+        let reply = get(r.port, path, Some(&host), &[("Cookie", &cookie)]);
+        assert_eq!(reply.status, 200, "{path}: {}", reply.body);
+        serde_json::from_str::<serde_json::Value>(&reply.body).unwrap()
+    };
+    // The first page: the head and the first messages, with the count.
+    let first = json("/api/sessions/s-edit?limit=2");
+    let ids: Vec<u64> = first["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["i"].as_u64().unwrap())
+        .collect();
+    assert_eq!(ids, [0, 1]);
+    assert_eq!(
+        (first["from"].as_u64(), first["count"].as_u64()),
+        (Some(0), Some(3))
+    );
+    assert_eq!(first["children"][0]["id"], "s-fork");
+    // The rest: the messages only.
+    let rest = json("/api/sessions/s-edit?from=2");
+    let ids: Vec<u64> = rest["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["i"].as_u64().unwrap())
+        .collect();
+    assert_eq!(ids, [2]);
+    assert_eq!(rest["count"], 3);
+    assert!(rest.get("children").is_none(), "{rest}");
+    assert_eq!(
+        json("/api/sessions/s-edit?from=9")["messages"],
+        serde_json::json!([])
+    );
+    assert_eq!(
+        get(
+            r.port,
+            "/api/sessions/s-edit?page=2",
+            Some(&host),
+            &[("Cookie", &cookie)]
+        )
+        .status,
+        400
+    );
+
+    // The listing is kept between requests, and a session created since
+    // (by another writer of the store) is listed at the next one.
+    assert_eq!(json("/api/sessions")["sessions"], 2);
+    assert_eq!(json("/api/facets")["sessions"], 2);
+    let mut meta = SessionMeta::new("s-new");
+    meta.title = Some("a new one".into());
+    let s = Session::create_in(r.store.clone(), meta).unwrap();
+    s.append_messages(&[Message::user("hello")]).unwrap();
+    let page = json("/api/sessions");
+    assert_eq!(page["sessions"], 3, "{page}");
+    assert_eq!(page["rows"][0]["id"], "s-new", "{page}");
+    assert_eq!(json("/api/facets")["sessions"], 3);
+    // And one appended to since: its count moves.
+    s.append_messages(&[Message::user("again")]).unwrap();
+    let page = json("/api/sessions");
+    assert_eq!(page["rows"][0]["messages"], 2, "{page}");
+}

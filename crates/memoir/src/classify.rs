@@ -3,14 +3,15 @@
 //! statuses, JSON error bodies).
 //!
 //! It stands above every module whose error type it names (the manager,
-//! blobs, embedding, view, search, import), so that [`crate::error`] imports
+//! blobs, blame, embedding, view, search, import), so that [`crate::error`] imports
 //! none of them: each of those types sorts itself with its own `kind()`.
 
 use crate::error::{Error, ErrorKind, StoreError};
 
 /// The kind of the first library error in `err`'s `source()` chain
 /// ([`Error`], [`StoreError`], [`crate::manager::ManagerError`],
-/// [`crate::blob::BlobError`] or, with their features,
+/// [`crate::blob::BlobError`], [`crate::blame::BlameError`] or, with their
+/// features,
 /// [`crate::embed::EmbeddingError`], [`crate::embed::models::ModelError`],
 /// [`crate::view::ViewError`],
 /// [`crate::search::SearchError`] and [`crate::import::ImportError`]);
@@ -44,6 +45,7 @@ fn kind_here(e: &(dyn std::error::Error + 'static)) -> Option<ErrorKind> {
         StoreError,
         crate::manager::ManagerError,
         crate::blob::BlobError,
+        crate::blame::BlameError,
         #[cfg(feature = "view")]
         crate::embed::EmbeddingError,
         #[cfg(feature = "minilm")]
@@ -103,6 +105,18 @@ mod tests {
                     path: PathBuf::new(),
                 }),
                 ErrorKind::Corrupt,
+            ),
+            (
+                Box::new(crate::blame::BlameError::Store(missing())),
+                ErrorKind::NotFound,
+            ),
+            (
+                Box::new(crate::blame::BlameError::NoSuchLine {
+                    path: PathBuf::from("a.rs"),
+                    line: 9,
+                    lines: 2,
+                }),
+                ErrorKind::Invalid,
             ),
             #[cfg(feature = "view")]
             (

@@ -61,6 +61,7 @@
 #![deny(missing_docs)]
 
 pub mod access;
+pub mod blame;
 pub mod blob;
 pub mod changes;
 mod classify;

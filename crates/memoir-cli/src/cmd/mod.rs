@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub mod blame;
 pub mod changes;
 pub mod choices;
 pub mod completions;

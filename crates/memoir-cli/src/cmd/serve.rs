@@ -78,6 +78,13 @@ pub struct Args {
     /// Allow a non-loopback --listen address.
     #[arg(long)]
     allow_public: bool,
+    /// Do not serve the team view (the web view at `/`, per token's project).
+    #[arg(long)]
+    no_ui: bool,
+    /// A host name the team view answers to besides the listen address
+    /// (`name` or `name:port`, as a proxy in front forwards it; repeatable).
+    #[arg(long = "ui-host", value_name = "HOST")]
+    ui_host: Vec<String>,
     /// Manage the store's access tokens instead of serving.
     #[command(subcommand)]
     command: Option<ServeCommand>,
@@ -280,6 +287,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("listening on {listen}"))?;
         let addr = listener.local_addr()?;
         outln!("memoir serve: listening on http://{addr}");
+        if cfg!(feature = "ui") && !args.no_ui {
+            config.ui = Some(memoir_server::TeamUi::for_listen(addr, &args.ui_host));
+            eprintln!("memoir serve: team view at http://{addr}/?token=YOUR_TOKEN");
+        }
         eprintln!(
             "memoir serve: store {}; Ctrl-C or SIGTERM stops after the requests in flight",
             config

@@ -12,8 +12,9 @@
 //! - `GET /api/facets`: agents, projects and models with their session counts.
 //! - `GET /api/costs?ids=a,b`: each session's own usage and cost
 //!   ([`memoir::usage::session_usage`]).
-//! - `GET /api/sessions/{id}`: the conversation (large blocks cut), its
-//!   parent and children.
+//! - `GET /api/sessions/{id}?from&limit`: the conversation (large blocks
+//!   cut; messages `from..from+limit`, all by default, and their `count`),
+//!   its parent and children.
 //! - `GET /api/sessions/{id}/block/{message}/{block}`: one block in full.
 //! - `GET /api/sessions/{id}/changes`: [`memoir::changes::reconstruct`].
 //! - `GET /api/sessions/{id}/events?from=N`: the messages appended after the
@@ -26,7 +27,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
 use axum::extract::rejection::{PathRejection, QueryRejection};
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, Query};
 use axum::http::StatusCode;
 use axum::Json;
 use chrono::{DateTime, NaiveDate, Utc};
@@ -37,7 +38,7 @@ use memoir::usage::{self, GroupKey, PriceTable, UsageQuery};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::Ui;
+use super::{Scoped, Ui};
 use crate::error::{blocking, ApiError, ApiResult};
 
 /// Largest page of the session list.
@@ -54,6 +55,9 @@ pub(crate) async fn not_found() -> ApiError {
 }
 
 pub(crate) fn manager(st: &Ui) -> SessionManager {
+    if let Some(project) = &st.project {
+        return crate::namespace::project_manager(st.shared.clone(), project);
+    }
     SessionManager::with_store(
         st.store.clone(),
         ManagerOptions {
@@ -62,6 +66,17 @@ pub(crate) fn manager(st: &Ui) -> SessionManager {
             ..ManagerOptions::default()
         },
     )
+}
+
+/// Every listed session: the memoised listing
+/// ([`SessionManager::list_sessions_memo`]), so that the list, its facets
+/// and a session's children cost a look at the change journal while the
+/// store is unchanged.
+pub(crate) fn listing(
+    st: &Ui,
+) -> Result<std::sync::Arc<Vec<IndexEntry>>, memoir::manager::ManagerError> {
+    let mut memo = st.listing.lock().unwrap_or_else(|p| p.into_inner());
+    manager(st).list_sessions_memo(&mut memo)
 }
 
 fn query<T>(q: Result<Query<T>, QueryRejection>) -> ApiResult<T> {
@@ -254,7 +269,7 @@ impl SortKey {
 /// Filter, sort and page a listing into trees. A session whose parent is
 /// not among the filtered sessions is a root; roots are sorted and paged,
 /// each followed by its descendants in creation order.
-fn page_of(entries: Vec<IndexEntry>, p: &ListParams) -> ApiResult<Page> {
+fn page_of(entries: &[IndexEntry], p: &ListParams) -> ApiResult<Page> {
     let key = SortKey::parse(p.sort.as_deref())?;
     let descending = match p.dir.as_deref().unwrap_or("desc") {
         "desc" => true,
@@ -267,8 +282,8 @@ fn page_of(entries: Vec<IndexEntry>, p: &ListParams) -> ApiResult<Page> {
     let text = p.q.as_ref().map(|q| q.to_lowercase());
     let nonempty = |o: &Option<String>| o.clone().filter(|s| !s.is_empty());
     let (want_agent, want_project) = (nonempty(&p.agent), nonempty(&p.project));
-    let kept: Vec<IndexEntry> = entries
-        .into_iter()
+    let kept: Vec<&IndexEntry> = entries
+        .iter()
         .filter(|e| {
             want_agent.as_deref().is_none_or(|a| a == agent(e))
                 && want_project.as_deref().is_none_or(|w| w == workspace(e))
@@ -297,7 +312,7 @@ fn page_of(entries: Vec<IndexEntry>, p: &ListParams) -> ApiResult<Page> {
         }
     }
     roots.sort_by(|&a, &b| {
-        let o = key.compare(&kept[a], &kept[b]);
+        let o = key.compare(kept[a], kept[b]);
         if descending {
             o.reverse()
         } else {
@@ -318,7 +333,7 @@ fn page_of(entries: Vec<IndexEntry>, p: &ListParams) -> ApiResult<Page> {
             if !seen.insert(i) {
                 continue;
             }
-            rows.push(row(&kept[i], depth));
+            rows.push(row(kept[i], depth));
             if let Some(kids) = children.get(&i) {
                 stack.extend(kids.iter().rev().map(|&k| (k, depth + 1)));
             }
@@ -335,26 +350,26 @@ fn page_of(entries: Vec<IndexEntry>, p: &ListParams) -> ApiResult<Page> {
 
 /// `GET /api/sessions`.
 pub(crate) async fn sessions(
-    State(st): State<Ui>,
+    Scoped(st): Scoped,
     params: Result<Query<ListParams>, QueryRejection>,
 ) -> ApiResult<Json<Page>> {
     let params = query(params)?;
     let page = blocking(move || {
-        let entries = manager(&st).list_sessions()?;
-        page_of(entries, &params)
+        let entries = listing(&st)?;
+        page_of(&entries, &params)
     })
     .await?;
     Ok(Json(page))
 }
 
 /// `GET /api/facets`.
-pub(crate) async fn facets(State(st): State<Ui>) -> ApiResult<Json<Value>> {
+pub(crate) async fn facets(Scoped(st): Scoped) -> ApiResult<Json<Value>> {
     let value = blocking(move || {
-        let entries = manager(&st).list_sessions()?;
+        let entries = listing(&st)?;
         let mut agents: BTreeMap<String, usize> = BTreeMap::new();
         let mut projects: BTreeMap<String, usize> = BTreeMap::new();
         let mut models: BTreeMap<String, usize> = BTreeMap::new();
-        for e in &entries {
+        for e in entries.iter() {
             *agents.entry(agent(e).to_string()).or_default() += 1;
             *projects.entry(workspace(e)).or_default() += 1;
             if !e.model.is_empty() {
@@ -389,7 +404,7 @@ pub(crate) struct CostParams {
 
 /// `GET /api/costs?ids=a,b`: each session's own tokens and cost.
 pub(crate) async fn costs(
-    State(st): State<Ui>,
+    Scoped(st): Scoped,
     params: Result<Query<CostParams>, QueryRejection>,
 ) -> ApiResult<Json<Value>> {
     let params = query(params)?;
@@ -499,17 +514,49 @@ pub(crate) fn slim_message(i: usize, seq: Option<u64>, m: &Message) -> Value {
     })
 }
 
-/// `GET /api/sessions/{id}`.
+/// The query of `GET /api/sessions/{id}`: which messages (all by default).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SessionParams {
+    /// The first message sent (an index into the conversation).
+    from: Option<usize>,
+    /// At most this many messages.
+    limit: Option<usize>,
+}
+
+/// `GET /api/sessions/{id}?from&limit`: the session's head (with
+/// `from` 0 or absent) and its messages `from..from+limit`; `count` is the
+/// number of messages it has, so a page can fetch the rest.
 pub(crate) async fn session(
-    State(st): State<Ui>,
+    Scoped(st): Scoped,
     path: Result<Path<String>, PathRejection>,
+    params: Result<Query<SessionParams>, QueryRejection>,
 ) -> ApiResult<Json<Value>> {
     let id = session_id(path)?;
+    let p = query(params)?;
     let value = blocking(move || {
         let m = manager(&st);
         let t = m.read_session(&id)?;
+        let count = t.messages.len();
+        let from = p.from.unwrap_or(0).min(count);
+        let to = p
+            .limit
+            .map_or(count, |l| from.saturating_add(l.max(1)).min(count));
+        let messages: Vec<Value> = (from..to)
+            .map(|i| slim_message(i, t.message_seqs.get(i).copied(), &t.messages[i]))
+            .collect();
+        if from > 0 {
+            // A later page: the messages only (the head came with the first).
+            return Ok::<_, ApiError>(json!({
+                "id": t.meta.id,
+                "from": from,
+                "count": count,
+                "last_seq": t.last_seq,
+                "messages": messages,
+            }));
+        }
         // Children: every listed session hanging under this one.
-        let listing = m.list_sessions()?;
+        let listing = listing(&st)?;
         let entry = listing.iter().find(|e| e.id == id);
         let children: Vec<Value> = listing
             .iter()
@@ -530,14 +577,10 @@ pub(crate) async fn session(
             json!({"id": p, "relation": relation,
                    "messages": t.meta.parent.as_ref().map(|f| f.messages)})
         });
-        let messages: Vec<Value> = t
-            .messages
-            .iter()
-            .enumerate()
-            .map(|(i, msg)| slim_message(i, t.message_seqs.get(i).copied(), msg))
-            .collect();
         Ok::<_, ApiError>(json!({
             "id": t.meta.id,
+            "from": from,
+            "count": count,
             "title": t.title.clone().or_else(|| t.meta.title.clone()),
             "agent": usage::agent_of(&t.meta),
             "project": t.meta.workspace,
@@ -559,7 +602,7 @@ pub(crate) async fn session(
 
 /// `GET /api/sessions/{id}/block/{message}/{block}`: one block in full.
 pub(crate) async fn block(
-    State(st): State<Ui>,
+    Scoped(st): Scoped,
     path: Result<Path<(String, usize, usize)>, PathRejection>,
 ) -> ApiResult<Json<Value>> {
     let Path((id, message, index)) = path?;
@@ -591,7 +634,7 @@ impl From<serde_json::Error> for ApiError {
 
 /// `GET /api/sessions/{id}/changes`.
 pub(crate) async fn changes(
-    State(st): State<Ui>,
+    Scoped(st): Scoped,
     path: Result<Path<String>, PathRejection>,
 ) -> ApiResult<Json<Value>> {
     let id = session_id(path)?;
@@ -638,7 +681,7 @@ fn search_error(e: memoir::search::SearchError) -> ApiError {
 
 /// `GET /api/search`: the store's cross-session index, caught up first.
 pub(crate) async fn search(
-    State(st): State<Ui>,
+    Scoped(st): Scoped,
     params: Result<Query<SearchParams>, QueryRejection>,
 ) -> ApiResult<Json<Value>> {
     let p = query(params)?;
@@ -661,30 +704,109 @@ pub(crate) async fn search(
         filter: SearchFilter {
             project: nonempty(p.project),
             agent: nonempty(p.agent),
-            session: nonempty(p.session),
+            session: scoped_session(&st, nonempty(p.session))?,
             since: parse_time(p.since.as_deref(), false)?,
             until: parse_time(p.until.as_deref(), true)?,
             role,
             tool: nonempty(p.tool),
         },
     };
+    let prefix = st.project.as_deref().map(crate::namespace::id_prefix);
     let hits = blocking(move || -> ApiResult<_> {
-        let mut slot = st.search.lock().unwrap_or_else(|p| p.into_inner());
-        if slot.is_none() {
-            *slot = Some(SearchIndex::for_store(st.store.clone()).map_err(search_error)?);
-        }
-        let Some(ix) = slot.as_mut() else {
-            return Err(ApiError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "internal",
-                "search index not open",
-            ));
-        };
-        ix.update().map_err(search_error)?;
-        ix.search(&q).map_err(search_error)
+        with_index(&st, |ix| {
+            ix.update().map_err(search_error)?;
+            ix.search(&q).map_err(search_error)
+        })
     })
     .await?;
+    let hits = match prefix {
+        Some(prefix) => crate::namespace::visible_hits(&prefix, hits),
+        None => hits,
+    };
     Ok(Json(json!({ "hits": hits })))
+}
+
+/// The `session` filter of a search: in the team view, inside the caller's
+/// project (its stored-id prefix, so no other project's hit can match).
+fn scoped_session(st: &Ui, session: Option<String>) -> ApiResult<Option<String>> {
+    let Some(project) = &st.project else {
+        return Ok(session);
+    };
+    let prefix = crate::namespace::id_prefix(project);
+    match session {
+        Some(s) if s.contains(crate::namespace::SEPARATOR) => Err(ApiError::bad_request(format!(
+            "session {s:?} contains '{}'",
+            crate::namespace::SEPARATOR
+        ))),
+        Some(s) => Ok(Some(format!("{prefix}{s}"))),
+        None => Ok(Some(prefix)),
+    }
+}
+
+/// Run `f` on the whole store's search index (opened on first use).
+fn with_index<T>(st: &Ui, f: impl FnOnce(&mut SearchIndex) -> ApiResult<T>) -> ApiResult<T> {
+    let mut slot = st.search.lock().unwrap_or_else(|p| p.into_inner());
+    if slot.is_none() {
+        *slot = Some(SearchIndex::for_store(st.shared.clone()).map_err(search_error)?);
+    }
+    let Some(ix) = slot.as_mut() else {
+        return Err(ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "search index not open",
+        ));
+    };
+    f(ix)
+}
+
+/// The query of `GET /api/blame`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct BlameParams {
+    path: String,
+    /// A session whose workspace a relative `path` is resolved against.
+    session: Option<String>,
+}
+
+/// `GET /api/blame?path&session`: every recorded edit of a file, newest
+/// first ([`memoir::blame::file_history_indexed`]; the sessions found
+/// through the search index, each read from its log).
+pub(crate) async fn blame(
+    Scoped(st): Scoped,
+    params: Result<Query<BlameParams>, QueryRejection>,
+) -> ApiResult<Json<Value>> {
+    let p = query(params)?;
+    if let Some(id) = &p.session {
+        memoir::id::validate(id).map_err(ApiError::from)?;
+    }
+    let value = blocking(move || -> ApiResult<Value> {
+        let m = manager(&st);
+        let mut path = PathBuf::from(&p.path);
+        if path.is_relative() {
+            if let Some(id) = &p.session {
+                path = m.read_session(id)?.meta.workspace.join(path);
+            }
+        }
+        let prefix = st.project.as_deref().map(crate::namespace::id_prefix);
+        let visible = |id: &str| match &prefix {
+            Some(prefix) => id.strip_prefix(prefix.as_str()).map(str::to_string),
+            None => Some(id.to_string()),
+        };
+        let history = with_index(&st, |ix| {
+            memoir::blame::file_history_indexed(&m, ix, &path, visible).map_err(blame_error)
+        })?;
+        Ok(serde_json::to_value(history)?)
+    })
+    .await?;
+    Ok(Json(value))
+}
+
+fn blame_error(e: memoir::blame::BlameError) -> ApiError {
+    use memoir::blame::BlameError;
+    match e {
+        BlameError::Search(e) => search_error(e),
+        other => ApiError::of_kind(other.kind(), other.to_string()),
+    }
 }
 
 /// The query of `GET /api/usage`.
@@ -699,20 +821,26 @@ pub(crate) struct UsageParams {
     until: Option<String>,
 }
 
-/// `GET /api/usage`: [`memoir::usage::report`] over the whole store.
+/// `GET /api/usage`: [`memoir::usage::report`] over the whole store;
+/// `by=block` makes its rows the 5-hour billing blocks
+/// ([`memoir::usage::blocks_report`]).
 pub(crate) async fn usage(
-    State(st): State<Ui>,
+    Scoped(st): Scoped,
     params: Result<Query<UsageParams>, QueryRejection>,
 ) -> ApiResult<Json<Value>> {
     let p = query(params)?;
-    let group_by =
-        p.by.as_deref()
-            .unwrap_or("day")
-            .split(',')
-            .filter(|s| !s.trim().is_empty())
-            .map(|s| s.trim().parse::<GroupKey>())
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(ApiError::from)?;
+    // `block`: 5-hour billing blocks (`memoir usage --blocks`), as rows.
+    let blocks = p.by.as_deref().map(str::trim) == Some("block");
+    let group_by = if blocks {
+        ""
+    } else {
+        p.by.as_deref().unwrap_or("day")
+    }
+    .split(',')
+    .filter(|s| !s.trim().is_empty())
+    .map(|s| s.trim().parse::<GroupKey>())
+    .collect::<Result<Vec<_>, _>>()
+    .map_err(ApiError::from)?;
     let nonempty = |o: Option<String>| o.filter(|s| !s.trim().is_empty());
     let q = UsageQuery {
         project: nonempty(p.project).map(|w| usage::ProjectFilter::Workspace(PathBuf::from(w))),
@@ -726,10 +854,35 @@ pub(crate) async fn usage(
     let value = blocking(move || {
         let prices = prices(&st)?;
         let report = usage::report(st.store.as_ref(), &q, prices)?;
-        Ok::<_, memoir::Error>(serde_json::to_value(report)?)
+        let mut value = serde_json::to_value(&report)?;
+        if blocks {
+            let found = usage::blocks_report(st.store.as_ref(), &q, prices, Utc::now())?;
+            value["group_by"] = json!(["block"]);
+            value["rows"] = block_rows(&found.blocks)?;
+        }
+        Ok::<_, memoir::Error>(value)
     })
     .await?;
     Ok(Json(value))
+}
+
+/// Billing blocks as usage rows: each keyed by its start (`block`, UTC
+/// `YYYY-MM-DD HH:MM`), with its totals, end, models and whether it is
+/// still running.
+fn block_rows(blocks: &[usage::BillingBlock]) -> Result<Value, serde_json::Error> {
+    blocks
+        .iter()
+        .map(|b| {
+            let mut row = serde_json::to_value(&b.totals)?;
+            row["group"] = json!({"block": b.start.format("%Y-%m-%d %H:%M").to_string()});
+            row["start"] = json!(b.start);
+            row["end"] = json!(b.end);
+            row["models"] = json!(b.models);
+            row["active"] = json!(b.active);
+            Ok(row)
+        })
+        .collect::<Result<Vec<Value>, _>>()
+        .map(Value::Array)
 }
 
 #[cfg(test)]
@@ -771,7 +924,7 @@ mod tests {
             entry("orphan", 2, Some("gone")),
         ];
         let page = page_of(
-            entries.clone(),
+            &entries,
             &ListParams {
                 limit: Some(2),
                 ..Default::default()
@@ -782,7 +935,7 @@ mod tests {
         let ids: Vec<(&str, usize)> = page.rows.iter().map(|r| (r.id.as_str(), r.depth)).collect();
         assert_eq!(ids, [("b", 0), ("orphan", 0)]);
         let page = page_of(
-            entries,
+            &entries,
             &ListParams {
                 offset: Some(2),
                 ..Default::default()
@@ -802,7 +955,7 @@ mod tests {
     fn filters_and_bad_parameters() {
         let entries = vec![entry("a", 86_400, None), entry("b", 3 * 86_400, None)];
         let page = page_of(
-            entries.clone(),
+            &entries,
             &ListParams {
                 since: Some("1970-01-03".into()),
                 ..Default::default()
@@ -812,7 +965,7 @@ mod tests {
         assert_eq!(page.rows.len(), 1);
         assert_eq!(page.rows[0].id, "b");
         let page = page_of(
-            entries.clone(),
+            &entries,
             &ListParams {
                 until: Some("1970-01-02".into()),
                 ..Default::default()
@@ -834,7 +987,7 @@ mod tests {
                 ..Default::default()
             },
         ] {
-            assert!(page_of(entries.clone(), &bad).is_err());
+            assert!(page_of(&entries, &bad).is_err());
         }
     }
 

@@ -20,32 +20,74 @@ pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'
 
 /// What the gate checks requests against.
 pub(crate) struct Guard {
-    /// BLAKE3 digest of the secret (compared in constant time).
-    digest: blake3::Hash,
+    /// Who may come in.
+    secret: Secret,
     /// The cookie's name (per port: cookies are not port-scoped).
     cookie: String,
     /// The `Host` values accepted.
-    hosts: [String; 2],
+    hosts: Vec<String>,
     /// The `Origin` values accepted.
-    origins: [String; 2],
+    origins: Vec<String>,
+    /// Where a refused visitor is sent to get a token.
+    hint: &'static str,
 }
+
+/// The secrets a gate accepts.
+enum Secret {
+    /// `memoir ui`: this run's secret, as its BLAKE3 digest.
+    One(blake3::Hash),
+    /// The team view: any bearer token of the server, each naming a project.
+    Tokens(crate::TokenIndex),
+}
+
+/// The project a team-view request is scoped to (a request extension the
+/// gate sets from the cookie's token).
+#[derive(Debug, Clone)]
+pub(crate) struct Project(pub String);
 
 impl Guard {
     pub(crate) fn new(token: &str, port: u16) -> Guard {
         Guard {
-            digest: blake3::hash(token.as_bytes()),
+            secret: Secret::One(blake3::hash(token.as_bytes())),
             cookie: format!("memoir_ui_{port}"),
-            hosts: [format!("127.0.0.1:{port}"), format!("localhost:{port}")],
-            origins: [
+            hosts: vec![format!("127.0.0.1:{port}"), format!("localhost:{port}")],
+            origins: vec![
                 format!("http://127.0.0.1:{port}"),
                 format!("http://localhost:{port}"),
             ],
+            hint: "open the URL `memoir ui` printed (it carries this run's token)",
         }
     }
 
+    /// The team view's gate: the server's tokens, its hosts and origins.
+    pub(crate) fn team(tokens: crate::TokenIndex, ui: &crate::config::TeamUi) -> Guard {
+        Guard {
+            secret: Secret::Tokens(tokens),
+            cookie: format!("memoir_team_{}", ui.port),
+            hosts: ui.hosts.clone(),
+            origins: ui.origins.clone(),
+            hint: "open /?token=YOUR_TOKEN (your bearer token of this server)",
+        }
+    }
+
+    /// `Some(project)` when `candidate` is accepted (`Some(None)` for
+    /// `memoir ui`'s secret, which names no project).
+    fn admit(&self, candidate: &str) -> Option<Option<String>> {
+        match &self.secret {
+            // `blake3::Hash` equality is constant-time.
+            Secret::One(digest) => (blake3::hash(candidate.as_bytes()) == *digest).then_some(None),
+            // The team view shows content: the token's `read` role on its project.
+            Secret::Tokens(tokens) => tokens
+                .authenticate(Some(format!("Bearer {candidate}").as_bytes()))
+                .ok()
+                .filter(|g| g.caller().has(&g.project, memoir::access::Role::Read))
+                .map(|g| Some(g.project.clone())),
+        }
+    }
+
+    #[cfg(test)]
     fn matches(&self, candidate: &str) -> bool {
-        // `blake3::Hash` equality is constant-time.
-        blake3::hash(candidate.as_bytes()) == self.digest
+        self.admit(candidate).is_some()
     }
 
     fn cookie_value<'h>(&self, headers: &'h HeaderMap) -> Option<&'h str> {
@@ -144,12 +186,8 @@ pub(crate) async fn check(State(guard): State<Arc<Guard>>, req: Request, next: N
     }
     let query = req.uri().query().unwrap_or("");
     if let Some(token) = query_token(query) {
-        if !guard.matches(token) {
-            return refuse(
-                StatusCode::FORBIDDEN,
-                "forbidden",
-                "wrong token: use the URL `memoir ui` printed",
-            );
+        if guard.admit(token).is_none() {
+            return refuse(StatusCode::FORBIDDEN, "forbidden", guard.hint);
         }
         // Trade the URL's token for a cookie, and drop it from the address bar.
         let rest = without_token(query);
@@ -173,22 +211,16 @@ pub(crate) async fn check(State(guard): State<Arc<Guard>>, req: Request, next: N
         secure(resp.headers_mut());
         return resp;
     }
-    match guard.cookie_value(headers) {
-        None => {
-            return refuse(
-                StatusCode::UNAUTHORIZED,
-                "unauthorized",
-                "open the URL `memoir ui` printed (it carries this run's token)",
-            )
-        }
-        Some(value) if !guard.matches(value) => {
-            return refuse(
-                StatusCode::FORBIDDEN,
-                "forbidden",
-                "this cookie is from another run: open the URL `memoir ui` printed",
-            )
-        }
-        Some(_) => {}
+    let project = match guard.cookie_value(headers) {
+        None => return refuse(StatusCode::UNAUTHORIZED, "unauthorized", guard.hint),
+        Some(value) => match guard.admit(value) {
+            None => return refuse(StatusCode::FORBIDDEN, "forbidden", guard.hint),
+            Some(project) => project,
+        },
+    };
+    let mut req = req;
+    if let Some(project) = project {
+        req.extensions_mut().insert(Project(project));
     }
     let mut resp = next.run(req).await;
     secure(resp.headers_mut());

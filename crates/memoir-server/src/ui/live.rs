@@ -25,7 +25,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use axum::extract::rejection::{PathRejection, QueryRejection};
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, Query};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -34,7 +34,7 @@ use serde_json::json;
 use tokio::sync::{watch, OwnedSemaphorePermit};
 
 use super::api::{manager, slim_message};
-use super::Ui;
+use super::{Scoped, Ui};
 use crate::error::{ApiError, ApiResult};
 
 /// How often an open stream looks at its session.
@@ -166,7 +166,7 @@ fn last_event_id(headers: &HeaderMap) -> Option<usize> {
 
 /// `GET /api/sessions/{id}/events?from=N`.
 pub(crate) async fn events(
-    State(st): State<Ui>,
+    Scoped(st): Scoped,
     path: Result<Path<String>, PathRejection>,
     params: Result<Query<EventParams>, QueryRejection>,
     headers: HeaderMap,

@@ -19,6 +19,15 @@
 //! - **headers**: a strict Content-Security-Policy (`default-src 'self'`, no
 //!   inline script or style, no framing), `nosniff`, `no-referrer`, and
 //!   `no-store` caching.
+//!
+//! **The team view** ([`team_router`], mounted by `memoir serve`): the same
+//! page and handlers over the server's shared store, where the secret is
+//! any bearer token of the server ([`crate::TokenIndex`]): `/?token=TOKEN`
+//! trades it for the cookie like above, and every request after is scoped
+//! to that token's project (its [`crate::namespace::ProjectStore`]: another
+//! project's session is not found, its search hits and usage are never
+//! counted). The `Host` and `Origin` checks name the server's own address
+//! and the host names it was given ([`crate::config::TeamUi`]).
 
 mod api;
 mod guard;
@@ -69,10 +78,18 @@ pub fn start_url(port: u16, token: &str) -> String {
 
 /// What the UI's handlers share.
 pub(crate) struct UiState {
+    /// The store this request sees (a project's view in the team view).
     pub store: Arc<dyn LogStore>,
+    /// The whole store (the search index's).
+    pub shared: Arc<dyn LogStore>,
+    /// The caller's project in the team view.
+    pub project: Option<String>,
     pub home: Option<PathBuf>,
-    pub prices: std::sync::OnceLock<memoir::usage::PriceTable>,
-    pub search: Mutex<Option<memoir::search::SearchIndex>>,
+    pub prices: Arc<std::sync::OnceLock<memoir::usage::PriceTable>>,
+    pub search: Arc<Mutex<Option<memoir::search::SearchIndex>>>,
+    /// The last listing of the whole store, reused while it does not
+    /// change (a project's view lists afresh: its own memo, never shared).
+    pub listing: Arc<Mutex<memoir::manager::ListingMemo>>,
     /// One permit per open live stream ([`live::MAX_STREAMS`]).
     pub streams: Arc<tokio::sync::Semaphore>,
     /// Turns `true` when the server shuts down: live streams end.
@@ -81,25 +98,101 @@ pub(crate) struct UiState {
 
 pub(crate) type Ui = Arc<UiState>;
 
+/// The state a handler works with: the router's, narrowed to the caller's
+/// project when the gate authenticated one ([`guard::Project`]).
+pub(crate) struct Scoped(pub Ui);
+
+impl axum::extract::FromRequestParts<Ui> for Scoped {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        st: &Ui,
+    ) -> Result<Self, Self::Rejection> {
+        let Some(guard::Project(project)) = parts.extensions.get::<guard::Project>() else {
+            return Ok(Scoped(st.clone()));
+        };
+        Ok(Scoped(Arc::new(UiState {
+            store: Arc::new(crate::namespace::ProjectStore::new(
+                st.shared.clone(),
+                project,
+            )),
+            shared: st.shared.clone(),
+            project: Some(project.clone()),
+            home: st.home.clone(),
+            prices: st.prices.clone(),
+            search: st.search.clone(),
+            listing: Default::default(),
+            streams: st.streams.clone(),
+            closing: st.closing.clone(),
+        })))
+    }
+}
+
 /// The web view's router: the page, its assets and its API, behind the guard.
 pub fn router(config: UiConfig) -> Router {
     routes(config, Arc::new(tokio::sync::watch::channel(false).0))
 }
 
-fn routes(config: UiConfig, closing: Arc<tokio::sync::watch::Sender<bool>>) -> Router {
-    let state: Ui = Arc::new(UiState {
-        store: config.store,
-        home: config.home,
+fn state(
+    store: Arc<dyn LogStore>,
+    home: Option<PathBuf>,
+    closing: Arc<tokio::sync::watch::Sender<bool>>,
+) -> Ui {
+    Arc::new(UiState {
+        shared: store.clone(),
+        store,
+        project: None,
+        home,
         prices: Default::default(),
-        search: Mutex::new(None),
+        search: Default::default(),
+        listing: Default::default(),
         streams: live::stream_slots(),
         closing,
-    });
+    })
+}
+
+fn routes(config: UiConfig, closing: Arc<tokio::sync::watch::Sender<bool>>) -> Router {
+    let state = state(config.store, config.home, closing);
     let guard = guard::Guard::new(&config.token, config.port);
+    app()
+        .fallback(api::not_found)
+        .with_state(state)
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::new(guard),
+            guard::check,
+        ))
+}
+
+/// The team view of `memoir serve`: the page and its API over the shared
+/// `store`, each request scoped to the project of the bearer token its
+/// cookie carries. No fallback: merged beside the server's API.
+pub fn team_router(
+    store: Arc<dyn LogStore>,
+    tokens: crate::TokenIndex,
+    ui: &crate::config::TeamUi,
+) -> Router {
+    let state = state(
+        store,
+        memoir::paths::memoir_home().ok(),
+        Arc::new(tokio::sync::watch::channel(false).0),
+    );
+    let guard = guard::Guard::team(tokens, ui);
+    app()
+        .with_state(state)
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::new(guard),
+            guard::check,
+        ))
+}
+
+/// The page, its assets and its API.
+fn app() -> Router<Ui> {
     Router::new()
         .route("/", get(page))
         .route("/s/{id}", get(page))
         .route("/s/{id}/changes", get(page))
+        .route("/blame", get(page))
         .route("/search", get(page))
         .route("/usage", get(page))
         .route("/assets/app.js", get(app_js))
@@ -117,12 +210,7 @@ fn routes(config: UiConfig, closing: Arc<tokio::sync::watch::Sender<bool>>) -> R
         .route("/api/sessions/{id}/events", get(live::events))
         .route("/api/search", get(api::search))
         .route("/api/usage", get(api::usage))
-        .fallback(api::not_found)
-        .with_state(state)
-        .layer(axum::middleware::from_fn_with_state(
-            Arc::new(guard),
-            guard::check,
-        ))
+        .route("/api/blame", get(api::blame))
 }
 
 /// Serve the web view on `listener` until `shutdown` resolves (open live

@@ -178,6 +178,29 @@ def test_browse_search_changes_and_usage(page, server, artefacts):
     page.wait_for_selector(".hit")
     assert "exact.quantize" in page.locator(".hit").inner_text()
 
+    # Blame: from a changed file to the session and message that last wrote it.
+    page.goto(server.base + f"/s/{SESSION}/changes")
+    page.wait_for_selector("section.file")
+    invoice = page.locator("section.file", has=page.locator("h2", has_text="src/invoice.py")).first
+    invoice.locator("a.blame-link").click()
+    page.wait_for_selector("table.blame tbody tr")
+    assert page.url.startswith(server.base + "/blame?path=")
+    assert page.locator("h1 code").inner_text().endswith("src/invoice.py")
+    last = page.locator("p.last-writer")
+    assert "invoice rounding" in last.inner_text()
+    edits = page.locator("table.blame tbody tr")
+    assert edits.count() >= 2, "every recorded edit of the file is listed"
+    assert edits.first.locator("td:nth-child(4)").inner_text() in ("Edit", "MultiEdit", "Write", "apply_patch")
+    shot(page, artefacts, "4b-blame")
+    writer = last.locator("a").nth(1)
+    target = writer.get_attribute("href")
+    assert re.match(r"^/s/[^/#]+#(seq|m)-\d+$", target), target
+    writer.click()
+    page.wait_for_selector(".hit")
+    assert page.url == server.base + target
+    assert page.locator(".hit").first.is_visible()
+    assert page.locator(".hit details.tool .tool-name").first.inner_text() in ("Edit", "MultiEdit", "Write")
+
     # Usage: charts drawn as SVG, by day and by model.
     page.goto(server.base + "/usage")
     page.wait_for_selector("svg.chart rect.bar")
@@ -187,6 +210,13 @@ def test_browse_search_changes_and_usage(page, server, artefacts):
     page.wait_for_url(re.compile(r"by=model"))
     page.wait_for_selector("svg.chart rect.bar")
     assert page.locator("table.usage-table tbody th", has_text="claude-opus").count() == 1
+    # 5-hour billing blocks: one bar per block, keyed by its start.
+    page.select_option("#f-by", "block")
+    page.wait_for_url(re.compile(r"by=block"))
+    page.wait_for_selector("svg.chart rect.bar")
+    starts = page.locator("table.usage-table tbody th").all_inner_texts()
+    assert starts and all(re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:00", s) for s in starts), starts
+    assert page.locator("svg.chart rect.bar").count() == len(starts)
 
     no_foreign_requests(page, server)
 
@@ -205,6 +235,28 @@ def test_a_ten_thousand_message_session_renders_progressively(page, server):
     assert page.evaluate("document.activeElement.id") == "m-9501"
 
 
+def test_a_long_session_comes_in_two_requests(page, server):
+    """Without a deep link, a long session's head and first messages come
+    in one request and the rest in one more; every message is drawn and
+    the live stream starts after the last."""
+    long = "cc-77770000-0000-4000-8000-0000000010ad"
+    seen = []
+    page.on("request", lambda r: f"/api/sessions/{long}" in r.url and seen.append(r.url))
+    page.goto(server.base + f"/s/{long}")
+    page.wait_for_selector("#m-0")
+    page.wait_for_selector('section.conversation[aria-busy="false"]', timeout=60_000)
+    assert page.locator("article.msg").count() == 10_000
+    assert page.locator(".msg-count").inner_text() == "10,000"
+    reads = [u for u in seen if "/events" not in u]
+    assert len(reads) == 2, reads
+    assert reads[0].endswith("?limit=200") and reads[1].endswith("?from=200"), reads
+    for _ in range(100):
+        if any("/events?from=10000" in u for u in seen):
+            break
+        page.wait_for_timeout(100)
+    assert any("/events?from=10000" in u for u in seen), seen
+
+
 @pytest.mark.parametrize(
     "path,ready",
     [
@@ -212,6 +264,7 @@ def test_a_ten_thousand_message_session_renders_progressively(page, server):
         (f"/s/{SESSION}", "article.msg"),
         ("/search?q=rounding", "ol.hits"),
         (f"/s/{SESSION}/changes", "section.file"),
+        (f"/blame?path=src/invoice.py&session={SESSION}", "table.blame"),
         ("/usage", "svg.chart"),
     ],
 )

@@ -323,6 +323,15 @@ pub struct Index {
     dir: PathBuf,
 }
 
+/// A listing kept in memory between calls of [`Index::list_memo`], with
+/// the checkpoint (change journal position, store directory time, boot) its
+/// entries are current at. Empty by default: the first call lists.
+#[derive(Debug, Default, Clone)]
+pub struct ListingMemo {
+    at: Option<Checkpoint>,
+    entries: std::sync::Arc<Vec<IndexEntry>>,
+}
+
 impl Index {
     /// The index of the store in `store_dir` (`<store_dir>/index/`).
     pub fn new(store_dir: &Path) -> Index {
@@ -451,13 +460,58 @@ impl Index {
     /// against its entry, stale entries are rebuilt, and a new snapshot is
     /// written.
     pub fn list(&self, reader: &dyn LogStore) -> Result<Listing> {
+        Ok(self.list_at(reader)?.0)
+    }
+
+    /// [`Index::list`] and the checkpoint its entries are current at
+    /// (`None` where none is known: no boot id, an unwritable journal).
+    fn list_at(&self, reader: &dyn LogStore) -> Result<(Listing, Option<Checkpoint>)> {
         let journal = Journal::new(&self.store_dir);
         if let Some(snap) = snapshot::load(&self.snapshot_path()) {
-            if let Some(listing) = self.list_from_snapshot(reader, &journal, snap)? {
-                return Ok(listing);
+            if let Some(found) = self.list_from_snapshot(reader, &journal, snap)? {
+                return Ok(found);
             }
         }
         self.list_full(reader, &journal)
+    }
+
+    /// [`Index::list`]'s entries for a long-running reader (the web view):
+    /// `memo` keeps the last listing in memory with the checkpoint it is
+    /// current at. While the change journal and the store directory say
+    /// nothing changed since (and the sampled entries still match their
+    /// transcripts), the kept entries are returned as they are, without
+    /// reading the snapshot; otherwise the store is listed as
+    /// [`Index::list`] does and `memo` replaced.
+    pub fn list_memo(
+        &self,
+        reader: &dyn LogStore,
+        memo: &mut ListingMemo,
+    ) -> Result<std::sync::Arc<Vec<IndexEntry>>> {
+        if let Some(at) = &memo.at {
+            let journal = Journal::new(&self.store_dir);
+            let entries = &memo.entries;
+            let changes = at.changes(&self.store_dir, &journal, || {
+                Ok::<_, crate::Error>(
+                    entries
+                        .iter()
+                        .map(|e| e.id.as_str())
+                        .collect::<HashSet<_>>(),
+                )
+            })?;
+            let fresh = changes.is_some_and(|c| c.is_empty())
+                && checkpoint::sample(entries.len()).all(|i| {
+                    let e = &entries[i];
+                    fs::metadata(self.transcript_path(&e.id))
+                        .is_ok_and(|m| Stamp::of(&m) == e.stamp)
+                });
+            if fresh {
+                return Ok(memo.entries.clone());
+            }
+        }
+        let (listing, at) = self.list_at(reader)?;
+        memo.entries = std::sync::Arc::new(listing.entries);
+        memo.at = at;
+        Ok(memo.entries.clone())
     }
 
     /// The listing from a snapshot, or `None` when it cannot be trusted (the
@@ -467,7 +521,7 @@ impl Index {
         reader: &dyn LogStore,
         journal: &Journal,
         snap: snapshot::Snapshot,
-    ) -> Result<Option<Listing>> {
+    ) -> Result<Option<(Listing, Option<Checkpoint>)>> {
         let mut entries = snap.entries;
         let Some(changes) = snap.header.at.changes(&self.store_dir, journal, || {
             Ok::<_, crate::Error>(
@@ -518,7 +572,7 @@ impl Index {
         if changed.is_empty() && gone.is_empty() && !moved && live.is_none() {
             listing.entries = entries;
             listing.unreadable = header.at.unreadable.len() + header.at.bad_names;
-            return Ok(Some(listing));
+            return Ok(Some((listing, Some(header.at))));
         }
         let mut refreshed: HashMap<String, IndexEntry> = HashMap::new();
         let mut unreadable: BTreeSet<String> = header.at.unreadable.iter().cloned().collect();
@@ -567,7 +621,7 @@ impl Index {
         let _ = snapshot::write(&self.snapshot_path(), &header, &entries);
         listing.unreadable = header.at.unreadable.len() + header.at.bad_names;
         listing.entries = entries;
-        Ok(Some(listing))
+        Ok(Some((listing, Some(header.at))))
     }
 
     /// Refresh one session's entry while holding its transcript's lock
@@ -599,13 +653,18 @@ impl Index {
     /// against its entry, stale and missing entries are rebuilt (on several
     /// threads), entries without a transcript are removed, and a snapshot is
     /// written for the next listing.
-    fn list_full(&self, reader: &dyn LogStore, journal: &Journal) -> Result<Listing> {
+    fn list_full(
+        &self,
+        reader: &dyn LogStore,
+        journal: &Journal,
+    ) -> Result<(Listing, Option<Checkpoint>)> {
         // A missing store lists empty, and a read never creates it.
         if !self.store_dir.is_dir() {
-            return Ok(Listing {
+            let empty = Listing {
                 full_scan: true,
                 ..Listing::default()
-            });
+            };
+            return Ok((empty, None));
         }
         // Taken before looking: what changes while we look is replayed next time.
         let checkpoint = Checkpoint::before_full_scan(&self.store_dir, journal);
@@ -660,6 +719,7 @@ impl Index {
         }
         sort_newest_first(&mut listing.entries);
         listing.unreadable = unreadable.len() + bad_names;
+        let mut current = None;
         if let Some(mut at) = checkpoint {
             unreadable.sort();
             at.unreadable = unreadable;
@@ -670,8 +730,9 @@ impl Index {
                 entries: listing.entries.len(),
             };
             let _ = snapshot::write(&self.snapshot_path(), &header, &listing.entries);
+            current = Some(header.at);
         }
-        Ok(listing)
+        Ok((listing, current))
     }
 
     /// Rebuild the entries of `ids` from their transcripts, on several

@@ -52,7 +52,7 @@ use serde_json::Value;
 
 pub use error::{ManagerError, Result};
 pub use export::{Export, ExportFormat, ExportOptions};
-pub use index::{IndexEntry, Listing, Status};
+pub use index::{IndexEntry, Listing, ListingMemo, Status};
 pub use revisions::Revision;
 pub use trash::{PurgeReport, Trashed};
 
@@ -905,6 +905,20 @@ impl SessionManager {
     /// counted until flushed.
     pub fn list_sessions(&self) -> Result<Vec<IndexEntry>> {
         Ok(self.list_sessions_report()?.entries)
+    }
+
+    /// [`SessionManager::list_sessions`] for a long-running reader (the web
+    /// view): `memo` keeps the last listing, and a store that did not change
+    /// since costs a look at its change journal instead of a parse of the
+    /// listing snapshot ([`index::Index::list_memo`]). Without an index, or
+    /// with a project or workspace filter, it is a plain listing.
+    pub fn list_sessions_memo(&self, memo: &mut ListingMemo) -> Result<Arc<Vec<IndexEntry>>> {
+        match &self.index {
+            Some(index) if self.options.project.is_none() && !self.options.only_workspace => {
+                Ok(index.list_memo(self.reader.as_ref(), memo)?)
+            }
+            _ => Ok(Arc::new(self.list_sessions()?)),
+        }
     }
 
     /// Like [`SessionManager::list_sessions`], with what the index had to heal.

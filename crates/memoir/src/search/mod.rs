@@ -68,6 +68,7 @@ use serde::Serialize;
 pub use context::around;
 pub use error::SearchError;
 pub use indexer::BATCH_DOCS;
+pub use query::MAX_K;
 pub use resume::{resume_command, resume_command_in, ResumeCommand};
 pub use snippet::Snippet;
 pub use time::parse_time;

@@ -386,3 +386,36 @@ fn ingested_sessions_are_listed_without_a_rebuild() {
         .unwrap();
     assert_eq!((b.messages, b.inherited), (3, 2));
 }
+
+#[test]
+fn a_memoised_listing_is_reused_until_the_store_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let ids = sessions(dir.path(), 4);
+    let m = manager(dir.path());
+    let mut memo = memoir::manager::ListingMemo::default();
+    let first = m.list_sessions_memo(&mut memo).unwrap();
+    assert_eq!(listed(&first), truth(dir.path(), &ids));
+    settle();
+    // Listed once more so the snapshot records a settled directory.
+    let settled = m.list_sessions_memo(&mut memo).unwrap();
+    assert_eq!(listed(&settled), truth(dir.path(), &ids));
+
+    // Unchanged: the kept entries themselves, the snapshot not even read.
+    let snapshot = dir.path().join("index").join("listing");
+    fs::write(&snapshot, b"not a snapshot").unwrap();
+    let again = m.list_sessions_memo(&mut memo).unwrap();
+    assert!(std::sync::Arc::ptr_eq(&settled, &again));
+
+    // Appended to by another writer (the store only, no index update) and a
+    // session created by another manager: both seen at the next listing.
+    let store = FileStore::new(dir.path(), Durability::None);
+    store
+        .append(&ids[1], &[Record::Message(Message::user("later"))], None)
+        .unwrap();
+    let mut more = ids.clone();
+    more.extend(sessions(dir.path(), 1));
+    let fresh = m.list_sessions_memo(&mut memo).unwrap();
+    assert!(!std::sync::Arc::ptr_eq(&again, &fresh));
+    assert_eq!(listed(&fresh), truth(dir.path(), &more));
+    assert_eq!(listed(&fresh), listed(&m.list_sessions().unwrap()));
+}

@@ -9,6 +9,7 @@
   const main = document.getElementById("main");
   const PAGE = 50;
   const CHUNK = 400; // messages rendered per frame
+  const FIRST = 200; // messages of a session's first request (the rest follow in one more)
 
   // ---------- small helpers ----------
 
@@ -144,6 +145,9 @@
     } else if ((m = path.match(/^\/s\/([^/]+)$/))) {
       markNav("sessions");
       viewSession(decodeURIComponent(m[1]), params);
+    } else if (path === "/blame") {
+      markNav("sessions");
+      viewBlame(params);
     } else if (path === "/search") {
       markNav("search");
       viewSearch(params);
@@ -203,16 +207,16 @@
     const pager = el("nav", { class: "pager", "aria-label": "Pages" });
     main.append(el("h1", { text: "Sessions" }), form, table, pager);
 
-    let f;
-    try {
-      f = await facets();
-    } catch (e) {
-      main.append(errorBox(e));
-      return;
-    }
-    if (gen !== generation) return;
+    // The page of rows and the filters' choices are asked for at once; the
+    // rows are drawn as soon as they come.
+    const q = new URLSearchParams(params);
+    const offset = Number(params.get("offset") || 0);
+    q.set("offset", offset);
+    q.set("limit", PAGE);
+    const pageRequest = api("/api/sessions?" + q.toString());
+    pageRequest.catch(() => {});
     const p = (k) => params.get(k) || "";
-    form.append(
+    const filters = (f) => form.append(
       el("div", { class: "field" }, input("q", "Title or id", p("q"), "search")),
       el("div", { class: "field" }, selectOf("agent", "Agent", Object.entries(f.agents), p("agent"))),
       el("div", { class: "field" }, selectOf("project", "Project", Object.entries(f.projects), p("project"))),
@@ -248,14 +252,13 @@
       ev.preventDefault();
       apply();
     });
+    facets()
+      .then((f) => gen === generation && filters(f))
+      .catch((e) => gen === generation && main.append(errorBox(e)));
 
-    const q = new URLSearchParams(params);
-    const offset = Number(params.get("offset") || 0);
-    q.set("offset", offset);
-    q.set("limit", PAGE);
     let page;
     try {
-      page = await api("/api/sessions?" + q.toString());
+      page = await pageRequest;
     } catch (e) {
       table.append(errorBox(e));
       return;
@@ -454,7 +457,8 @@
     const id = data.id;
     setTitle(data.title || id);
     const msgs = data.messages;
-    const messageCount = () => fmtInt(msgs.length) + (data.inherited ? ` (${fmtInt(data.inherited)} inherited)` : "");
+    const total = () => Math.max(msgs.length, data.count || 0);
+    const messageCount = () => fmtInt(total()) + (data.inherited ? ` (${fmtInt(data.inherited)} inherited)` : "");
 
     // Tool results by call id, so each call shows its result beside it.
     const results = new Map();
@@ -609,8 +613,8 @@
     }
     function progress() {
       const done = rendered - (stubbed - filled);
-      status.textContent = done < msgs.length ? `Showing ${fmtInt(done)} of ${fmtInt(msgs.length)} messages…` : "";
-      if (done >= msgs.length) list.setAttribute("aria-busy", "false");
+      status.textContent = done < total() ? `Showing ${fmtInt(done)} of ${fmtInt(total())} messages…` : "";
+      if (done >= total()) list.setAttribute("aria-busy", "false");
     }
     function renderThrough(n) {
       const frag = document.createDocumentFragment();
@@ -685,14 +689,23 @@
     if (first !== null && first > CHUNK) stubThrough(first - 20);
     renderThrough(first === null ? CHUNK : first + CHUNK);
     if (first !== null) land();
+    let drawing = false; // the drawing loop is scheduled
     const step = () => {
+      drawing = false;
       if (gen !== generation) return;
       if (filled < stubbed) fillThrough(filled + CHUNK);
       else if (rendered < msgs.length) renderThrough(rendered + CHUNK);
       else return;
+      drawing = true;
       requestAnimationFrame(step);
     };
-    requestAnimationFrame(step);
+    const draw = () => {
+      if (!drawing) {
+        drawing = true;
+        requestAnimationFrame(step);
+      }
+    };
+    draw();
     window.onhashchange = () => gen === generation && land();
 
     // j / k: next / previous message; o: open or close its tool calls.
@@ -726,14 +739,13 @@
     // Server-Sent Events and are drawn in place. The scroll position stays
     // where it is, unless the reader was at the bottom: then it follows.
     let arrived = 0;
-    function appendLive(update) {
-      if (gen !== generation) return;
+    // Messages after those held: the rest of a long session (`bulk`: drawn
+    // by the frame loop) or live ones (drawn at once).
+    function addMessages(update, bulk) {
       if (update.from !== msgs.length) {
         route(); // out of step with the server: reload the session
-        return;
+        return false;
       }
-      const doc = document.documentElement;
-      const atBottom = window.innerHeight + window.scrollY >= doc.scrollHeight - 24;
       const caughtUp = rendered >= msgs.length && filled >= stubbed;
       const redraw = new Set();
       for (const m of update.messages) {
@@ -754,20 +766,42 @@
         fresh.querySelectorAll("details").forEach((d, k) => (d.open = !!open[k]));
         article.replaceWith(fresh);
       }
-      if (caughtUp) renderThrough(msgs.length); // else the drawing loop gets them
-      arrived += update.messages.length;
+      if (bulk) draw();
+      else if (caughtUp) renderThrough(msgs.length); // else the drawing loop gets them
       head.querySelector(".msg-count").textContent = messageCount();
+      return true;
+    }
+    function appendLive(update) {
+      if (gen !== generation) return;
+      const doc = document.documentElement;
+      const atBottom = window.innerHeight + window.scrollY >= doc.scrollHeight - 24;
+      if (!addMessages(update, false)) return;
+      arrived += update.messages.length;
       liveNote.textContent = `${fmtInt(arrived)} new message${arrived === 1 ? "" : "s"} since the page opened`;
       if (atBottom) window.scrollTo(0, doc.scrollHeight);
     }
-    const source = new EventSource("/api/sessions/" + encodeURIComponent(id) + "/events?from=" + msgs.length);
-    liveSource = source;
-    source.addEventListener("messages", (ev) => appendLive(JSON.parse(ev.data)));
-    source.addEventListener("reset", () => gen === generation && route());
-    source.addEventListener("gone", () => {
-      source.close();
-      if (gen === generation) liveNote.textContent = "This session can no longer be read.";
-    });
+    function follow() {
+      if (gen !== generation) return;
+      const source = new EventSource("/api/sessions/" + encodeURIComponent(id) + "/events?from=" + msgs.length);
+      liveSource = source;
+      source.addEventListener("messages", (ev) => appendLive(JSON.parse(ev.data)));
+      source.addEventListener("reset", () => gen === generation && route());
+      source.addEventListener("gone", () => {
+        source.close();
+        if (gen === generation) liveNote.textContent = "This session can no longer be read.";
+      });
+    }
+    // A long session came in part: the rest in one more request, drawn by
+    // the frame loop; then live updates from where it ends.
+    if (msgs.length < total()) {
+      api("/api/sessions/" + encodeURIComponent(id) + "?from=" + msgs.length)
+        .then((rest) => {
+          if (gen !== generation || !addMessages(rest, true)) return;
+          if (targetIndex() !== null && current < 0) land();
+          follow();
+        })
+        .catch((e) => gen === generation && status.replaceChildren(errorBox(e)));
+    } else follow();
   }
 
   function sumUsage(u) {
@@ -801,7 +835,10 @@
     main.append(el("p", { class: "loading" }, "Loading session…"));
     let data;
     try {
-      data = await api("/api/sessions/" + encodeURIComponent(id));
+      // A deep link (#seq-N, #m-I) needs every message to find its target;
+      // otherwise the first FIRST come at once and the rest after.
+      const deep = /^#(seq|m)-/.test(location.hash);
+      data = await api("/api/sessions/" + encodeURIComponent(id) + (deep ? "" : "?limit=" + FIRST));
     } catch (e) {
       if (gen !== generation) return;
       main.replaceChildren(errorBox(e));
@@ -849,7 +886,12 @@
       el("ul", { class: "file-index" }, data.files.map((f, fi) => el("li", null, el("a", { href: "#file-" + fi }, f.path), " ", el("span", { class: "added" }, `+${f.added}`), " ", el("span", { class: "removed" }, `−${f.removed}`))))
     );
     data.files.forEach((f, fi) => {
-      const sec = el("section", { class: "file", id: "file-" + fi, "aria-label": f.path }, el("h2", null, f.path));
+      const blame = "/blame?" + new URLSearchParams({ path: f.path, session: id }).toString();
+      const sec = el(
+        "section",
+        { class: "file", id: "file-" + fi, "aria-label": f.path },
+        el("div", { class: "file-head" }, el("h2", null, f.path), el("a", { class: "blame-link", href: blame, title: "every recorded edit of this file, in every session" }, "who wrote it"))
+      );
       for (const c of f.changes) {
         const where = c.message >= data.inherited && c.seq !== null && c.seq !== undefined ? `#seq-${c.seq}` : `#m-${c.message}`;
         const link = el("a", { href: sessionUrl(id, where) }, `message ${c.message}`);
@@ -875,6 +917,63 @@
       }
       main.append(sec);
     });
+  }
+
+  // ---------- Blame: who wrote a file ----------
+
+  async function viewBlame(params) {
+    const gen = generation;
+    const path = params.get("path") || "";
+    const from = params.get("session") || "";
+    setTitle("Blame · " + path);
+    main.append(el("h1", null, "Who wrote ", el("code", null, path)));
+    let data;
+    try {
+      const q = new URLSearchParams({ path });
+      if (from) q.set("session", from);
+      data = await api("/api/blame?" + q.toString());
+    } catch (e) {
+      if (gen === generation) main.append(errorBox(e));
+      return;
+    }
+    if (gen !== generation) return;
+    const at = (e) => sessionUrl(e.session, e.seq !== null && e.seq !== undefined ? `#seq-${e.seq}` : `#m-${e.message}`);
+    const last = data.edits.find((e) => !e.failed);
+    if (data.path !== path) main.append(el("p", { class: "summary" }, el("code", null, data.path)));
+    if (last) {
+      main.append(
+        el(
+          "p",
+          { class: "summary last-writer" },
+          "Last written by ",
+          el("a", { href: sessionUrl(last.session) }, last.title || last.session),
+          ", ",
+          el("a", { href: at(last) }, `message ${last.message}`),
+          ` (${last.tool}, ${fmtTime(last.time)})`
+        )
+      );
+    }
+    const rows = data.edits.map((e) =>
+      el(
+        "tr",
+        { class: e.failed ? "failed" : null },
+        el("td", null, fmtTime(e.time)),
+        el("td", null, el("a", { href: sessionUrl(e.session) }, e.title || e.session)),
+        el("td", null, el("a", { class: "blame-message", href: at(e) }, `message ${e.message}`)),
+        el("td", null, e.tool),
+        el("td", null, el("span", { class: "badge kind-" + e.kind }, e.kind), e.failed ? el("span", { class: "badge warn" }, "failed") : null),
+        el("td", { class: "num" }, el("span", { class: "added" }, `+${e.added}`), " ", el("span", { class: "removed" }, `−${e.removed}`))
+      )
+    );
+    main.append(
+      el(
+        "table",
+        { class: "blame" },
+        el("caption", null, `${data.edits.length} recorded edit${data.edits.length === 1 ? "" : "s"}, newest first (${data.sessions_read} session${data.sessions_read === 1 ? "" : "s"} read)`),
+        el("thead", null, el("tr", null, ["When", "Session", "Message", "Tool", "Kind", "Lines"].map((h) => el("th", { scope: "col" }, h)))),
+        el("tbody", null, rows)
+      )
+    );
   }
 
   // ---------- Search ----------
@@ -983,7 +1082,7 @@
         "div",
         { class: "field" },
         el("label", { for: "f-by" }, "Group by"),
-        el("select", { id: "f-by", name: "by" }, ["day", "week", "month", "model", "project", "agent"].map((v) => el("option", { value: v, selected: v === by }, v)))
+        el("select", { id: "f-by", name: "by" }, [["day", "day"], ["week", "week"], ["month", "month"], ["block", "5-hour block"], ["model", "model"], ["project", "project"], ["agent", "agent"]].map(([v, l]) => el("option", { value: v, selected: v === by }, l)))
       ),
       el(
         "div",
@@ -1042,7 +1141,7 @@
     const fmt = (v) => (metric === "cost" ? fmtUsd(v) : fmtTokens(v));
     if (!rows.length) return el("p", { class: "empty" }, "No usage recorded in this range.");
     const max = Math.max(...rows.map(value), 1e-9);
-    const timeSeries = ["day", "week", "month"].includes(by);
+    const timeSeries = ["day", "week", "month", "block"].includes(by);
     const title = `${metric === "cost" ? "Cost" : "Tokens"} by ${by}`;
     if (timeSeries) {
       const W = 960, H = 260, padL = 64, padB = 40, padT = 16;
