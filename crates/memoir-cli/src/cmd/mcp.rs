@@ -146,10 +146,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         Some(addr) => {
             memoir_server::check_listen(&addr, args.allow_public)?;
-            let tokens = load_tokens(args.tokens.clone(), &args.token)?;
+            let backend = tenant_backend(&args)?;
+            // Run-time tokens (`memoir serve tokens create`) live in the store.
+            let (tokens, book) = match &backend {
+                Backend::Tenants { store, .. } => (
+                    load_tokens(args.tokens.clone(), &args.token, store)?,
+                    memoir::access::book_of(store),
+                ),
+                Backend::Local { .. } => (Vec::new(), None),
+            };
             (
-                tenant_backend(&args)?,
-                Some(memoir_server::TokenIndex::new(tokens)),
+                backend,
+                Some(memoir_mcp::http::HttpTokens {
+                    index: memoir_server::TokenIndex::new(tokens),
+                    book,
+                }),
             )
         }
         None if args.no_auth => return Err(CliError::usage("--no-auth needs --http ADDR")),
