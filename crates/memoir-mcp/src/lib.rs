@@ -38,14 +38,14 @@ pub mod tools;
 use std::borrow::Cow;
 use std::sync::Arc;
 
+use memoir::access::{Caller, Role};
+use rmcp::model::ErrorCode;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
     ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
     ServerConfig, Tool,
 };
-use memoir::access::{Caller, Role};
-use rmcp::model::ErrorCode;
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 
@@ -271,8 +271,8 @@ impl ServerHandler for MemoirMcp {
         )?;
         let args = request.arguments.unwrap_or_default();
         let this = self.clone();
-        let result = blocking(move || this.run(tenant.as_deref(), caller.as_ref(), &name, args))
-            .await?;
+        let result =
+            blocking(move || this.run(tenant.as_deref(), caller.as_ref(), &name, args)).await?;
         Ok(CallToolResponse::Complete(result))
     }
 

@@ -51,10 +51,7 @@ pub const TOOL_RULES: &[(&str, ToolRule)] = &[
 
 /// The rule of tool `name`; `None`: no rule (refused).
 pub fn rule_of(name: &str) -> Option<ToolRule> {
-    TOOL_RULES
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map(|(_, r)| *r)
+    TOOL_RULES.iter().find(|(n, _)| *n == name).map(|(_, r)| *r)
 }
 
 /// Whether `caller` may call tool `name` on `project`: `Err` names the

@@ -21,7 +21,6 @@ use crate::config::TokenIndex;
 use crate::error::ApiError;
 use crate::rules::{self, Access};
 
-
 /// The tokens a server accepts: its tokens file and its store's book.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Tokens {
@@ -114,12 +113,12 @@ impl<S: HasTokens + Send + Sync> FromRequestParts<S> for Auth {
             None => None,
         };
         let project = match rule {
-            Some(Access::Project(_)) => caller
-                .project_for(named.as_deref())
-                .map_err(|e| match e {
+            Some(Access::Project(_)) => {
+                caller.project_for(named.as_deref()).map_err(|e| match e {
                     memoir::Error::Invalid(m) => ApiError::bad_request(m),
                     e => ApiError::from(e),
-                })?,
+                })?
+            }
             _ => named.unwrap_or_default(),
         };
         let allowed = match rule {
@@ -145,4 +144,3 @@ impl<S: HasTokens + Send + Sync> FromRequestParts<S> for Auth {
         Ok(Auth { project, caller })
     }
 }
-
