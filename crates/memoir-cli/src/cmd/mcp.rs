@@ -1,6 +1,7 @@
 //! `memoir mcp`: serve the store's sessions and notes as MCP tools
 //! ([`memoir_mcp`]) over stdio (default) or streamable HTTP (`--http ADDR`,
-//! with `memoir serve`'s bearer tokens and per-token project scoping).
+//! with `memoir serve`'s bearer tokens, tokens-file and minted alike, per-token
+//! project scoping and each tool gated by its role).
 //! `--print-config claude|codex` prints how to register it.
 //!
 //! Local (stdio) scoping: the project is `--project`, else the current
@@ -49,7 +50,8 @@ pub struct Args {
     /// --http: the store (a directory or postgres://...; default: $MEMOIR_STORE, else the resolved store).
     #[arg(long)]
     store: Option<String>,
-    /// --http: tokens file (default: $MEMOIR_SERVER_TOKENS), as for `memoir serve`.
+    /// --http: tokens file (default: $MEMOIR_SERVER_TOKENS), as for `memoir serve`;
+    /// tokens minted with `memoir serve tokens create` in the store are accepted too.
     #[arg(long)]
     tokens: Option<PathBuf>,
     /// --http: a token as PROJECT=TOKEN (repeatable).
