@@ -1,9 +1,15 @@
 //! Streamable HTTP (`memoir mcp --http ADDR`): the SDK's
-//! `StreamableHttpService` at `/mcp`, behind `memoir serve`'s bearer-token
-//! check ([`memoir_server::TokenIndex`]). Every request must carry a valid
-//! token (401 `{error, message}` otherwise, as `memoir serve` answers); the
-//! token's project is handed to the tools as a [`Tenant`], so a caller only
-//! ever sees its own project's sessions and notes.
+//! `StreamableHttpService` at `/mcp`, behind `memoir serve`'s bearer tokens
+//! ([`HttpTokens`]: the tokens file, and the tokens minted at run time in
+//! the store's book, read through [`memoir::access::identify`] on every
+//! request, so a revoked token is refused on its next request). Every
+//! request must carry a valid token (401 `{error, message}` otherwise, as
+//! `memoir serve` answers) with a role on the project it works on (its
+//! only project, or the one named by `X-Memoir-Project`; 403 otherwise).
+//! The project is handed to the tools as a [`Tenant`] and the token's
+//! [`Caller`] with it: each tool call is checked against its rule
+//! ([`crate::rules`]), so a caller only ever sees its own project's
+//! sessions and notes, and only does what its roles allow.
 //!
 //! Browsers: a request carrying an `Origin` header is served only when that
 //! origin is the server itself on a loopback name (`localhost`,
@@ -20,6 +26,7 @@ use axum::extract::{Request, State};
 use axum::http::{header, StatusCode};
 use axum::middleware::Next;
 use axum::response::Response;
+use memoir::access::{self, AuthError, Role, TokenBook};
 use memoir_server::TokenIndex;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
@@ -29,8 +36,33 @@ use crate::{MemoirMcp, Tenant};
 /// The path the MCP endpoint is served at.
 pub const MCP_PATH: &str = "/mcp";
 
+/// The tokens `memoir mcp --http` accepts: its tokens file and its store's
+/// book of run-time tokens (`memoir serve tokens create`).
+#[derive(Debug, Clone, Default)]
+pub struct HttpTokens {
+    /// The tokens file's tokens.
+    pub index: TokenIndex,
+    /// Tokens minted at run time (`None`: a store that keeps none).
+    pub book: Option<Arc<dyn TokenBook>>,
+}
+
+impl From<TokenIndex> for HttpTokens {
+    fn from(index: TokenIndex) -> HttpTokens {
+        HttpTokens { index, book: None }
+    }
+}
+
+fn unauthorized(e: AuthError) -> Response {
+    let mut r = json_error(StatusCode::UNAUTHORIZED, e.code(), &e.to_string());
+    r.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        header::HeaderValue::from_static("Bearer"),
+    );
+    r
+}
+
 async fn authenticate(
-    State(tokens): State<Arc<TokenIndex>>,
+    State(tokens): State<Arc<HttpTokens>>,
     mut request: Request,
     next: Next,
 ) -> Response {
@@ -38,27 +70,69 @@ async fn authenticate(
         .headers()
         .get(header::AUTHORIZATION)
         .map(|v| v.as_bytes());
-    match tokens.authenticate(header) {
-        // Every tool reads the project's sessions: `read` is required.
-        Ok(grant) if !grant.roles().contains(&memoir::access::Role::Read) => json_error(
-            StatusCode::FORBIDDEN,
-            "forbidden",
-            "this token may not do that (the MCP tools need the read role)",
-        ),
-        Ok(grant) => {
-            let tenant = Tenant(grant.project.clone());
-            request.extensions_mut().insert(tenant);
-            next.run(request).await
+    let secret = match access::bearer(header) {
+        Ok(s) => s.to_string(),
+        Err(e) => return unauthorized(e),
+    };
+    let named = match request.headers().get(access::PROJECT_HEADER) {
+        None => None,
+        Some(v) => match v.to_str() {
+            Ok(v) => Some(v.to_string()),
+            Err(_) => {
+                return json_error(
+                    StatusCode::BAD_REQUEST,
+                    "bad_request",
+                    "the project header is not text",
+                )
+            }
+        },
+    };
+    // The book is read on the blocking pool (a file or a database row).
+    let found = {
+        let tokens = tokens.clone();
+        tokio::task::spawn_blocking(move || {
+            let book = tokens
+                .book
+                .as_deref()
+                .filter(|_| access::secret_id(&secret).is_some());
+            access::identify(book, &secret, |t| tokens.index.find(t).map(|g| g.caller()))
+        })
+        .await
+    };
+    let caller = match found {
+        Ok(Ok(Ok(caller))) => caller,
+        Ok(Ok(Err(e))) => return unauthorized(e),
+        Ok(Err(e)) => {
+            let kind = e.kind();
+            return json_error(
+                memoir_server::ApiError::status_of(kind),
+                kind.code(),
+                &e.to_string(),
+            );
         }
         Err(e) => {
-            let mut r = json_error(StatusCode::UNAUTHORIZED, e.code(), &e.to_string());
-            r.headers_mut().insert(
-                header::WWW_AUTHENTICATE,
-                header::HeaderValue::from_static("Bearer"),
-            );
-            r
+            return json_error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "io",
+                &format!("authentication failed: {e}"),
+            )
         }
+    };
+    let project = match caller.project_for(named.as_deref()) {
+        Ok(p) => p,
+        Err(e) => return json_error(StatusCode::BAD_REQUEST, "bad_request", &e.to_string()),
+    };
+    // Some role on the project; which tools it allows is checked per call.
+    if !caller.grants.contains_key(&project) {
+        return json_error(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            &access::missing_roles(&Role::ALL, &project),
+        );
     }
+    request.extensions_mut().insert(Tenant(project));
+    request.extensions_mut().insert(caller);
+    next.run(request).await
 }
 
 /// Whether a browser page of origin `origin` may call a server listening
@@ -144,7 +218,7 @@ fn json_error(status: StatusCode, code: &str, message: &str) -> Response {
 /// `tokens` (`None`: no authentication, for a local single-user server on
 /// loopback, `--no-auth`). `listen` is added to the accepted `Host` values
 /// (loopback names always are).
-pub fn router(server: MemoirMcp, tokens: Option<TokenIndex>, listen: SocketAddr) -> axum::Router {
+pub fn router(server: MemoirMcp, tokens: Option<HttpTokens>, listen: SocketAddr) -> axum::Router {
     let mut config = StreamableHttpServerConfig::default();
     let ip = listen.ip().to_string();
     config.allowed_hosts.push(ip.clone());

@@ -10,6 +10,10 @@
 //! `2025-06-18` (the `initialize` handshake) for older clients; the SDK's
 //! negotiation picks the client's revision when the server supports it.
 //!
+//! Over HTTP each call is checked against the caller's token roles
+//! ([`rules`]): a tool the caller may not use is left out of `tools/list`
+//! and a call to it is refused with a JSON-RPC error naming the missing role.
+//!
 //! Modules: [`scope`] (which sessions a call may see: a local project, or a
 //! bearer token's project on a shared store), [`tools`] and [`catalog`],
 //! [`page`] (size bounds and cursors), [`resources`], [`http`] (streamable
@@ -26,6 +30,7 @@ pub mod http;
 pub mod page;
 pub mod register;
 pub mod resources;
+pub mod rules;
 pub mod scope;
 pub mod stdio;
 pub mod tools;
@@ -33,6 +38,8 @@ pub mod tools;
 use std::borrow::Cow;
 use std::sync::Arc;
 
+use memoir::access::{Caller, Role};
+use rmcp::model::ErrorCode;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
@@ -82,6 +89,38 @@ fn tenant(ctx: &RequestContext<RoleServer>) -> Option<String> {
         .map(|t| t.0.clone())
 }
 
+/// The caller of a request: who its token is, when it came over HTTP with
+/// authentication.
+fn caller(ctx: &RequestContext<RoleServer>) -> Option<Caller> {
+    ctx.extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|p| p.extensions.get::<Caller>())
+        .cloned()
+}
+
+/// Whether the request may read session content (resources): no caller
+/// (stdio, `--no-auth`), or one holding `read` on its project.
+fn reads(ctx: &RequestContext<RoleServer>, project: Option<&str>) -> bool {
+    caller(ctx).is_none_or(|c| c.reads_all(project.unwrap_or_default()))
+}
+
+/// The JSON-RPC error code of a call the caller's roles do not allow
+/// (in the range JSON-RPC leaves to servers).
+pub const FORBIDDEN: ErrorCode = ErrorCode(-32003);
+
+/// The JSON-RPC error refusing tool or resource `what` to a caller lacking
+/// every role of `needs` on `project`.
+fn forbidden(message: String, what: &str, project: &str, needs: &[Role]) -> McpError {
+    let needs: Vec<&str> = needs.iter().map(|r| r.as_str()).collect();
+    McpError::new(
+        FORBIDDEN,
+        message,
+        Some(serde_json::json!({
+            "error": "forbidden", "tool": what, "project": project, "needs": needs,
+        })),
+    )
+}
+
 impl MemoirMcp {
     /// A server over `config`.
     pub fn new(config: McpConfig) -> MemoirMcp {
@@ -100,14 +139,59 @@ impl MemoirMcp {
         catalog::tools(self.config.allow_writes)
     }
 
-    /// Run one tool call (blocking): its structured result, or a tool error.
-    pub fn call_blocking(
+    /// The tools `caller` may call on `project` (every offered tool when
+    /// there is no caller: stdio, `--no-auth`).
+    pub fn tools_for(&self, caller: Option<(&Caller, &str)>) -> Vec<Tool> {
+        self.tools()
+            .into_iter()
+            .filter(|t| caller.is_none_or(|(c, p)| rules::check(c, p, &t.name).is_ok()))
+            .collect()
+    }
+
+    /// Run one tool call for `caller` on `project` (blocking), as an HTTP
+    /// request does: an unknown tool, or one the caller's roles do not
+    /// allow ([`rules`]), is a JSON-RPC error; a failing call a tool error.
+    pub fn call_as(
+        &self,
+        caller: &Caller,
+        project: &str,
+        name: &str,
+        args: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<CallToolResult, McpError> {
+        self.admit(Some((caller, project)), name)?;
+        Ok(self.run(Some(project), Some(caller), name, args))
+    }
+
+    /// Whether tool `name` is offered and, over HTTP, allowed to `caller`.
+    fn admit(&self, caller: Option<(&Caller, &str)>, name: &str) -> Result<(), McpError> {
+        if self.get_tool(name).is_none() {
+            let hint = if catalog::WRITE_TOOLS.contains(&name) {
+                " (start the server with --allow-writes to enable it)"
+            } else {
+                ""
+            };
+            return Err(McpError::invalid_params(
+                format!("unknown tool {name:?}{hint}"),
+                None,
+            ));
+        }
+        if let Some((c, project)) = caller {
+            if let Err(message) = rules::check(c, project, name) {
+                let needs = rules::rule_of(name).map_or(&[][..], |r| r.any_of);
+                return Err(forbidden(message, name, project, needs));
+            }
+        }
+        Ok(())
+    }
+
+    fn run(
         &self,
         tenant: Option<&str>,
+        caller: Option<&Caller>,
         name: &str,
         args: serde_json::Map<String, serde_json::Value>,
     ) -> CallToolResult {
-        match tools::call(&self.config, &self.indexes, tenant, name, args) {
+        match tools::call(&self.config, &self.indexes, tenant, caller, name, args) {
             Ok(value) => {
                 let text = value.to_string();
                 let mut r = CallToolResult::success(vec![ContentBlock::text(text)]);
@@ -116,6 +200,17 @@ impl MemoirMcp {
             }
             Err(e) => e.into_result(),
         }
+    }
+
+    /// Run one tool call (blocking) with no caller (stdio, `--no-auth`, or
+    /// a trusted embedder): its structured result, or a tool error.
+    pub fn call_blocking(
+        &self,
+        tenant: Option<&str>,
+        name: &str,
+        args: serde_json::Map<String, serde_json::Value>,
+    ) -> CallToolResult {
+        self.run(tenant, None, name, args)
     }
 }
 
@@ -147,9 +242,13 @@ impl ServerHandler for MemoirMcp {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(self.tools()))
+        let caller = caller(&context);
+        let project = tenant(&context).unwrap_or_default();
+        Ok(ListToolsResult::with_all_items(
+            self.tools_for(caller.as_ref().map(|c| (c, project.as_str()))),
+        ))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -162,21 +261,18 @@ impl ServerHandler for MemoirMcp {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let name = request.name.to_string();
-        if self.get_tool(&name).is_none() {
-            let hint = if catalog::WRITE_TOOLS.contains(&name.as_str()) {
-                " (start the server with --allow-writes to enable it)"
-            } else {
-                ""
-            };
-            return Err(McpError::invalid_params(
-                format!("unknown tool {name:?}{hint}"),
-                None,
-            ));
-        }
-        let args = request.arguments.unwrap_or_default();
+        let caller = caller(&context);
         let tenant = tenant(&context);
+        self.admit(
+            caller
+                .as_ref()
+                .map(|c| (c, tenant.as_deref().unwrap_or_default())),
+            &name,
+        )?;
+        let args = request.arguments.unwrap_or_default();
         let this = self.clone();
-        let result = blocking(move || this.call_blocking(tenant.as_deref(), &name, args)).await?;
+        let result =
+            blocking(move || this.run(tenant.as_deref(), caller.as_ref(), &name, args)).await?;
         Ok(CallToolResponse::Complete(result))
     }
 
@@ -186,6 +282,10 @@ impl ServerHandler for MemoirMcp {
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
         let tenant = tenant(&context);
+        if !reads(&context, tenant.as_deref()) {
+            // Resources are session content: hidden without `read`.
+            return Ok(ListResourcesResult::with_all_items(Vec::new()));
+        }
         let config = self.config.clone();
         let list = blocking(move || resources::list(&config, tenant.as_deref())).await?;
         Ok(ListResourcesResult::with_all_items(
@@ -209,6 +309,19 @@ impl ServerHandler for MemoirMcp {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
         let tenant = tenant(&context);
+        if !reads(&context, tenant.as_deref()) {
+            let project = tenant.as_deref().unwrap_or_default();
+            return Err(forbidden(
+                format!(
+                    "{}: {}",
+                    request.uri,
+                    memoir::access::missing_roles(&[Role::Read], project)
+                ),
+                &request.uri,
+                project,
+                &[Role::Read],
+            ));
+        }
         let config = self.config.clone();
         let uri = request.uri.clone();
         let read = blocking(move || resources::read(&config, tenant.as_deref(), &uri)).await?;

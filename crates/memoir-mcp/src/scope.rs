@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use memoir::access::Caller;
 use memoir::blob::ArtifactStore;
 use memoir::embed::EmbeddingProvider;
 use memoir::manager::{LeasePolicy, ManagerOptions, SessionManager};
@@ -82,6 +83,9 @@ pub struct Scope {
     /// For a tenant: the shared store and the prefix of the tenant's ids in
     /// it, so the search can use the shared store's own index.
     pub(crate) tenant: Option<(Arc<dyn LogStore>, String)>,
+    /// The member whose sessions alone the call may act on: a caller
+    /// without `read` on the project (`None`: every session).
+    pub only_member: Option<String>,
 }
 
 /// One open search index, shared by the calls that use it.
@@ -189,6 +193,17 @@ impl Backend {
     /// The scope of a call; `tenant` is the bearer token's project (required
     /// for [`Backend::Tenants`]).
     pub fn scope(&self, tenant: Option<&str>) -> Result<Scope, ToolError> {
+        self.scope_as(tenant, None)
+    }
+
+    /// [`Backend::scope`] for `caller` (an HTTP request's token): the
+    /// sessions it creates name its member, and without `read` on the
+    /// project it acts only on the sessions its member created.
+    pub fn scope_as(
+        &self,
+        tenant: Option<&str>,
+        caller: Option<&Caller>,
+    ) -> Result<Scope, ToolError> {
         match self {
             Backend::Local {
                 dir,
@@ -208,24 +223,33 @@ impl Backend {
                     may_widen: true,
                     index_key: (dir.join(memoir::search::INDEX_DIR), String::new()),
                     tenant: None,
+                    only_member: None,
                 })
             }
             Backend::Tenants { store, index_root } => {
                 let Some(project) = tenant else {
                     return Err(ToolError::internal("no project for this request"));
                 };
-                let ns: Arc<dyn LogStore> = Arc::new(memoir_server::namespace::ProjectStore::new(
-                    store.clone(),
-                    project,
-                ));
+                let member = caller.map(|c| c.member.as_str());
+                let ns: Arc<dyn LogStore> = Arc::new(
+                    memoir_server::namespace::ProjectStore::new(store.clone(), project)
+                        .with_member(member),
+                );
                 Ok(Scope {
-                    manager: memoir_server::namespace::project_manager(store.clone(), project),
+                    manager: memoir_server::namespace::project_manager_as(
+                        store.clone(),
+                        project,
+                        member,
+                    ),
                     store: ns,
                     project: project.to_string(),
                     workspace: None,
                     may_widen: false,
                     index_key: (index_root.join(project), project.to_string()),
                     tenant: Some((store.clone(), memoir_server::namespace::id_prefix(project))),
+                    only_member: caller
+                        .filter(|c| !c.reads_all(project))
+                        .map(|c| c.member.clone()),
                 })
             }
         }
@@ -236,5 +260,12 @@ impl Scope {
     /// Whether a session with workspace `ws` is in the project.
     pub fn owns_workspace(&self, ws: &Path) -> bool {
         self.workspace.as_ref().is_none_or(|p| ws.starts_with(p))
+    }
+
+    /// Whether the call may act on a session with header `meta`: every
+    /// session of the project, or (for a caller without `read`) only those
+    /// its member created, as `memoir serve` rules.
+    pub fn may_act_on(&self, meta: &memoir::record::SessionMeta) -> bool {
+        memoir_server::namespace::created_by(meta, self.only_member.as_deref())
     }
 }

@@ -31,11 +31,14 @@ fn parse<T: DeserializeOwned>(args: Map<String, Value>) -> Result<T, ToolError> 
     serde_json::from_value(Value::Object(args)).map_err(|e| ToolError::invalid(e.to_string()))
 }
 
-/// Run tool `name` with `args` for the caller whose token names `tenant`.
+/// Run tool `name` with `args` for the caller whose token names `tenant`
+/// (`caller`: who it is, over HTTP; its roles were checked by
+/// [`crate::rules::check`], its ownership rule applies here).
 pub fn call(
     config: &McpConfig,
     indexes: &Indexes,
     tenant: Option<&str>,
+    caller: Option<&memoir::access::Caller>,
     name: &str,
     args: Map<String, Value>,
 ) -> Result<Value, ToolError> {
@@ -48,7 +51,7 @@ pub fn call(
             )))
         }
     };
-    let mut scope = config.backend.scope(tenant)?;
+    let mut scope = config.backend.scope_as(tenant, caller)?;
     match name {
         "search_sessions" => search_sessions(config, indexes, &mut scope, parse(args)?),
         "recall" => recall(config, &scope, parse(args)?),
@@ -252,6 +255,15 @@ fn project_sessions(scope: &Scope) -> Result<Vec<IndexEntry>, ToolError> {
         .list_sessions()?
         .into_iter()
         .filter(|e| !notes::is_notes_session(&e.id) && scope.owns_workspace(&e.workspace))
+        .filter(|e| {
+            scope.only_member.is_none()
+                || scope
+                    .store
+                    .read_header(&e.id)
+                    .ok()
+                    .flatten()
+                    .is_some_and(|m| scope.may_act_on(&m))
+        })
         .collect();
     memoir::manager::index::sort_newest_first(&mut all);
     Ok(all)
@@ -273,6 +285,15 @@ fn resolve(scope: &Scope, prefix: &str) -> Result<(String, SessionMeta), ToolErr
     if !scope.owns_workspace(&meta.workspace) {
         return Err(ToolError::not_found(format!(
             "no session {prefix:?} in project {}",
+            scope.project
+        )));
+    }
+    // Another member's session, for a caller without `read`: not found,
+    // never an existence oracle (as `memoir serve` answers).
+    if !scope.may_act_on(&meta) {
+        return Err(ToolError::not_found(format!(
+            "no session {prefix:?} of member {} in project {}",
+            scope.only_member.as_deref().unwrap_or_default(),
             scope.project
         )));
     }

@@ -31,6 +31,7 @@ fn start(dir: &std::path::Path, auth: bool) -> (tokio::runtime::Runtime, SocketA
             expires_at: None,
             ..TokenGrant::default()
         }])
+        .into()
     });
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)

@@ -25,7 +25,7 @@ use crate::rules::{self, Access};
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Tokens {
     /// The tokens file's tokens.
-    pub index: TokenIndex,
+    pub index: Arc<TokenIndex>,
     /// Tokens minted at run time (`None`: a store that keeps none).
     pub book: Option<Arc<dyn TokenBook>>,
 }
@@ -34,21 +34,18 @@ impl Tokens {
     /// The caller a presented token is: a minted secret from the book (read
     /// on the blocking pool), any other from the tokens file.
     pub async fn caller(&self, token: String) -> Result<Caller, ApiError> {
-        if let (Some(book), Some(_)) = (&self.book, access::secret_id(&token)) {
-            let book = book.clone();
-            let secret = token.clone();
-            let found = crate::error::blocking(move || book.authenticate(&secret)).await?;
-            match found {
-                Some(Ok(caller)) => return Ok(caller),
-                // Not in the book: maybe a tokens-file token of that shape.
-                Some(Err(AuthError::Unknown)) | None => {}
-                Some(Err(e)) => return Err(unauthorized(e)),
+        let index = self.index.clone();
+        let fixed = move |t: &str| index.find(t).map(|g| g.caller());
+        // Only a minted secret reads the book (on the blocking pool).
+        let found = match (&self.book, access::secret_id(&token)) {
+            (Some(book), Some(_)) => {
+                let book = book.clone();
+                crate::error::blocking(move || access::identify(Some(book.as_ref()), &token, fixed))
+                    .await?
             }
-        }
-        self.index
-            .find(&token)
-            .map(|g| g.caller())
-            .map_err(unauthorized)
+            _ => access::identify(None, &token, fixed)?,
+        };
+        found.map_err(unauthorized)
     }
 }
 
@@ -72,7 +69,7 @@ impl Auth {
     /// Whether the caller may read every session of the project (else only
     /// its own, through `publish`).
     pub fn reads_all(&self) -> bool {
-        self.caller.has(&self.project, Role::Read)
+        self.caller.reads_all(&self.project)
     }
 
     /// The caller's member name.
@@ -115,21 +112,14 @@ impl<S: HasTokens + Send + Sync> FromRequestParts<S> for Auth {
             ),
             None => None,
         };
-        let project = match (&named, rule) {
-            (Some(p), _) => p.clone(),
-            (None, Some(Access::Project(_))) => {
-                let mut projects = caller.grants.keys();
-                match (projects.next(), projects.next()) {
-                    (Some(p), None) => p.clone(),
-                    _ => {
-                        return Err(ApiError::bad_request(format!(
-                            "the token has roles on several projects: name one with {}",
-                            access::PROJECT_HEADER
-                        )))
-                    }
-                }
+        let project = match rule {
+            Some(Access::Project(_)) => {
+                caller.project_for(named.as_deref()).map_err(|e| match e {
+                    memoir::Error::Invalid(m) => ApiError::bad_request(m),
+                    e => ApiError::from(e),
+                })?
             }
-            (None, _) => String::new(),
+            _ => named.unwrap_or_default(),
         };
         let allowed = match rule {
             None | Some(Access::Public) => false,
@@ -140,23 +130,16 @@ impl<S: HasTokens + Send + Sync> FromRequestParts<S> for Auth {
             Some(Access::Team(role)) => caller.has(&project, role),
         };
         if !allowed {
-            let need = match rule {
-                Some(Access::Project(roles)) => roles
-                    .iter()
-                    .map(|r| r.as_str())
-                    .collect::<Vec<_>>()
-                    .join(" or "),
-                Some(Access::Team(role)) => role.as_str().to_string(),
-                _ => "a rule".to_string(),
-            };
-            return Err(forbidden(format!(
-                "this token may not do that (it needs the {need} role{})",
-                if project.is_empty() {
-                    String::new()
-                } else {
-                    format!(" on project {project}")
+            let team;
+            let need: &[Role] = match rule {
+                Some(Access::Project(roles)) => roles,
+                Some(Access::Team(role)) => {
+                    team = [role];
+                    &team
                 }
-            )));
+                _ => &[],
+            };
+            return Err(forbidden(access::missing_roles(need, &project)));
         }
         Ok(Auth { project, caller })
     }

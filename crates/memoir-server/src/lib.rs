@@ -75,7 +75,7 @@ pub fn router(config: ServerConfig) -> Router {
     let state = Arc::new(AppState {
         store: config.store,
         tokens: auth::Tokens {
-            index: TokenIndex::new(config.tokens),
+            index: Arc::new(TokenIndex::new(config.tokens)),
             book,
         },
         #[cfg(feature = "search")]

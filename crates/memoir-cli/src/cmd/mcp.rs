@@ -1,6 +1,7 @@
 //! `memoir mcp`: serve the store's sessions and notes as MCP tools
 //! ([`memoir_mcp`]) over stdio (default) or streamable HTTP (`--http ADDR`,
-//! with `memoir serve`'s bearer tokens and per-token project scoping).
+//! with `memoir serve`'s bearer tokens, tokens-file and minted alike, per-token
+//! project scoping and each tool gated by its role).
 //! `--print-config claude|codex` prints how to register it.
 //!
 //! Local (stdio) scoping: the project is `--project`, else the current
@@ -49,7 +50,8 @@ pub struct Args {
     /// --http: the store (a directory or postgres://...; default: $MEMOIR_STORE, else the resolved store).
     #[arg(long)]
     store: Option<String>,
-    /// --http: tokens file (default: $MEMOIR_SERVER_TOKENS), as for `memoir serve`.
+    /// --http: tokens file (default: $MEMOIR_SERVER_TOKENS), as for `memoir serve`;
+    /// tokens minted with `memoir serve tokens create` in the store are accepted too.
     #[arg(long)]
     tokens: Option<PathBuf>,
     /// --http: a token as PROJECT=TOKEN (repeatable).
@@ -146,10 +148,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         Some(addr) => {
             memoir_server::check_listen(&addr, args.allow_public)?;
-            let tokens = load_tokens(args.tokens.clone(), &args.token)?;
+            let backend = tenant_backend(&args)?;
+            // Run-time tokens (`memoir serve tokens create`) live in the store.
+            let (tokens, book) = match &backend {
+                Backend::Tenants { store, .. } => (
+                    load_tokens(args.tokens.clone(), &args.token, store)?,
+                    memoir::access::book_of(store),
+                ),
+                Backend::Local { .. } => (Vec::new(), None),
+            };
             (
-                tenant_backend(&args)?,
-                Some(memoir_server::TokenIndex::new(tokens)),
+                backend,
+                Some(memoir_mcp::http::HttpTokens {
+                    index: memoir_server::TokenIndex::new(tokens),
+                    book,
+                }),
             )
         }
         None if args.no_auth => return Err(CliError::usage("--no-auth needs --http ADDR")),

@@ -260,20 +260,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     check_listen(&args.listen, args.allow_public)?;
     let durability = args.durability;
     let spec = store_spec(args.store)?;
-    let tokens = configured_tokens(args.tokens, &args.token)?;
     let mut config = open_store(&spec, durability).with_context(|| format!("opening {spec}"))?;
-    if tokens.is_empty() {
-        let minted = match memoir::access::book_of(&config.store) {
-            Some(book) => book.list()?.iter().any(|t| t.revoked_at.is_none()),
-            None => false,
-        };
-        if !minted {
-            return Err(CliError::usage(
-                "no tokens: create one with `memoir serve tokens create`, or give --token \
-                 PROJECT=TOKEN or --tokens FILE (or $MEMOIR_SERVER_TOKENS)",
-            ));
-        }
-    }
+    let tokens = load_tokens(args.tokens, &args.token, &config.store)?;
     config.tokens = tokens;
     config.max_body = args.max_body_mib.max(1) << 20;
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -308,15 +296,27 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 /// The bearer tokens of `--tokens FILE` (else `$MEMOIR_SERVER_TOKENS`) and
-/// every `--token PROJECT=TOKEN`, checked; none at all is a usage error.
-/// Shared by `memoir serve` and `memoir mcp --http`.
+/// every `--token PROJECT=TOKEN`, checked; none at all is a usage error
+/// unless `store`'s book holds a live run-time token. Shared by
+/// `memoir serve` and `memoir mcp --http`.
 #[cfg(feature = "server")]
-pub fn load_tokens(file: Option<PathBuf>, token: &[String]) -> anyhow::Result<Vec<TokenGrant>> {
+pub fn load_tokens(
+    file: Option<PathBuf>,
+    token: &[String],
+    store: &std::sync::Arc<dyn memoir::store::LogStore>,
+) -> anyhow::Result<Vec<TokenGrant>> {
     let tokens = configured_tokens(file, token)?;
     if tokens.is_empty() {
-        return Err(CliError::usage(
-            "no tokens: give --token PROJECT=TOKEN or --tokens FILE (or $MEMOIR_SERVER_TOKENS)",
-        ));
+        let minted = match memoir::access::book_of(store) {
+            Some(book) => book.list()?.iter().any(|t| t.revoked_at.is_none()),
+            None => false,
+        };
+        if !minted {
+            return Err(CliError::usage(
+                "no tokens: create one with `memoir serve tokens create`, or give --token \
+                 PROJECT=TOKEN or --tokens FILE (or $MEMOIR_SERVER_TOKENS)",
+            ));
+        }
     }
     Ok(tokens)
 }

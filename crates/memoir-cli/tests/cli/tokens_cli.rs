@@ -207,3 +207,67 @@ fn tokens_minted_on_the_store_push_report_and_revoke() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// The status line's code and the whole response of an MCP `initialize`
+/// POST to `memoir mcp --http` on `port` with bearer `token`.
+fn mcp_initialize(port: u16, token: &str) -> Option<(u16, String)> {
+    use std::io::{Read, Write};
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let req = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\
+         Connection: close\r\nAuthorization: Bearer {token}\r\n\r\n{body}",
+        body.len()
+    );
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.write_all(req.as_bytes()).ok()?;
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).ok()?;
+    let text = String::from_utf8_lossy(&out).to_string();
+    Some((text.get(9..12)?.parse().ok()?, text))
+}
+
+/// `memoir mcp --http` over a store with only a minted token (no tokens
+/// file) starts, serves that token, and refuses it once it is revoked.
+#[test]
+fn mcp_over_http_serves_a_minted_token_until_it_is_revoked() {
+    let root = tempfile::tempdir().unwrap();
+    let root = root.path();
+    let served = root.join("served");
+    let (secret, id) = create(root, &served, "ana", "team=read");
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let _server = Server(
+        memoir_in(root)
+            .args(["mcp", "--http", &format!("127.0.0.1:{port}"), "--store"])
+            .arg(&served)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let t0 = Instant::now();
+    let (status, response) = loop {
+        if let Some(r) = mcp_initialize(port, &secret) {
+            break r;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "server did not start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status, 200, "{response}");
+    ok(memoir_in(root)
+        .args(["serve", "tokens", "revoke", "--json", "--store"])
+        .arg(&served)
+        .arg(&id)
+        .output()
+        .unwrap());
+    let (status, response) = mcp_initialize(port, &secret).unwrap();
+    assert_eq!(status, 401, "{response}");
+    assert!(response.contains("token_revoked"), "{response}");
+}

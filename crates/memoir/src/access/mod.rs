@@ -309,6 +309,66 @@ impl Caller {
     }
 }
 
+impl Caller {
+    /// The project a request works on: the one it names (the
+    /// [`PROJECT_HEADER`]), else the caller's only project; an error when
+    /// the caller holds roles on several and names none.
+    pub fn project_for(&self, named: Option<&str>) -> Result<String> {
+        if let Some(p) = named {
+            return Ok(p.to_string());
+        }
+        let mut projects = self.grants.keys();
+        match (projects.next(), projects.next()) {
+            (Some(p), None) => Ok(p.clone()),
+            _ => Err(Error::Invalid(format!(
+                "the token has roles on several projects: name one with {PROJECT_HEADER}"
+            ))),
+        }
+    }
+
+    /// Whether the caller may see every session of `project` (`read`);
+    /// without it, a `publish` member sees only the sessions it created.
+    pub fn reads_all(&self, project: &str) -> bool {
+        self.has(project, Role::Read)
+    }
+}
+
+/// The refusal message of a caller lacking every one of `roles` (any one
+/// would do) on `project` (empty: a team-wide check).
+pub fn missing_roles(roles: &[Role], project: &str) -> String {
+    let need = roles
+        .iter()
+        .map(|r| r.as_str())
+        .collect::<Vec<_>>()
+        .join(" or ");
+    let need = if need.is_empty() { "a" } else { &need };
+    if project.is_empty() {
+        format!("this token may not do that (it needs the {need} role)")
+    } else {
+        format!("this token may not do that (it needs the {need} role on project {project})")
+    }
+}
+
+/// Who presents `secret` to a server: a minted secret (`memoir_<id>_...`)
+/// from `book`, read now (so a revocation holds on the next request), else
+/// the server's fixed tokens (`fixed`, e.g. its tokens file). A secret of
+/// the minted shape that `book` does not know is tried against `fixed` too.
+/// The outer error is a store failure; the inner one a refused token.
+pub fn identify(
+    book: Option<&dyn TokenBook>,
+    secret: &str,
+    fixed: impl FnOnce(&str) -> std::result::Result<Caller, AuthError>,
+) -> Result<std::result::Result<Caller, AuthError>> {
+    if let Some(book) = book {
+        match book.authenticate(secret)? {
+            Some(Ok(caller)) => return Ok(Ok(caller)),
+            Some(Err(AuthError::Unknown)) | None => {}
+            Some(Err(e)) => return Ok(Err(e)),
+        }
+    }
+    Ok(fixed(secret))
+}
+
 /// Why a presented token was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum AuthError {
