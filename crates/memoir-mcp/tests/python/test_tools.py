@@ -13,7 +13,7 @@ from mcp.shared.exceptions import MCPError
 
 READ_TOOLS = {
     "search_sessions", "recall", "list_sessions", "get_session",
-    "resume_command", "list_notes", "remember", "promote", "usage",
+    "resume_command", "list_notes", "remember", "promote", "usage", "blame",
 }
 WRITE_TOOLS = {"forget", "fork_session"}
 
