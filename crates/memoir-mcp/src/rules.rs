@@ -42,6 +42,7 @@ pub const TOOL_RULES: &[(&str, ToolRule)] = &[
     ("get_session", rule(READ, false)),
     ("resume_command", rule(READ, false)),
     ("list_notes", rule(READ, false)),
+    ("blame", rule(READ, false)),
     ("remember", rule(PUBLISH, false)),
     ("promote", rule(PUBLISH, true)),
     ("usage", rule(USAGE, false)),

@@ -52,7 +52,7 @@ fn args(v: Value) -> Map<String, Value> {
 fn expected(tool: &str) -> &'static [Role] {
     match tool {
         "search_sessions" | "recall" | "list_sessions" | "get_session" | "resume_command"
-        | "list_notes" => &[Role::Read],
+        | "list_notes" | "blame" => &[Role::Read],
         "remember" | "promote" | "forget" | "fork_session" => &[Role::Publish],
         "usage" => &[Role::Usage],
         other => panic!("tool {other:?} has no expected roles in this table: add it"),
