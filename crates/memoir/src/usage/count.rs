@@ -114,6 +114,11 @@ pub(crate) struct Found {
     pub(crate) usage: Usage,
     /// The requests it stands for.
     pub(crate) requests: u64,
+    /// `seq` of the record the copy held was read from.
+    pub(crate) seq: u64,
+    /// `seq` of the record its first copy was read from: the response is
+    /// present from there on ([`Owned::upto`]).
+    pub(crate) first_seq: u64,
 }
 
 /// The responses one session owns, de-duplicated within the session (last
@@ -148,9 +153,44 @@ impl Owned {
         }
     }
 
-    /// Add one usage-bearing message (`by_identity`: the index of each
-    /// identity in `messages`, kept by the caller).
-    fn push(&mut self, by_identity: &mut HashMap<u128, usize>, m: &Message, usage: Usage) {
+    /// What a session held up to its record `seq` inclusive (a fork
+    /// point): the responses that count then, each as it was then, in
+    /// first-seen order. `None` when that cannot be told from these alone:
+    /// a response present then was replaced by a later copy (the copy held
+    /// then is gone).
+    pub(crate) fn upto(&self, seq: u64) -> Option<Vec<&Found>> {
+        let mut lists: [Vec<&Found>; 3] = Default::default();
+        for (list, all) in lists
+            .iter_mut()
+            .zip([&self.messages, &self.summaries, &self.outcomes])
+        {
+            for f in all.iter().filter(|f| f.first_seq <= seq) {
+                if f.seq > seq {
+                    return None;
+                }
+                list.push(f);
+            }
+        }
+        let [messages, summaries, outcomes] = lists;
+        Some(if !messages.is_empty() {
+            messages
+        } else if !summaries.is_empty() {
+            summaries
+        } else {
+            outcomes
+        })
+    }
+
+    /// Add one usage-bearing message read from record `seq`
+    /// (`by_identity`: the index of each identity in `messages`, kept by
+    /// the caller).
+    fn push(
+        &mut self,
+        by_identity: &mut HashMap<u128, usize>,
+        m: &Message,
+        usage: Usage,
+        seq: u64,
+    ) {
         self.push_found(
             by_identity,
             Found {
@@ -161,6 +201,8 @@ impl Owned {
                 at: m.timestamp,
                 usage,
                 requests: 1,
+                seq,
+                first_seq: seq,
             },
         );
     }
@@ -181,7 +223,8 @@ impl Owned {
         }
         match f.identity.and_then(|i| by_identity.get(&i).copied()) {
             Some(at) => {
-                self.messages[at] = f;
+                let first_seq = self.messages[at].first_seq;
+                self.messages[at] = Found { first_seq, ..f };
                 self.merged += 1;
             }
             None => {
@@ -234,26 +277,27 @@ impl Owned {
         }
     }
 
-    /// Fold records appended after the ones this was computed from. False
+    /// Fold records appended after the ones this was computed from, the
+    /// first of them numbered `first_seq` (then one `seq` each). False
     /// (`self` then partly updated: discard it) when that cannot be done
     /// without the earlier records: a `rewrite` needs what was present.
-    pub(crate) fn apply(&mut self, records: &[Record]) -> bool {
+    pub(crate) fn apply(&mut self, records: &[Record], first_seq: u64) -> bool {
         if records.iter().any(|r| matches!(r, Record::Rewrite { .. })) {
             return false;
         }
         let mut by_identity = self.identities();
-        for r in records {
-            self.record(&mut by_identity, r);
+        for (seq, r) in (first_seq..).zip(records) {
+            self.record(&mut by_identity, r, seq);
         }
         true
     }
 
-    /// Fold one record that is not a `rewrite`.
-    fn record(&mut self, by_identity: &mut HashMap<u128, usize>, record: &Record) {
+    /// Fold one record that is not a `rewrite`, numbered `seq`.
+    fn record(&mut self, by_identity: &mut HashMap<u128, usize>, record: &Record, seq: u64) {
         match record {
             Record::Message(m) => {
                 if let Some(u) = m.usage {
-                    self.push(by_identity, m, u);
+                    self.push(by_identity, m, u, seq);
                 }
             }
             Record::Summary(s) if !s.usage.is_zero() => self.summaries.push(Found {
@@ -264,6 +308,8 @@ impl Owned {
                 at: None,
                 usage: s.usage,
                 requests: u64::from(s.turns.max(1)),
+                seq,
+                first_seq: seq,
             }),
             Record::Outcome(o) if !o.usage.is_zero() => self.outcomes.push(Found {
                 identity: None,
@@ -273,6 +319,8 @@ impl Owned {
                 at: None,
                 usage: o.usage,
                 requests: u64::from(o.turns.max(1)),
+                seq,
+                first_seq: seq,
             }),
             _ => {}
         }
@@ -297,6 +345,9 @@ pub(crate) trait SessionSource {
     /// The responses of a listed session; `Ok(None)` to skip it (deleted
     /// since the listing, or unreadable and not selected).
     fn load(&mut self, listed: &Listed, selected: bool) -> Result<Option<SessionResponses>>;
+    /// A loaded session the walk is done with, handed back (kept by a
+    /// source that answers [`Ancestors`] after the walk).
+    fn done(&mut self, _session: SessionResponses) {}
 }
 
 /// Reads every session's records from the store (no summary).
@@ -374,6 +425,7 @@ pub(crate) fn walk_source(
         };
         let (found, merged) = owned.found();
         let side = is_side_session(&meta);
+        let last = selection.stop_after.is_some_and(|s| s == meta.id);
         if selected {
             stats.sessions += 1;
             stats.duplicates += merged;
@@ -412,7 +464,11 @@ pub(crate) fn walk_source(
             };
             visit(Event::Response(&counted));
         }
-        if selection.stop_after.is_some_and(|s| s == meta.id) {
+        source.done(SessionResponses {
+            meta,
+            owned: Some(owned),
+        });
+        if last {
             break;
         }
     }
@@ -425,6 +481,37 @@ pub(crate) fn walk_source(
 /// inherited figure would be wrong, not merely partial).
 pub fn inherited(
     store: &dyn LogStore,
+    meta: &SessionMeta,
+    prices: &PriceTable,
+    visit: &mut dyn FnMut(&Counted<'_>),
+) -> Result<()> {
+    inherited_from(store, &NoAncestors, meta, prices, visit)
+}
+
+/// Where a fork's ancestors' responses come from before their logs: the
+/// usage summaries a report has read.
+pub(crate) trait Ancestors {
+    /// Session `id`'s header and what it held up to its record `seq`
+    /// ([`Owned::upto`]); `None` when that cannot be told exactly without
+    /// its log (no summary of it, an unreadable one, or a response replaced
+    /// after `seq`).
+    fn upto(&self, id: &str, seq: u64) -> Option<(&SessionMeta, Vec<&Found>)>;
+}
+
+/// No summaries: every ancestor is read from its log.
+pub(crate) struct NoAncestors;
+
+impl Ancestors for NoAncestors {
+    fn upto(&self, _id: &str, _seq: u64) -> Option<(&SessionMeta, Vec<&Found>)> {
+        None
+    }
+}
+
+/// [`inherited`], taking each ancestor from `ancestors` when it can tell
+/// exactly, else from its log.
+pub(crate) fn inherited_from(
+    store: &dyn LogStore,
+    ancestors: &dyn Ancestors,
     meta: &SessionMeta,
     prices: &PriceTable,
     visit: &mut dyn FnMut(&Counted<'_>),
@@ -442,13 +529,22 @@ pub fn inherited(
             )));
         }
         crate::id::validate(&fork.session)?;
-        let raw = store.read(&fork.session)?;
-        let parent = raw
-            .header
-            .clone()
-            .ok_or_else(|| Error::NoHeader(store.location(&fork.session)))?;
-        let side = is_side_session(&parent);
-        for f in own_responses(store, &parent, &raw, Some(fork.seq))?.0 {
+        let read;
+        let (parent, found) = match ancestors.upto(&fork.session, fork.seq) {
+            Some((parent, found)) => (parent, found),
+            None => {
+                let raw = store.read(&fork.session)?;
+                let parent = raw
+                    .header
+                    .clone()
+                    .ok_or_else(|| Error::NoHeader(store.location(&fork.session)))?;
+                let found = own_responses(store, &parent, &raw, Some(fork.seq))?.0;
+                read = (parent, found);
+                (&read.0, read.1.iter().collect())
+            }
+        };
+        let side = is_side_session(parent);
+        for f in found {
             let replay =
                 (side || f.sidechain) && f.message.is_some_and(|m| seen_messages.contains(&m));
             if replay || f.identity.is_some_and(|identity| !seen.insert(identity)) {
@@ -457,9 +553,9 @@ pub fn inherited(
             if let Some(m) = f.message {
                 seen_messages.insert(m);
             }
-            let model = f.model.as_deref().unwrap_or_else(|| header_model(&parent));
+            let model = f.model.as_deref().unwrap_or_else(|| header_model(parent));
             visit(&Counted {
-                meta: &parent,
+                meta: parent,
                 model,
                 at: f.at.unwrap_or(parent.created_at),
                 dated: f.at.is_some(),
@@ -681,7 +777,7 @@ fn owned_upto(
                     let h = content_hash(m)?;
                     let carried = present.as_ref().is_some_and(|set| set.contains(&h));
                     if !carried {
-                        owned.push(&mut by_identity, m, u);
+                        owned.push(&mut by_identity, m, u, rec.seq);
                     }
                     now.insert(h);
                 }
@@ -696,7 +792,7 @@ fn owned_upto(
                         set.insert(content_hash(m)?);
                     }
                 }
-                owned.record(&mut by_identity, other);
+                owned.record(&mut by_identity, other, rec.seq);
             }
         }
     }

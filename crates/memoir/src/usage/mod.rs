@@ -449,12 +449,14 @@ impl<'q> Filters<'q> {
     /// Walk the store: from its usage summaries when it keeps them (a file
     /// store), else reading every session log. Returns the notices on
     /// damaged summaries too.
+    /// The summaries read are returned too (none for other stores), to
+    /// answer forks' inherited usage.
     fn walk(
         &self,
         store: &dyn LogStore,
         prices: &PriceTable,
         visit: &mut dyn FnMut(count::Event<'_>),
-    ) -> Result<(count::WalkStats, Vec<String>)> {
+    ) -> Result<(count::WalkStats, Vec<String>, Option<summary::Summaries>)> {
         let selection = count::Selection {
             session: &|meta| self.session(meta),
             response: &|model, at| self.response(model, at),
@@ -465,9 +467,13 @@ impl<'q> Filters<'q> {
                 let mut summaries = summary::load(store, dir)?;
                 let notices = std::mem::take(&mut summaries.refresh.notices);
                 let stats = count::walk_source(&mut summaries, &selection, prices, visit)?;
-                Ok((stats, notices))
+                Ok((stats, notices, Some(summaries)))
             }
-            None => Ok((count::walk(store, &selection, prices, visit)?, Vec::new())),
+            None => Ok((
+                count::walk(store, &selection, prices, visit)?,
+                Vec::new(),
+                None,
+            )),
         }
     }
 }
@@ -484,7 +490,7 @@ pub fn report(
     let mut forks: BTreeMap<String, SessionMeta> = BTreeMap::new();
     let mut sources: BTreeMap<String, (Option<String>, String)> = BTreeMap::new();
     let mut total = Totals::default();
-    let (stats, notices) = filters.walk(store, prices, &mut |event| match event {
+    let (stats, notices, summaries) = filters.walk(store, prices, &mut |event| match event {
         count::Event::Session(meta) => {
             if by_session {
                 rows.entry(vec![meta.id.clone()]).or_default();
@@ -529,7 +535,11 @@ pub fn report(
                 row.agent = Some(agent);
             }
             if let Some(meta) = forks.get(&key[0]) {
-                match inherited_totals(store, meta, prices, &filters) {
+                let ancestors: &dyn count::Ancestors = match &summaries {
+                    Some(s) => s,
+                    None => &count::NoAncestors,
+                };
+                match inherited_totals(store, ancestors, meta, prices, &filters) {
                     Ok(t) => row.inherited = Some(t),
                     Err(e) => row.inherited_error = Some(e.to_string()),
                 }
@@ -604,7 +614,7 @@ pub fn blocks_report(
 ) -> Result<BlocksReport> {
     let filters = Filters::new(store, query)?;
     let mut entries = Vec::new();
-    let (_, notices) = filters.walk(store, prices, &mut |event| {
+    let (_, notices, _) = filters.walk(store, prices, &mut |event| {
         if let count::Event::Response(c) = event {
             let mut t = Totals::default();
             t.add(c);
@@ -617,14 +627,17 @@ pub fn blocks_report(
     })
 }
 
+/// A fork's inherited usage: its ancestors taken from `ancestors` (the
+/// summaries a report read) where they tell it exactly, else from the logs.
 fn inherited_totals(
     store: &dyn LogStore,
+    ancestors: &dyn count::Ancestors,
     meta: &SessionMeta,
     prices: &PriceTable,
     filters: &Filters<'_>,
 ) -> Result<Totals> {
     let mut t = Totals::default();
-    count::inherited(store, meta, prices, &mut |c| {
+    count::inherited_from(store, ancestors, meta, prices, &mut |c| {
         if filters.response(c.model, c.at) {
             t.add(c);
         }

@@ -31,9 +31,11 @@
 //! looks current.
 //!
 //! Each response keeps its hashed identity and `message.id`, its model,
-//! time, tokens and request count: cross-session de-duplication, every
-//! grouping (any time zone, 5-hour blocks), every filter and the per-response
-//! long-context prices stay exactly those of a scan of the logs.
+//! time, tokens and request count, and the `seq` of the records it was read
+//! from: cross-session de-duplication, every grouping (any time zone,
+//! 5-hour blocks), every filter and the per-response long-context prices
+//! stay exactly those of a scan of the logs, and a fork's inherited usage
+//! is read from its parents' summaries ([`Ancestors`]).
 
 use std::collections::HashMap;
 use std::fs;
@@ -43,7 +45,7 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 
-use super::count::{self, Found, Owned, SessionResponses, SessionSource};
+use super::count::{self, Ancestors, Found, Owned, SessionResponses, SessionSource};
 use crate::error::{Error, IoContext, Result};
 use crate::message::{Usage, UsageSource};
 use crate::record::{Record, SessionMeta};
@@ -52,7 +54,7 @@ use crate::store::file::{last_seq_at, EXT, INDEX_DIR};
 use crate::store::{Appended, Listed, LogStore};
 
 /// Version of the summary format this build reads and writes.
-pub const SUMMARY_VERSION: u32 = 2;
+pub const SUMMARY_VERSION: u32 = 3;
 
 /// The store-wide summary file, inside the store's index directory.
 pub const SUMMARY_FILE: &str = "usage.summary";
@@ -131,6 +133,8 @@ pub struct Refresh {
 /// Every session's summary, current.
 pub(crate) struct Summaries {
     entries: HashMap<String, Entry>,
+    /// The sessions a walk loaded and handed back, for [`Ancestors`].
+    walked: HashMap<String, SessionResponses>,
     /// `.jsonl` names that are not regular files or not UTF-8.
     not_files: usize,
     /// What reading them found.
@@ -229,6 +233,7 @@ pub(crate) fn load(store: &dyn LogStore, store_dir: &Path) -> Result<Summaries> 
     refresh.sessions = entries.len();
     Ok(Summaries {
         entries,
+        walked: HashMap::new(),
         not_files,
         refresh,
     })
@@ -420,7 +425,7 @@ fn fold(
         _ if appended.first_seq == 1 => (store.read_header(id).ok()??, Owned::default()),
         _ => return None,
     };
-    if !owned.apply(records) {
+    if !owned.apply(records, appended.first_seq) {
         return None;
     }
     owned.inherit_model(store, &meta);
@@ -459,6 +464,23 @@ impl SessionSource for Summaries {
             .and_then(|e| Some((e.meta?, e.owned)))
             .map(|(meta, owned)| SessionResponses { meta, owned }))
     }
+
+    fn done(&mut self, session: SessionResponses) {
+        self.walked.insert(session.meta.id.clone(), session);
+    }
+}
+
+impl Ancestors for Summaries {
+    fn upto(&self, id: &str, seq: u64) -> Option<(&SessionMeta, Vec<&Found>)> {
+        let (meta, owned) = match self.walked.get(id) {
+            Some(s) => (&s.meta, s.owned.as_ref()?),
+            None => {
+                let e = self.entries.get(id)?;
+                (e.meta.as_ref()?, e.owned.as_ref()?)
+            }
+        };
+        Some((meta, owned.upto(seq)?))
+    }
 }
 
 /// Write one session's summary file (not synced: a crash leaves it old or
@@ -479,7 +501,7 @@ fn write_all(store_dir: &Path, entries: &[&Entry]) -> Result<()> {
 // ---- per-session files: a base, then deltas (docs/FORMAT.md, "Usage summaries")
 
 /// Last bytes of every delta.
-const DELTA_MAGIC: &[u8; 4] = b"USd2";
+const DELTA_MAGIC: &[u8; 4] = b"USd3";
 
 /// A delta's trailer: `len`, `mtime_ns`, `ino`, `last_seq` (the log after
 /// the append), `first_seq` (the append's first record), the base's length
@@ -676,7 +698,7 @@ fn append_delta(
         return Ok(false);
     }
     let mut add = Owned::default();
-    if !add.apply(records) {
+    if !add.apply(records, appended.first_seq) {
         return Ok(false);
     }
     let modelless = add
@@ -876,6 +898,8 @@ impl Writer {
             UsageSource::Estimate => 2,
         });
         self.uint(f.requests);
+        self.uint(f.first_seq);
+        self.uint(f.seq.saturating_sub(f.first_seq));
     }
 }
 
@@ -1017,6 +1041,11 @@ impl<'b> Reader<'b> {
             2 => UsageSource::Estimate,
             _ => return Err("bad usage source".into()),
         };
+        let requests = self.uint()?;
+        let first_seq = self.uint()?;
+        let seq = first_seq
+            .checked_add(self.uint()?)
+            .ok_or("bad record number")?;
         Ok(Found {
             identity,
             message,
@@ -1032,7 +1061,9 @@ impl<'b> Reader<'b> {
                 reasoning_tokens: v[5],
                 source,
             },
-            requests: self.uint()?,
+            requests,
+            seq,
+            first_seq,
         })
     }
 }
@@ -1041,10 +1072,14 @@ impl<'b> Reader<'b> {
 mod tests {
     use super::*;
 
-    const GOLDEN: &[u8] = include_bytes!("../../tests/golden/usage/session-v2.usage");
+    const GOLDEN: &[u8] = include_bytes!("../../tests/golden/usage/session-v3.usage");
+    /// The same session as the previous version wrote it.
+    const GOLDEN_V2: &[u8] = include_bytes!("../../tests/golden/usage/session-v2.usage");
 
-    fn found(identity: u128, output: u64, second: i64) -> Found {
+    fn found(identity: u128, output: u64, second: i64, seq: u64) -> Found {
         Found {
+            seq,
+            first_seq: seq,
             identity: Some(identity),
             message: Some(identity ^ 0xff),
             sidechain: false,
@@ -1080,12 +1115,12 @@ mod tests {
             stamp: stamp(900, 3),
             meta: Some(meta),
             owned: Some(Owned {
-                messages: vec![found(1, 10, 1), found(2, 20, 2)],
+                messages: vec![found(1, 10, 1, 2), found(2, 20, 2, 3)],
                 ..Owned::default()
             }),
         };
         let add = Owned {
-            messages: vec![found(1, 15, 3), found(3, 30, 4)],
+            messages: vec![found(1, 15, 3, 4), found(3, 30, 4, 5)],
             ..Owned::default()
         };
         (base, add, stamp(1400, 5))
@@ -1103,7 +1138,7 @@ mod tests {
     fn a_session_file_is_the_golden_bytes_and_reads_back_with_its_deltas() {
         let bytes = golden_bytes();
         if bytes != GOLDEN {
-            let out = std::env::temp_dir().join("session-v2.usage");
+            let out = std::env::temp_dir().join("session-v3.usage");
             let _ = fs::write(&out, &bytes);
             panic!(
                 "the session file layout changed (this build's bytes: {})",
@@ -1113,11 +1148,43 @@ mod tests {
         let (mut want, _, after) = golden_parts();
         want.stamp = after;
         if let Some(o) = want.owned.as_mut() {
-            o.messages = vec![found(1, 15, 3), found(2, 20, 2), found(3, 30, 4)];
+            o.messages = vec![
+                Found {
+                    first_seq: 2,
+                    ..found(1, 15, 3, 4)
+                },
+                found(2, 20, 2, 3),
+                found(3, 30, 4, 5),
+            ];
             o.merged = 1;
         }
         assert_eq!(decode_session(GOLDEN, "golden"), Ok(want));
         assert!(decode_session(GOLDEN, "other").is_err());
+        // The previous version's file is an upgrade's leftover, not damage.
+        assert!(of_another_version(GOLDEN_V2));
+        assert!(!of_another_version(GOLDEN));
+    }
+
+    #[test]
+    fn what_a_session_held_at_a_fork_point_is_told_from_its_seqs() {
+        let Ok(Entry {
+            owned: Some(owned), ..
+        }) = decode_session(GOLDEN, "golden")
+        else {
+            panic!("the golden file reads back");
+        };
+        let outputs = |seq: u64| {
+            owned
+                .upto(seq)
+                .map(|v| v.iter().map(|f| f.usage.output_tokens).collect::<Vec<_>>())
+        };
+        assert_eq!(outputs(1), Some(vec![]));
+        // Response 1, first read at seq 2, was replaced by its copy of seq
+        // 4: what was held at seq 2 or 3 cannot be told without the log.
+        assert_eq!(outputs(2), None);
+        assert_eq!(outputs(3), None);
+        assert_eq!(outputs(4), Some(vec![15, 20]));
+        assert_eq!(outputs(5), Some(vec![15, 20, 30]));
     }
 
     #[test]

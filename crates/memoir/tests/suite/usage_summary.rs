@@ -600,3 +600,251 @@ fn a_long_sessions_appends_add_deltas_instead_of_rewriting_its_summary() {
         scanned
     );
 }
+
+/// The file store with its summaries, counting which session logs a
+/// report reads.
+#[derive(Debug)]
+struct Counting {
+    store: Arc<FileStore>,
+    reads: std::sync::Mutex<Vec<String>>,
+}
+
+impl LogStore for Counting {
+    fn create(&self, meta: &SessionMeta) -> memoir::Result<Appended> {
+        self.store.create(meta)
+    }
+    fn append(
+        &self,
+        id: &str,
+        records: &[Record],
+        expected_next: Option<u64>,
+    ) -> memoir::Result<Appended> {
+        self.store.append(id, records, expected_next)
+    }
+    fn read(&self, id: &str) -> memoir::Result<RawLog> {
+        self.reads.lock().unwrap().push(id.to_string());
+        self.store.read(id)
+    }
+    fn read_header(&self, id: &str) -> memoir::Result<Option<SessionMeta>> {
+        self.store.read_header(id)
+    }
+    fn list(&self) -> memoir::Result<(Vec<Listed>, usize)> {
+        self.store.list()
+    }
+    fn location(&self, id: &str) -> PathBuf {
+        self.store.location(id)
+    }
+    fn durability(&self) -> Durability {
+        self.store.durability()
+    }
+    fn read_deleted(&self, id: &str) -> memoir::Result<RawLog> {
+        self.store.read_deleted(id)
+    }
+    fn index_dir(&self) -> Option<&Path> {
+        self.store.index_dir()
+    }
+}
+
+/// `seq`s of a session's usage-bearing message records.
+fn usage_seqs(store: &FileStore, id: &str) -> Vec<u64> {
+    store
+        .read(id)
+        .unwrap()
+        .records
+        .iter()
+        .filter(|r| matches!(&r.record, Record::Message(m) if m.usage.is_some()))
+        .map(|r| r.seq)
+        .collect()
+}
+
+/// Forks' inherited usage comes from their parents' summaries, exactly as
+/// a scan of the logs gives it: a fork of a fork, a side session replaying
+/// its parent's message, a fork cut between two lines of one response and a
+/// parent rewritten after the fork point (those two read the parent's log).
+#[test]
+fn forks_inherit_from_their_parents_summaries_as_a_scan_does() {
+    let (tmp, store) = imported(4);
+    let dir = tmp.path().join("store");
+    let mut m = SessionManager::open(
+        &dir,
+        ManagerOptions {
+            durability: Durability::None,
+            repair_on_switch: false,
+            ..ManagerOptions::default()
+        },
+    )
+    .unwrap();
+    // The main imported session with the most responses.
+    let (listed, _) = store.list().unwrap();
+    let parent = listed
+        .iter()
+        .filter(|l| l.meta.parent.is_none() && !usage::is_side_session(&l.meta))
+        .max_by_key(|l| usage_seqs(&store, &l.meta.id).len())
+        .map(|l| l.meta.id.clone())
+        .unwrap();
+    let seqs = usage_seqs(&store, &parent);
+    assert!(seqs.len() >= 4, "{parent}: {seqs:?}");
+    let target = |id: &str, source: Option<SourceRef>| memoir::manager::ForkTarget {
+        id: Some(id.to_string()),
+        title: None,
+        source,
+    };
+    let fork_at = |m: &mut SessionManager, from: &str, seq: u64, t| {
+        m.fork_session_at_seq(from, Some(seq), t).unwrap().id
+    };
+    // A fork after one more response, with responses of its own; a fork
+    // of that fork.
+    let half = m
+        .append_records_to(
+            &parent,
+            &[Record::Message(response(
+                "msg_p0",
+                "req_p0",
+                "2026-05-12T07:00:00Z",
+                30,
+            ))],
+        )
+        .unwrap()
+        .unwrap()
+        .last_seq;
+    let a = fork_at(&mut m, &parent, half, target("fork-a", None));
+    m.append_records_to(
+        &a,
+        &[
+            Record::Message(Message::user("and then?")),
+            Record::Message(response("msg_a1", "req_a1", "2026-05-12T08:00:00Z", 40)),
+        ],
+    )
+    .unwrap();
+    let b = fork_at(
+        &mut m,
+        &a,
+        usage_seqs(&store, &a)[0],
+        target("fork-b", None),
+    );
+    m.append_records_to(
+        &b,
+        &[Record::Message(response(
+            "msg_b1",
+            "req_b1",
+            "2026-05-12T08:10:00Z",
+            50,
+        ))],
+    )
+    .unwrap();
+    // A side session: replays the fork's response under a new request
+    // id (not counted again), adds one of its own.
+    let mut extra = serde_json::Map::new();
+    extra.insert("kind".into(), json!("subagent"));
+    let side_source = SourceRef {
+        agent: "claude-code".into(),
+        agent_version: None,
+        session: Some("side".into()),
+        path: None,
+        extra,
+    };
+    let side = fork_at(
+        &mut m,
+        &a,
+        usage_seqs(&store, &a)[0],
+        target("side-1", Some(side_source)),
+    );
+    let mut replay = response("msg_a1", "req_side", "2026-05-12T08:20:00Z", 40);
+    replay.extra.get_mut(SOURCE_KEY).unwrap()["is_sidechain"] = json!(true);
+    m.append_records_to(
+        &side,
+        &[
+            Record::Message(replay),
+            Record::Message(response("msg_s1", "req_s1", "2026-05-12T08:21:00Z", 60)),
+        ],
+    )
+    .unwrap();
+    // So far every parent's summary tells what it held at each fork point.
+    let report_of = |s: &dyn LogStore| {
+        let q = UsageQuery {
+            group_by: vec![GroupKey::Session],
+            ..UsageQuery::default()
+        };
+        usage::report(s, &q, &prices()).unwrap()
+    };
+    usage::refresh(store.as_ref()).unwrap();
+    let counting = Counting {
+        store: store.clone(),
+        reads: Default::default(),
+    };
+    let summed = report_of(&counting);
+    assert_eq!(summed, report_of(&Scan(store.clone())));
+    assert!(
+        counting.reads.lock().unwrap().is_empty(),
+        "logs read: {:?}",
+        counting.reads.lock().unwrap()
+    );
+    let row = |r: &UsageReport, id: &str| {
+        r.rows
+            .iter()
+            .find(|row| row.group.get("session") == Some(&json!(id)))
+            .cloned()
+            .unwrap_or_else(|| panic!("no row for {id}"))
+    };
+    let inherited = |r: &UsageReport, id: &str| row(r, id).inherited.unwrap().output_tokens;
+    let (ia, ib, is) = (
+        inherited(&summed, &a),
+        inherited(&summed, &b),
+        inherited(&summed, &side),
+    );
+    assert!(ia > 0, "{:?}", row(&summed, &a));
+    assert_eq!(ib, ia + 40, "fork-b inherits fork-a's response too");
+    assert_eq!(is, ia + 40);
+    assert_eq!(
+        row(&summed, &side).totals.output_tokens,
+        60,
+        "the replay is not counted again"
+    );
+
+    // A fork cut between two lines of one response (the later line carries
+    // the final count), then the parent rewritten after the fork points:
+    // the response fork-a was cut after replaced by a changed copy, the
+    // rest carried.
+    let line1 = response("msg_p9", "req_p9", "2026-05-12T09:00:00Z", 5);
+    let line2 = response("msg_p9", "req_p9", "2026-05-12T09:00:01Z", 70);
+    let split = m
+        .append_records_to(&parent, &[Record::Message(line1)])
+        .unwrap()
+        .unwrap()
+        .last_seq;
+    let c = fork_at(&mut m, &parent, split, target("fork-c", None));
+    m.append_records_to(&parent, &[Record::Message(line2)])
+        .unwrap();
+    let raw = store.read(&parent).unwrap();
+    let mut messages: Vec<Message> = memoir::transcript::read_at(
+        store.as_ref(),
+        &memoir::record::ForkPoint::new(&parent, raw.last_seq, 0),
+    )
+    .unwrap()
+    .messages;
+    let changed = messages
+        .iter_mut()
+        .find(|m| m.provider_id.as_deref() == Some("msg_p0"))
+        .unwrap();
+    if let Some(u) = changed.usage.as_mut() {
+        u.output_tokens += 1000;
+    }
+    m.append_records_to(&parent, &[Record::Rewrite { messages }])
+        .unwrap();
+    // A fork before any of that.
+    let d = fork_at(&mut m, &parent, seqs[0], target("fork-d", None));
+    drop(m);
+    assert_same_as_scan(&store);
+    counting.reads.lock().unwrap().clear();
+    let summed = report_of(&counting);
+    assert_eq!(summed, report_of(&Scan(store.clone())));
+    assert_eq!(inherited(&summed, &a), ia, "what fork-a started with");
+    assert!(inherited(&summed, &c) >= ia + 5);
+    assert!(inherited(&summed, &d) > 0);
+    let reads = counting.reads.lock().unwrap().clone();
+    assert!(reads.iter().all(|r| *r == parent), "{reads:?}");
+    assert!(
+        !reads.is_empty(),
+        "the rewritten parent is read from its log"
+    );
+}
