@@ -266,6 +266,7 @@ impl ErrorKind {
     }
 }
 
+#[cfg(feature = "view")]
 impl crate::embed::EmbeddingError {
     /// What the caller can do about this error (see [`ErrorKind`]).
     pub fn kind(&self) -> ErrorKind {
