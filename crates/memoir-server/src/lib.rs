@@ -67,10 +67,13 @@ pub const PROJECT_FIELD: &str = "project";
 /// behind its access rule.
 pub fn router(config: ServerConfig) -> Router {
     #[cfg(feature = "ui")]
-    let team = config
-        .ui
-        .as_ref()
-        .map(|ui| ui::team_router(config.store.clone(), TokenIndex::new(config.tokens.clone()), ui));
+    let team = config.ui.as_ref().map(|ui| {
+        ui::team_router(
+            config.store.clone(),
+            TokenIndex::new(config.tokens.clone()),
+            ui,
+        )
+    });
     let book = memoir::access::book_of(&config.store);
     let state = Arc::new(AppState {
         store: config.store,

@@ -299,7 +299,10 @@ fn wrong_tokens_hosts_and_origins_are_refused_with_the_csp() {
         assert_eq!(reply.status, 403, "{path}");
         assert!(!reply.body.contains("anteater"), "{path}");
     }
-    assert_eq!(get(r.port, &format!("/?token={COUNTER}"), &h, &[]).status, 403);
+    assert_eq!(
+        get(r.port, &format!("/?token={COUNTER}"), &h, &[]).status,
+        403
+    );
     let a = cookie(&r, ALPHA);
     for bad in ["evil.example", "localhost.evil:80", "127.0.0.1:1"] {
         let reply = get(r.port, "/api/sessions", bad, &[("Cookie", &a)]);
