@@ -111,8 +111,8 @@ fn search_prints_no_colour_on_a_terminal_or_a_pipe() {
 
 /// A session whose title and text hold colour codes, a bell and a
 /// screen-clearing sequence: `memoir search` prints them as visible escapes
-/// (U+FFFD in snippets), so its output holds no control character (the JSON keeps the text as
-/// stored, escaped by JSON itself).
+/// (U+FFFD in snippets), so its output holds no control character (the
+/// JSON keeps the title as stored, escaped by JSON itself).
 #[test]
 fn search_output_holds_no_escape_codes_from_session_text() {
     use memoir::message::Message;
@@ -160,8 +160,10 @@ fn search_output_holds_no_escape_codes_from_session_text() {
     let json = String::from_utf8(json.stdout).unwrap();
     assert!(!json.contains('\u{1b}'), "raw escape in JSON: {json:?}");
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
-    assert!(v["hits"][0]["snippet"]["text"]
-        .as_str()
-        .unwrap()
-        .contains('\u{1b}'));
+    // The title is kept as stored (JSON escapes it); the snippet holds
+    // U+FFFD where the text had control characters.
+    assert!(v["hits"][0]["title"].as_str().unwrap().contains('\u{1b}'));
+    let snippet = v["hits"][0]["snippet"]["text"].as_str().unwrap();
+    assert!(snippet.contains('\u{FFFD}'), "{snippet:?}");
+    assert!(!snippet.chars().any(char::is_control), "{snippet:?}");
 }
