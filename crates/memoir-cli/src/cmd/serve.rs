@@ -36,7 +36,7 @@ use memoir::store::Durability;
 use memoir::transcript::find_in;
 #[cfg(feature = "server")]
 use memoir_server::{check_listen, open_store, parse_tokens, TokenGrant};
-#[cfg(feature = "client")]
+#[cfg(any(feature = "server", feature = "client"))]
 use serde_json::json;
 
 use super::choices;
@@ -46,7 +46,7 @@ use crate::exit::CliError;
 #[cfg(feature = "client")]
 use crate::out;
 use crate::outln;
-#[cfg(feature = "client")]
+#[cfg(any(feature = "server", feature = "client"))]
 use crate::output::print_json;
 
 /// Arguments of `memoir serve`.
