@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Compare `memoir usage --json` with `ccusage --offline --json` on the same
-Claude Code and Codex transcripts (issue 14; results go to docs/USAGE.md).
+Claude Code and Codex transcripts (results go to docs/USAGE.md).
 
     python3 bench/usage_vs_ccusage.py --claude DIR --codex DIR \
         [--memoir target/release/memoir] [--ccusage PATH] [--store DIR] [--import-cmd CMD]
